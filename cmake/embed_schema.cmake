@@ -1,0 +1,15 @@
+# Writes a C++ file holding every schema/*.sql migration as a string, in version order.
+# Inputs: OUT (file to write), FILES (semicolon list of .sql files, sorted).
+set(body "// Generated from schema/*.sql by cmake/embed_schema.cmake. Do not edit.\n")
+string(APPEND body "#include \"emulator/sqlite/migrations.h\"\n\nnamespace sheetlog {\n")
+string(APPEND body "const std::vector<Migration>& EmbeddedMigrations() {\n")
+string(APPEND body "  static const std::vector<Migration> migrations = {\n")
+foreach(f ${FILES})
+  get_filename_component(name ${f} NAME)
+  string(REGEX MATCH "^[0-9]+" version "${name}")
+  math(EXPR version "${version}")
+  file(READ ${f} sql)
+  string(APPEND body "      {${version}, \"${name}\", R\"sheetlogsql(${sql})sheetlogsql\"},\n")
+endforeach()
+string(APPEND body "  };\n  return migrations;\n}\n}  // namespace sheetlog\n")
+file(WRITE ${OUT} "${body}")

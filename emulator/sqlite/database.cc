@@ -1,0 +1,318 @@
+#include "emulator/sqlite/database.h"
+
+#include <exception>
+
+#include "emulator/sqlite/migrations.h"
+
+namespace sheetlog {
+
+// ---------------------------------------------------------------------------
+// Statement
+
+Statement::~Statement() {
+  if (stmt_ != nullptr) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+}
+
+Statement& Statement::BindNull(int i) {
+  sqlite3_bind_null(stmt_, i);
+  return *this;
+}
+
+Statement& Statement::Bind(int i, int64_t v) {
+  sqlite3_bind_int64(stmt_, i, v);
+  return *this;
+}
+
+Statement& Statement::Bind(int i, double v) {
+  sqlite3_bind_double(stmt_, i, v);
+  return *this;
+}
+
+Statement& Statement::Bind(int i, std::string_view text) {
+  sqlite3_bind_text64(stmt_, i, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  return *this;
+}
+
+Statement& Statement::BindBlob(int i, std::string_view bytes) {
+  sqlite3_bind_blob64(stmt_, i, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
+  return *this;
+}
+
+Result<bool> Statement::Step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return SqliteStatus(db_, rc, sqlite3_sql(stmt_));
+}
+
+Status Statement::Run() {
+  while (true) {
+    Result<bool> row = Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::OK();
+  }
+}
+
+bool Statement::IsNull(int col) const {
+  return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
+}
+int64_t Statement::ColumnInt(int col) const { return sqlite3_column_int64(stmt_, col); }
+double Statement::ColumnDouble(int col) const {
+  return sqlite3_column_double(stmt_, col);
+}
+std::string Statement::ColumnText(int col) const { return std::string(ColumnView(col)); }
+std::string_view Statement::ColumnView(int col) const {
+  const void* data = sqlite3_column_blob(stmt_, col);
+  int size = sqlite3_column_bytes(stmt_, col);
+  if (data == nullptr) return {};
+  return std::string_view(static_cast<const char*>(data), static_cast<size_t>(size));
+}
+int Statement::ColumnType(int col) const { return sqlite3_column_type(stmt_, col); }
+int Statement::ColumnCount() const { return sqlite3_column_count(stmt_); }
+
+// ---------------------------------------------------------------------------
+// Connection
+
+Status SqliteStatus(sqlite3* db, int rc, std::string_view what) {
+  if (rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW) return Status::OK();
+  std::string message = "sqlite: ";
+  message += db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  message += " (";
+  message += what.substr(0, 120);
+  message += ")";
+  int primary = rc & 0xff;
+  if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Unavailable(message);
+  if (primary == SQLITE_CONSTRAINT) return ConditionFailed(message);
+  if (primary == SQLITE_FULL) return ResourceExhausted(message);
+  return Internal(message);
+}
+
+Connection::~Connection() {
+  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  sqlite3_close_v2(db_);
+}
+
+Result<Statement> Connection::Prepare(std::string_view sql) {
+  std::string key(sql);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return Statement(db_, it->second);
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v3(db_, key.data(), static_cast<int>(key.size()),
+                              SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(db_, rc, sql);
+  cache_.emplace(std::move(key), stmt);
+  return Statement(db_, stmt);
+}
+
+Status Connection::Exec(std::string_view sql) {
+  std::string text(sql);
+  char* error = nullptr;
+  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &error);
+  if (rc == SQLITE_OK) return Status::OK();
+  std::string message = error != nullptr ? error : sqlite3_errstr(rc);
+  sqlite3_free(error);
+  Status status = SqliteStatus(db_, rc, text);
+  return Status(status.code(), "sqlite: " + message + " (" + text.substr(0, 120) + ")");
+}
+
+// ---------------------------------------------------------------------------
+// Database
+
+namespace {
+
+// sheetlog_hash(a, b, ...): FNV-1a over the text of every argument, as a non-negative
+// integer. Stable across versions and platforms: stream shards are derived from it.
+void HashFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
+  uint64_t h = 1469598103934665603ULL;
+  for (int i = 0; i < argc; ++i) {
+    const unsigned char* text = sqlite3_value_text(argv[i]);
+    int n = sqlite3_value_bytes(argv[i]);
+    for (int j = 0; j < n; ++j) {
+      h ^= text[j];
+      h *= 1099511628211ULL;
+    }
+    h ^= 0xff;  // argument separator: ("ab","c") differs from ("a","bc")
+    h *= 1099511628211ULL;
+  }
+  sqlite3_result_int64(ctx, static_cast<int64_t>(h & 0x7fffffffffffffffULL));
+}
+
+const char* SyncPragma(SyncMode mode) {
+  switch (mode) {
+    case SyncMode::kOff:
+      return "PRAGMA synchronous=OFF";
+    case SyncMode::kNormal:
+      return "PRAGMA synchronous=NORMAL";
+    case SyncMode::kFull:
+      return "PRAGMA synchronous=FULL";
+  }
+  return "PRAGMA synchronous=NORMAL";
+}
+
+}  // namespace
+
+struct PendingWrite {
+  const Database::WorkFn* work;
+  Status status;
+  bool done = false;
+  std::condition_variable cv;
+};
+
+Database::Database(const Options& options) : options_(options) {}
+
+Database::~Database() = default;
+
+Result<std::unique_ptr<Database>> Database::Open(const Options& options) {
+  std::unique_ptr<Database> db(new Database(options));
+  RETURN_IF_ERROR(db->Init());
+  return db;
+}
+
+Result<std::unique_ptr<Connection>> Database::OpenConnection(bool writer) {
+  sqlite3* raw = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+  if (writer) flags |= SQLITE_OPEN_CREATE;
+  int rc = sqlite3_open_v2(options_.path.c_str(), &raw, flags, nullptr);
+  auto conn = std::make_unique<Connection>(raw);
+  if (rc != SQLITE_OK) return SqliteStatus(raw, rc, "open " + options_.path);
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_create_function_v2(raw, "sheetlog_hash", -1,
+                             SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
+                             nullptr, HashFunction, nullptr, nullptr, nullptr);
+  RETURN_IF_ERROR(conn->Exec("PRAGMA busy_timeout=10000"));
+  RETURN_IF_ERROR(conn->Exec("PRAGMA temp_store=MEMORY"));
+  RETURN_IF_ERROR(conn->Exec("PRAGMA cache_size=-16000"));
+  if (writer) {
+    RETURN_IF_ERROR(conn->Exec("PRAGMA journal_mode=WAL"));
+    RETURN_IF_ERROR(conn->Exec(SyncPragma(options_.sync)));
+  } else {
+    RETURN_IF_ERROR(conn->Exec("PRAGMA query_only=1"));
+  }
+  return conn;
+}
+
+Status Database::Init() {
+  ASSIGN_OR_RETURN(writer_, OpenConnection(/*writer=*/true));
+  ASSIGN_OR_RETURN(schema_version_, ApplyMigrations(*writer_, EmbeddedMigrations()));
+  for (int i = 0; i < std::max(1, options_.read_connections); ++i) {
+    ASSIGN_OR_RETURN(auto reader, OpenConnection(/*writer=*/false));
+    idle_readers_.push_back(std::move(reader));
+  }
+  return Status::OK();
+}
+
+Status Database::CommitBatch(std::vector<PendingWrite*>& batch) {
+  Connection& conn = *writer_;
+  RETURN_IF_ERROR(conn.Exec("BEGIN IMMEDIATE"));
+  for (PendingWrite* w : batch) {
+    Status status = conn.Exec("SAVEPOINT sheetlog_write");
+    if (status.ok()) {
+      try {
+        status = (*w->work)(conn);
+      } catch (const std::exception& e) {
+        status = Internal(std::string("write failed with exception: ") + e.what());
+      }
+      if (status.ok()) {
+        status = conn.Exec("RELEASE sheetlog_write");
+      } else {
+        Status undo = conn.Exec("ROLLBACK TO sheetlog_write");
+        if (undo.ok()) undo = conn.Exec("RELEASE sheetlog_write");
+        if (!undo.ok()) {
+          // The transaction is in an unknown state: fail the whole batch.
+          (void)conn.Exec("ROLLBACK");
+          return undo;
+        }
+      }
+    }
+    w->status = status;
+  }
+  Status commit = conn.Exec("COMMIT");
+  if (!commit.ok()) {
+    (void)conn.Exec("ROLLBACK");
+    return commit;
+  }
+  return Status::OK();
+}
+
+Status Database::Write(const WorkFn& work) {
+  PendingWrite self;
+  self.work = &work;
+  std::unique_lock<std::mutex> lock(write_mu_);
+  writers_.push_back(&self);
+  while (!self.done && &self != writers_.front()) self.cv.wait(lock);
+  if (self.done) return self.status;
+
+  // This writer leads: it commits itself and everyone queued behind it (up to a bound).
+  std::vector<PendingWrite*> batch;
+  for (PendingWrite* w : writers_) {
+    batch.push_back(w);
+    if (static_cast<int>(batch.size()) >= options_.max_batch) break;
+  }
+  lock.unlock();
+  Status batch_status = CommitBatch(batch);
+  lock.lock();
+
+  ++stats_.batches;
+  stats_.writes += static_cast<int64_t>(batch.size());
+  for (PendingWrite* w : batch) {
+    writers_.pop_front();
+    if (!batch_status.ok()) w->status = batch_status;
+    if (w != &self) {
+      w->done = true;
+      w->cv.notify_one();
+    }
+  }
+  if (!writers_.empty()) writers_.front()->cv.notify_one();
+  lock.unlock();
+
+  if (batch_status.ok()) {
+    std::vector<std::function<void()>> listeners;
+    {
+      std::lock_guard<std::mutex> guard(listeners_mu_);
+      listeners = listeners_;
+    }
+    for (auto& listener : listeners) listener();
+  }
+  return self.status;
+}
+
+Status Database::Read(const WorkFn& work) {
+  std::unique_ptr<Connection> conn;
+  {
+    std::unique_lock<std::mutex> lock(read_mu_);
+    read_cv_.wait(lock, [&] { return !idle_readers_.empty(); });
+    conn = std::move(idle_readers_.back());
+    idle_readers_.pop_back();
+  }
+  Status status = conn->Exec("BEGIN");
+  if (status.ok()) {
+    try {
+      status = work(*conn);
+    } catch (const std::exception& e) {
+      status = Internal(std::string("read failed with exception: ") + e.what());
+    }
+    Status end = conn->Exec("COMMIT");
+    if (!end.ok()) (void)conn->Exec("ROLLBACK");
+  }
+  {
+    std::lock_guard<std::mutex> lock(read_mu_);
+    idle_readers_.push_back(std::move(conn));
+  }
+  read_cv_.notify_one();
+  return status;
+}
+
+void Database::AddCommitListener(std::function<void()> listener) {
+  std::lock_guard<std::mutex> guard(listeners_mu_);
+  listeners_.push_back(std::move(listener));
+}
+
+Database::Stats Database::stats() const {
+  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(write_mu_));
+  return stats_;
+}
+
+}  // namespace sheetlog

@@ -1,0 +1,170 @@
+// The one SQLite database behind every emulated service (tables, queues, change feed,
+// execution history). WAL mode: one writer connection, a pool of read connections, so
+// readers never block the writer and the writer never blocks readers.
+//
+// Writes go through group commit (the leveldb writer queue): concurrent Write() calls
+// are batched into one transaction and one sync. Each call's work runs inside its own
+// SAVEPOINT, so a work function that fails (e.g. a lost conditional write) rolls back
+// only itself while the rest of the batch commits. Write() returns only after the batch
+// has committed with the configured durability.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "emulator/status.h"
+
+namespace sheetlog {
+
+class Clock;
+
+// A prepared statement borrowed from a Connection's cache. Reset on destruction.
+// Bind indexes are 1-based (SQLite's); column indexes are 0-based.
+class Statement {
+ public:
+  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(Statement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+    other.stmt_ = nullptr;
+  }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  ~Statement();
+
+  Statement& BindNull(int i);
+  Statement& Bind(int i, int64_t v);
+  Statement& Bind(int i, int v) { return Bind(i, static_cast<int64_t>(v)); }
+  Statement& Bind(int i, double v);
+  Statement& Bind(int i, std::string_view text);
+  Statement& Bind(int i, const char* text) { return Bind(i, std::string_view(text)); }
+  Statement& Bind(int i, const std::string& text) {
+    return Bind(i, std::string_view(text));
+  }
+  Statement& BindBlob(int i, std::string_view bytes);
+
+  // Advances to the next row. Result true = a row is available; false = done.
+  Result<bool> Step();
+  // Runs to completion, ignoring rows.
+  Status Run();
+
+  bool IsNull(int col) const;
+  int64_t ColumnInt(int col) const;
+  double ColumnDouble(int col) const;
+  std::string ColumnText(int col) const;
+  // Bytes of a TEXT or BLOB column (no copy; valid until the next Step).
+  std::string_view ColumnView(int col) const;
+  int ColumnType(int col) const;  // SQLITE_INTEGER, SQLITE_FLOAT, SQLITE_TEXT, ...
+  int ColumnCount() const;
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+// One SQLite connection with a cache of prepared statements. Not thread-safe: a
+// connection is used by one thread at a time (the Database hands them out).
+class Connection {
+ public:
+  explicit Connection(sqlite3* db) : db_(db) {}
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Returns a cached prepared statement for `sql`.
+  Result<Statement> Prepare(std::string_view sql);
+  // Runs one or more statements without results (DDL, PRAGMA, BEGIN...).
+  Status Exec(std::string_view sql);
+
+  int64_t Changes() const { return sqlite3_changes64(db_); }
+  int64_t LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+  sqlite3* raw() { return db_; }
+
+ private:
+  sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+};
+
+// Translates a SQLite result code into a Status.
+Status SqliteStatus(sqlite3* db, int rc, std::string_view what);
+
+enum class SyncMode {
+  kOff,     // no syncs: for --in-memory and tests only
+  kNormal,  // WAL + synchronous=NORMAL: a committed write survives a process crash
+  kFull,    // WAL + synchronous=FULL: also survives power loss
+};
+
+class Database {
+ public:
+  struct Options {
+    // Path of the database file. Created if missing.
+    std::string path;
+    SyncMode sync = SyncMode::kNormal;
+    // Read connections in the pool. Default: 4.
+    int read_connections = 4;
+    // Most Write() calls folded into one transaction. Default: 256.
+    int max_batch = 256;
+  };
+
+  // Opens (creating if needed) the database and applies schema migrations.
+  // Fails with FailedPrecondition if the file comes from a newer sheetlog.
+  static Result<std::unique_ptr<Database>> Open(const Options& options);
+  ~Database();
+
+  using WorkFn = std::function<Status(Connection&)>;
+
+  // Runs `work` in a write transaction shared with concurrent callers. If `work` returns
+  // an error its changes are rolled back and that error is returned; otherwise returns
+  // OK once the transaction is durable. `work` may run on another caller's thread.
+  Status Write(const WorkFn& work);
+
+  // Runs `work` in a read transaction on a pooled read connection: it sees one
+  // consistent committed state, never the writer's uncommitted changes.
+  Status Read(const WorkFn& work);
+
+  // Called (on the committing thread, outside any lock) after every committed write
+  // batch. Used by the change feed to wake its readers.
+  void AddCommitListener(std::function<void()> listener);
+
+  // Current schema version.
+  int schema_version() const { return schema_version_; }
+  const std::string& path() const { return options_.path; }
+
+  struct Stats {
+    int64_t batches = 0;
+    int64_t writes = 0;
+  };
+  Stats stats() const;
+
+ private:
+  explicit Database(const Options& options);
+  Status Init();
+  Result<std::unique_ptr<Connection>> OpenConnection(bool writer);
+  Status CommitBatch(std::vector<struct PendingWrite*>& batch);
+
+  Options options_;
+  int schema_version_ = 0;
+  std::unique_ptr<Connection> writer_;
+
+  // Group commit queue (leveldb style): the writer at the front leads a batch.
+  std::mutex write_mu_;
+  std::deque<struct PendingWrite*> writers_;  // GUARDED_BY(write_mu_)
+  Stats stats_;                               // GUARDED_BY(write_mu_)
+
+  std::mutex read_mu_;
+  std::condition_variable read_cv_;
+  std::vector<std::unique_ptr<Connection>> idle_readers_;  // GUARDED_BY(read_mu_)
+
+  std::mutex listeners_mu_;
+  std::vector<std::function<void()>> listeners_;  // GUARDED_BY(listeners_mu_)
+};
+
+}  // namespace sheetlog

@@ -1,0 +1,29 @@
+// Versioned schema migrations (schema/NNN_name.sql), embedded in the binary at build
+// time. Applied in order at start-up inside one transaction each; the `schema_version`
+// table records the highest applied version, so applying twice is a no-op.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "emulator/status.h"
+
+namespace sheetlog {
+
+class Connection;
+
+struct Migration {
+  int version;
+  const char* name;
+  const char* sql;
+};
+
+// Every migration from schema/, ordered by version. Defined in generated code.
+const std::vector<Migration>& EmbeddedMigrations();
+
+// Brings the database to the newest version in `migrations`. Returns the version now in
+// force. Fails with FailedPrecondition if the database records a version newer than any
+// migration known here (written by a newer sheetlog): it is never modified then.
+Result<int> ApplyMigrations(Connection& conn, const std::vector<Migration>& migrations);
+
+}  // namespace sheetlog
