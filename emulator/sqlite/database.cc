@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "emulator/env/clock.h"
 #include "emulator/sqlite/migrations.h"
 
 namespace sheetlog {
@@ -140,6 +141,13 @@ void HashFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   sqlite3_result_int64(ctx, static_cast<int64_t>(h & 0x7fffffffffffffffULL));
 }
 
+// sheetlog_now_micros(): the injected clock, so triggers timestamp stream records with
+// the same time the rest of the system sees (a ManualClock in tests).
+void NowFunction(sqlite3_context* ctx, int, sqlite3_value**) {
+  auto* clock = static_cast<Clock*>(sqlite3_user_data(ctx));
+  sqlite3_result_int64(ctx, clock->NowMicros());
+}
+
 const char* SyncPragma(SyncMode mode) {
   switch (mode) {
     case SyncMode::kOff:
@@ -161,7 +169,9 @@ struct PendingWrite {
   std::condition_variable cv;
 };
 
-Database::Database(const Options& options) : options_(options) {}
+Database::Database(const Options& options) : options_(options) {
+  if (options_.clock == nullptr) options_.clock = SystemClock::Default();
+}
 
 Database::~Database() = default;
 
@@ -182,6 +192,8 @@ Result<std::unique_ptr<Connection>> Database::OpenConnection(bool writer) {
   sqlite3_create_function_v2(raw, "sheetlog_hash", -1,
                              SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                              nullptr, HashFunction, nullptr, nullptr, nullptr);
+  sqlite3_create_function_v2(raw, "sheetlog_now_micros", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS,
+                             options_.clock, NowFunction, nullptr, nullptr, nullptr);
   RETURN_IF_ERROR(conn->Exec("PRAGMA busy_timeout=10000"));
   RETURN_IF_ERROR(conn->Exec("PRAGMA temp_store=MEMORY"));
   RETURN_IF_ERROR(conn->Exec("PRAGMA cache_size=-16000"));

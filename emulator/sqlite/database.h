@@ -112,6 +112,9 @@ class Database {
     int read_connections = 4;
     // Most Write() calls folded into one transaction. Default: 256.
     int max_batch = 256;
+    // Time as SQL sees it: `sheetlog_now_micros()` in triggers and statements returns
+    // this clock's NowMicros(). Default: SystemClock.
+    Clock* clock = nullptr;
   };
 
   // Opens (creating if needed) the database and applies schema migrations.
