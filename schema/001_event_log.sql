@@ -9,7 +9,10 @@ CREATE TABLE sheet (
   created         INTEGER NOT NULL,              -- unix seconds
   snapshot_every  INTEGER NOT NULL,              -- entries between Snapshot entries; 0 = off
   segment_entries INTEGER NOT NULL,              -- entries per segment before a new one
-  first_seq       INTEGER NOT NULL DEFAULT 0     -- first retained seq (after truncation)
+  first_seq       INTEGER NOT NULL DEFAULT 0,    -- first retained seq (after truncation)
+  -- seq of the newest Snapshot entry (completed or not), maintained in the same
+  -- transaction that appends one: the snapshot policy's "entries since" counter.
+  snapshot_entry_seq INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 -- Seed 001 Segment table. PK (sheet_id, num).
@@ -40,6 +43,9 @@ CREATE TABLE entry (
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX entry_by_seq ON entry (sheet_id, seq);
 CREATE INDEX entry_by_created ON entry (created);
+-- The snapshot policy asks "where is the newest Snapshot entry?" after every append;
+-- a partial index keeps that one probe without indexing ordinary entries.
+CREATE INDEX entry_snapshots ON entry (sheet_id, seq) WHERE type = 'Snapshot';
 
 -- Seed 000 Pending Snapshots table. PK (log_id, (segment, entry)).
 CREATE TABLE pending_snapshot (

@@ -1,9 +1,227 @@
-// sheetlog: the command line. `sheetlog serve` runs the server.
+// sheetlog: the command line. `sheetlog serve` runs the server; see `sheetlog help`.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
 #include <string>
+#include <thread>
+#include <vector>
+
+#include "src/api/server.h"
+#include "src/app/app.h"
+#include "src/version.h"
+
+namespace sheetlog {
+namespace {
+
+const char* kUsage =
+    R"(sheetlog — an event-sourced spreadsheet backend with local AWS stand-ins
+
+Usage: sheetlog <command> [flags]
+
+Commands:
+  serve      run the HTTP server
+  version    print the version
+  help       show this text
+
+serve flags:
+  --data-dir DIR        data directory (default ./data)
+  --listen HOST:PORT    listen address (default 127.0.0.1:8787; port 0 = any free port)
+  --in-memory           temporary data directory removed at exit, no syncs
+  --token TOKEN         bearer token required on /v1/* (or SHEETLOG_TOKEN)
+  --sync normal|full    durability: normal survives kill -9, full also power loss
+  --max-request BYTES   largest JSON request body (default 1048576)
+  --inline-limit BYTES  larger entry bodies go to the blob store (default 16384)
+  --orphan-ttl SECONDS  uploads never completed are swept after this (default 259200)
+  --clock manual        time moves only through POST /v1/admin/clock
+  --enable-faults       allow arming fault points through /v1/admin/faults
+  --allow-reset         allow POST /v1/admin/reset
+  --threads N           HTTP worker threads (default 64)
+  --port-file FILE      write the bound port to FILE once listening
+  --log-level LEVEL     trace|debug|info|warn|error (default info)
+)";
+
+// --name value / --name=value / --flag. Unknown flags are an error.
+class Flags {
+ public:
+  Flags(int argc, char** argv, int first, const std::vector<std::string>& booleans) {
+    for (int i = first; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg.rfind("--", 0) != 0) {
+        error_ = "unexpected argument '" + arg + "'";
+        return;
+      }
+      std::string name = arg.substr(2);
+      std::string value;
+      size_t eq = name.find('=');
+      bool is_bool = false;
+      for (const auto& b : booleans) is_bool |= (b == name);
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      } else if (is_bool) {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        error_ = "flag --" + name + " needs a value";
+        return;
+      }
+      values_[name] = value;
+    }
+  }
+  const std::string& error() const { return error_; }
+  std::string Get(const std::string& name, const std::string& fallback) {
+    used_.push_back(name);
+    auto it = values_.find(name);
+    return it == values_.end() ? fallback : it->second;
+  }
+  bool Bool(const std::string& name) { return Get(name, "false") == "true"; }
+  std::string Unused() const {
+    for (const auto& [name, value] : values_) {
+      bool used = false;
+      for (const auto& u : used_) used |= (u == name);
+      if (!used) return name;
+    }
+    return "";
+  }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> used_;
+  std::string error_;
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "sheetlog: %s\n", message.c_str());
+  return 2;
+}
+
+bool ParseInt64(const std::string& text, int64_t* out) {
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+int Serve(int argc, char** argv) {
+  Flags flags(argc, argv, 2, {"in-memory", "enable-faults", "allow-reset"});
+  if (!flags.error().empty()) return Fail(flags.error());
+
+  AppOptions app_options;
+  app_options.data_dir = flags.Get("data-dir", "./data");
+  app_options.in_memory = flags.Bool("in-memory");
+  std::string sync = flags.Get("sync", "normal");
+  if (sync == "normal") {
+    app_options.sync = SyncMode::kNormal;
+  } else if (sync == "full") {
+    app_options.sync = SyncMode::kFull;
+  } else {
+    return Fail("--sync must be normal or full");
+  }
+  std::string clock = flags.Get("clock", "system");
+  if (clock != "system" && clock != "manual")
+    return Fail("--clock must be system or manual");
+  app_options.manual_clock = clock == "manual";
+  app_options.enable_faults = flags.Bool("enable-faults");
+  app_options.allow_reset = flags.Bool("allow-reset");
+
+  api::ServerOptions server_options;
+  const char* env_token = std::getenv("SHEETLOG_TOKEN");
+  server_options.token = flags.Get("token", env_token != nullptr ? env_token : "");
+  std::string listen = flags.Get("listen", "127.0.0.1:8787");
+  size_t colon = listen.rfind(':');
+  int64_t port = 0;
+  if (colon == std::string::npos || !ParseInt64(listen.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return Fail("--listen must be HOST:PORT, got '" + listen + "'");
+  }
+  server_options.host = listen.substr(0, colon);
+  server_options.port = static_cast<int>(port);
+  int64_t number = 0;
+  if (!ParseInt64(flags.Get("max-request", "1048576"), &number) || number < 1024) {
+    return Fail("--max-request must be an integer >= 1024");
+  }
+  server_options.max_request_bytes = number;
+  if (!ParseInt64(flags.Get("inline-limit", "16384"), &number) || number < 0) {
+    return Fail("--inline-limit must be a non-negative integer");
+  }
+  app_options.inline_limit = number;
+  if (!ParseInt64(flags.Get("orphan-ttl", "259200"), &number) || number < 0) {
+    return Fail("--orphan-ttl must be a non-negative integer (seconds)");
+  }
+  app_options.orphan_ttl_seconds = number;
+  if (!ParseInt64(flags.Get("threads", "64"), &number) || number < 1 || number > 4096) {
+    return Fail("--threads must be in 1..4096");
+  }
+  server_options.threads = static_cast<int>(number);
+  std::string port_file = flags.Get("port-file", "");
+  std::string level = flags.Get("log-level", "info");
+  spdlog::set_level(spdlog::level::from_str(level));
+  if (std::string unused = flags.Unused(); !unused.empty()) {
+    return Fail("unknown flag --" + unused + " (see `sheetlog help`)");
+  }
+
+  // Signals are taken by one thread with sigwait, so no handler runs in a random thread
+  // in the middle of a request.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto app = App::Open(app_options);
+  if (!app.ok()) return Fail(app.status().ToString());
+  api::ApiServer server(app->get(), server_options);
+  if (Status bound = server.Bind(); !bound.ok()) return Fail(bound.ToString());
+  if (Status started = (*app)->Start(); !started.ok()) return Fail(started.ToString());
+  if (!port_file.empty()) {
+    std::string tmp = port_file + ".tmp";
+    std::ofstream(tmp) << server.port() << "\n";
+    std::rename(tmp.c_str(), port_file.c_str());
+  }
+  spdlog::info("sheetlog {} serving http://{}:{} data={} sync={} clock={}{}{}", Version(),
+               server_options.host, server.port(),
+               app_options.in_memory ? "(in memory)" : (*app)->data_dir(), sync, clock,
+               server_options.token.empty() ? "" : " auth=token",
+               app_options.enable_faults ? " faults=enabled" : "");
+
+  std::thread signal_thread([&] {
+    int received = 0;
+    sigwait(&signals, &received);
+    spdlog::info("received signal {}, shutting down", received);
+    server.Stop();
+  });
+  server.Serve();  // returns once stopped and in-flight requests are done
+  (*app)->Stop();
+  // If Serve() ended on its own (not by signal), release the signal thread.
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  signal_thread.join();
+  app->reset();  // closes the database
+  spdlog::info("sheetlog stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace sheetlog
 
 int main(int argc, char** argv) {
-  std::string command = argc > 1 ? argv[1] : "";
-  std::fprintf(stderr, "sheetlog: command '%s' not implemented yet\n", command.c_str());
+  std::string command = argc > 1 ? argv[1] : "help";
+  if (command == "serve") return sheetlog::Serve(argc, argv);
+  if (command == "version" || command == "--version") {
+    std::printf("sheetlog %s\n", sheetlog::Version());
+    return 0;
+  }
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::fputs(sheetlog::kUsage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "sheetlog: unknown command '%s'\n\n%s", command.c_str(),
+               sheetlog::kUsage);
   return 2;
 }

@@ -196,6 +196,12 @@ class Table {
   Result<QueryResult> Query(Connection& conn, const QueryRequest& request,
                             UnitMeter* meter) const;
 
+  // Scan: every item in primary-key order, after `exclusive_start` (a full key: partition
+  // values then sort values), at most `limit` (0 = no limit; pages also end at 1 MB).
+  // Read units as for Query.
+  Result<QueryResult> Scan(Connection& conn, const std::optional<KeyValues>& exclusive_start,
+                           int limit, Consistency consistency, UnitMeter* meter) const;
+
   // UpdateItem with ReturnValues=ALL_NEW.
   Result<Item> Update(Connection& conn, const UpdateRequest& request, UnitMeter* meter) const;
 

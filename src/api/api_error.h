@@ -1,0 +1,66 @@
+// The one error type of the HTTP layer and the one place that turns errors into
+// responses. Handlers throw ApiError (from a Status or a factory); the route wrapper in
+// server.cc catches it and writes `{"error": {"code", "message", ...extra}}` with the
+// status of api.md's error table. Any other exception becomes a 500 InternalError whose
+// message says what failed, never a stack dump. Exceptions stay inside src/api.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "emulator/status.h"
+
+namespace sheetlog::api {
+
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int http_status, std::string code, std::string message,
+           nlohmann::json extra = nlohmann::json::object())
+      : std::runtime_error(message),
+        http_status_(http_status),
+        code_(std::move(code)),
+        extra_(std::move(extra)) {}
+
+  // Maps a core Status onto api.md's table (see StatusToHttp).
+  static ApiError FromStatus(const Status& status,
+                             nlohmann::json extra = nlohmann::json::object());
+
+  static ApiError Validation(const std::string& m) { return {400, "ValidationError", m}; }
+  static ApiError Range(const std::string& m) { return {400, "RangeError", m}; }
+  static ApiError NotFound(const std::string& m) { return {404, "NotFound", m}; }
+  static ApiError Conflict(const std::string& m, nlohmann::json extra = {}) {
+    return {409, "ConflictError", m, extra.is_null() ? nlohmann::json::object() : extra};
+  }
+  static ApiError Unauthorized(const std::string& m) { return {401, "Unauthorized", m}; }
+  static ApiError Forbidden(const std::string& m) { return {403, "Forbidden", m}; }
+  static ApiError PayloadTooLarge(int64_t limit) {
+    return {
+        413, "PayloadTooLarge",
+        "request body is larger than the limit of " + std::to_string(limit) + " bytes",
+        nlohmann::json{{"limit", limit}}};
+  }
+
+  int http_status() const { return http_status_; }
+  const std::string& code() const { return code_; }
+  const nlohmann::json& extra() const { return extra_; }
+  // {"error": {"code": ..., "message": ..., <extra fields>}}
+  nlohmann::json ToJson() const;
+
+ private:
+  int http_status_;
+  std::string code_;
+  nlohmann::json extra_;
+};
+
+// Throws ApiError::FromStatus(status) unless status is OK.
+inline void Check(const Status& status) {
+  if (!status.ok()) throw ApiError::FromStatus(status);
+}
+template <typename T>
+T Check(Result<T> result) {
+  if (!result.ok()) throw ApiError::FromStatus(result.status());
+  return std::move(result).value();
+}
+
+}  // namespace sheetlog::api

@@ -1,0 +1,27 @@
+// Routes of api.md section "Operations" that need no storage: health and readiness.
+#include "src/api/routes.h"
+#include "src/app/app.h"
+#include "src/version.h"
+
+namespace sheetlog::api {
+
+void RegisterOpsRoutes(Router& router, App& app) {
+  RouteOptions open{/*auth=*/false, /*storage=*/false};
+  router.Get(
+      "/healthz",
+      [](Call& call) {
+        call.Reply(200, json{{"status", "ok"}, {"version", Version()}});
+      },
+      open);
+  router.Get(
+      "/readyz",
+      [&app](Call& call) {
+        if (!app.ready())
+          throw ApiError(503, "Unavailable", "starting up or shutting down");
+        call.Reply(200, json{{"status", "ready"},
+                             {"schema_version", app.db()->schema_version()}});
+      },
+      open);
+}
+
+}  // namespace sheetlog::api

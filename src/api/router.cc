@@ -1,0 +1,169 @@
+#include "src/api/router.h"
+
+#include <openssl/crypto.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace sheetlog::api {
+
+std::optional<std::string> Call::Query(const std::string& name) const {
+  if (!req.has_param(name.c_str())) return std::nullopt;
+  return req.get_param_value(name.c_str());
+}
+
+json Call::Body() const {
+  if (req.body.empty()) return json::object();
+  try {
+    return json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message names the byte offset and what it expected.
+    throw ApiError::Validation(std::string("malformed JSON: ") + e.what());
+  }
+}
+
+void Call::Reply(int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+FieldReader::FieldReader(const json& value, std::string what)
+    : value_(value), what_(std::move(what)) {
+  if (!value_.is_object()) throw ApiError::Validation(what_ + " must be a JSON object");
+}
+
+bool FieldReader::Has(const std::string& field) const { return value_.contains(field); }
+
+std::optional<int64_t> FieldReader::Int(const std::string& field) {
+  read_.insert(field);
+  auto it = value_.find(field);
+  if (it == value_.end()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_number_unsigned()) {
+    throw ApiError::Validation("field '" + field + "' in " + what_ + " is too large");
+  }
+  if (it->is_number_float()) {
+    double d = it->get<double>();
+    // 5.0 is accepted as 5 (JSON has one number type); 5.5 is not an integer.
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9007199254740992.0) {
+      return static_cast<int64_t>(d);
+    }
+  }
+  throw ApiError::Validation("field '" + field + "' in " + what_ + " must be an integer");
+}
+
+std::optional<std::string> FieldReader::String(const std::string& field) {
+  read_.insert(field);
+  auto it = value_.find(field);
+  if (it == value_.end()) return std::nullopt;
+  if (!it->is_string()) {
+    throw ApiError::Validation("field '" + field + "' in " + what_ + " must be a string");
+  }
+  return it->get<std::string>();
+}
+
+std::optional<bool> FieldReader::Bool(const std::string& field) {
+  read_.insert(field);
+  auto it = value_.find(field);
+  if (it == value_.end()) return std::nullopt;
+  if (!it->is_boolean()) {
+    throw ApiError::Validation("field '" + field + "' in " + what_ +
+                               " must be a boolean");
+  }
+  return it->get<bool>();
+}
+
+std::optional<json> FieldReader::Any(const std::string& field) {
+  read_.insert(field);
+  auto it = value_.find(field);
+  if (it == value_.end()) return std::nullopt;
+  return *it;
+}
+
+void FieldReader::Finish() const {
+  for (auto it = value_.begin(); it != value_.end(); ++it) {
+    if (!read_.count(it.key())) {
+      throw ApiError::Validation("unknown field '" + it.key() + "' in " + what_);
+    }
+  }
+}
+
+void WriteError(httplib::Response& res, const ApiError& error) {
+  res.status = error.http_status();
+  res.set_content(error.ToJson().dump(), "application/json");
+}
+
+std::optional<int64_t> ParseInt(const std::string& text) {
+  int64_t value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+namespace {
+std::string FormatUnits(double units) {
+  // Units are multiples of 0.5: print 1, 1.5, 2 ...
+  char buf[32];
+  if (units == std::floor(units)) {
+    std::snprintf(buf, sizeof(buf), "%.0f", units);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f", units);
+  }
+  return buf;
+}
+}  // namespace
+
+bool Router::Authorized(const httplib::Request& req) const {
+  if (token_.empty()) return true;
+  const std::string header = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  if (header.size() != prefix.size() + token_.size() ||
+      header.compare(0, prefix.size(), prefix) != 0) {
+    return false;
+  }
+  return CRYPTO_memcmp(header.data() + prefix.size(), token_.data(), token_.size()) == 0;
+}
+
+httplib::Server::Handler Router::Wrap(Handler handler, RouteOptions options) const {
+  return [this, handler = std::move(handler), options](const httplib::Request& req,
+                                                       httplib::Response& res) {
+    Call call(req, res);
+    try {
+      if (options.auth && !Authorized(req)) {
+        throw ApiError::Unauthorized(
+            req.has_header("Authorization")
+                ? "wrong bearer token"
+                : "missing 'Authorization: Bearer <token>' header");
+      }
+      handler(call);
+    } catch (const ApiError& e) {
+      WriteError(res, e);
+    } catch (const std::exception& e) {
+      spdlog::error("{} {} failed: {}", req.method, req.path, e.what());
+      WriteError(res, ApiError(500, "InternalError",
+                               std::string("unexpected failure: ") + e.what()));
+    }
+    if (options.storage) {
+      res.set_header("X-Request-Units",
+                     "wru=" + FormatUnits(call.meter.write_units) +
+                         ", rru=" + FormatUnits(call.meter.read_units));
+    }
+  };
+}
+
+void Router::Get(const std::string& p, Handler h, RouteOptions o) {
+  http_->Get(p, Wrap(std::move(h), o));
+}
+void Router::Post(const std::string& p, Handler h, RouteOptions o) {
+  http_->Post(p, Wrap(std::move(h), o));
+}
+void Router::Put(const std::string& p, Handler h, RouteOptions o) {
+  http_->Put(p, Wrap(std::move(h), o));
+}
+void Router::Delete(const std::string& p, Handler h, RouteOptions o) {
+  http_->Delete(p, Wrap(std::move(h), o));
+}
+}  // namespace sheetlog::api

@@ -1,0 +1,101 @@
+// Internal to src/api: the per-request context handed to route handlers, strict JSON
+// readers, and the route table. Handlers throw ApiError; Router::Add wraps each one so
+// that errors (and any stray exception) become api.md error responses and storage
+// routes carry X-Request-Units.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "emulator/table/request_units.h"
+#include "src/api/api_error.h"
+
+namespace sheetlog::api {
+
+using json = nlohmann::json;
+
+// One request being served.
+class Call {
+ public:
+  Call(const httplib::Request& req, httplib::Response& res) : req(req), res(res) {}
+
+  const httplib::Request& req;
+  httplib::Response& res;
+  UnitMeter meter;  // request units consumed by this request
+
+  // The n-th capture of the route's pattern (1-based).
+  std::string Path(size_t n) const { return req.matches[n]; }
+  std::optional<std::string> Query(const std::string& name) const;
+  // The body parsed as JSON. ValidationError for malformed JSON; an empty body is {}.
+  json Body() const;
+
+  void Reply(int status, const json& body);
+  void NoContent() { res.status = 204; }
+};
+
+// Reads fields of a JSON object strictly: wrong types are ValidationError naming the
+// field, and Finish() rejects any field that was not read.
+class FieldReader {
+ public:
+  // REQUIRES nothing: a non-object `value` is a ValidationError naming `what`.
+  FieldReader(const json& value, std::string what);
+
+  bool Has(const std::string& field) const;
+  std::optional<int64_t> Int(const std::string& field);
+  int64_t Int(const std::string& field, int64_t fallback) {
+    return Int(field).value_or(fallback);
+  }
+  std::optional<std::string> String(const std::string& field);
+  std::optional<bool> Bool(const std::string& field);
+  // Any JSON value, including null. nullopt if absent.
+  std::optional<json> Any(const std::string& field);
+  // Throws ValidationError("unknown field 'x' in <what>") for fields never read.
+  void Finish() const;
+
+ private:
+  const json& value_;
+  std::string what_;
+  std::set<std::string> read_;
+};
+
+struct RouteOptions {
+  bool auth = true;     // needs the bearer token (when the server has one)
+  bool storage = true;  // reports X-Request-Units
+};
+
+using Handler = std::function<void(Call&)>;
+
+class Router {
+ public:
+  Router(httplib::Server* http, std::string token)
+      : http_(http), token_(std::move(token)) {}
+
+  void Get(const std::string& pattern, Handler h, RouteOptions o = {});
+  void Post(const std::string& pattern, Handler h, RouteOptions o = {});
+  void Put(const std::string& pattern, Handler h, RouteOptions o = {});
+  void Delete(const std::string& pattern, Handler h, RouteOptions o = {});
+
+  // Wraps `h` with auth, error mapping and request-unit reporting.
+  httplib::Server::Handler Wrap(Handler h, RouteOptions o) const;
+  // True if the request carries the right bearer token (or none is configured).
+  bool Authorized(const httplib::Request& req) const;
+
+  httplib::Server* http() { return http_; }
+
+ private:
+  httplib::Server* http_;
+  std::string token_;
+};
+
+// Writes `error` as the response.
+void WriteError(httplib::Response& res, const ApiError& error);
+
+// Parses a decimal integer query parameter strictly (digits, optional leading '-').
+std::optional<int64_t> ParseInt(const std::string& text);
+
+}  // namespace sheetlog::api

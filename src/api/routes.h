@@ -1,0 +1,40 @@
+// Internal to src/api: route registration by api.md section, and the pieces the
+// sections share (entry JSON, external bodies through the blob store).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/api/router.h"
+#include "src/log/event_log.h"
+
+namespace sheetlog {
+class App;
+}
+
+namespace sheetlog::api {
+
+void RegisterOpsRoutes(Router& router, App& app);
+void RegisterSheetRoutes(Router& router, App& app);
+
+// An entry as api.md shows it.
+json EntryJson(App& app, const EntryRecord& entry);
+// {"key", "size", "url"} for an external body: url is a presigned GET.
+json ExternalJson(App& app, const std::string& key);
+// The external body itself, parsed as JSON when it is JSON (else a string).
+json InlineExternalBody(App& app, const EntryRecord& entry, UnitMeter* meter);
+// Presigned GET of a snapshot's root manifest.
+std::string ManifestUrl(App& app, const std::string& root);
+int64_t PendingSnapshotCount(App& app, const std::string& sheet_id, UnitMeter* meter);
+// Deletes blobs a deleted sheet referenced; failures are logged, never reported (the
+// lifecycle sweep is the backstop).
+void DeleteBlobsBestEffort(App& app, const std::vector<std::string>& keys);
+
+// Validates an entry body before anything is written (built-in types must parse) and
+// fills request->body, or moves a body over the inline limit to the blob store (with
+// the auto-delete tag) and sets request->external.
+void PrepareEntryBody(App& app, const std::string& type, int64_t version,
+                      const json& body, AppendRequest* request, UnitMeter* meter);
+
+}  // namespace sheetlog::api

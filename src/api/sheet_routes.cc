@@ -1,0 +1,267 @@
+// Routes of api.md sections "Sheets" and "Entries".
+#include "emulator/env/uuid.h"
+#include "src/api/routes.h"
+#include "src/app/app.h"
+#include "src/log/event_log.h"
+#include "src/log/tables.h"
+
+namespace sheetlog::api {
+
+namespace {
+
+constexpr int64_t kMaxSeq = (1LL << 53) - 1;
+
+json SheetJson(const SheetInfo& sheet) {
+  return json{{"id", sheet.id}, {"name", sheet.name}, {"created", sheet.created}};
+}
+
+std::string SheetId(Call& call) {
+  std::string id = call.Path(1);
+  if (!IsUuid(id))
+    throw ApiError::NotFound("no sheet '" + id + "' (sheet ids are UUIDs)");
+  return id;
+}
+
+// seq query parameter: a non-negative integer below 2^53.
+int64_t ParseSeq(const std::string& name, const std::string& text) {
+  std::optional<int64_t> value = ParseInt(text);
+  if (!value) {
+    throw ApiError::Validation("query parameter '" + name +
+                               "' must be an integer, got '" + text + "'");
+  }
+  if (*value < 0 || *value > kMaxSeq) {
+    throw ApiError::Range("query parameter '" + name + "' is out of range: " + text);
+  }
+  return *value;
+}
+
+// Translates a Status from the log, attaching next_seq / first_seq where api.md wants.
+[[noreturn]] void Fail(const Status& status, int64_t next_seq = -1) {
+  json extra = json::object();
+  if (status.IsConditionFailed() && next_seq >= 0) extra["next_seq"] = next_seq;
+  throw ApiError::FromStatus(status, extra);
+}
+
+template <typename T>
+T Must(Result<T> result) {
+  if (!result.ok()) Fail(result.status());
+  return std::move(result).value();
+}
+
+}  // namespace
+
+json EntryJson(App& app, const EntryRecord& e) {
+  json out{{"seq", e.seq},         {"segment", e.segment}, {"num", e.num},
+           {"created", e.created}, {"type", e.type},       {"version", e.version}};
+  out["body"] = e.body ? json::parse(*e.body, nullptr, false) : json(nullptr);
+  out["external"] = e.external ? ExternalJson(app, *e.external) : json(nullptr);
+  out["snapshot_root"] = e.snapshot_root ? json(*e.snapshot_root) : json(nullptr);
+  return out;
+}
+
+json AppendResultJson(const AppendResult& result) {
+  const EntryRecord& e = result.entry;
+  return json{{"seq", e.seq},
+              {"segment", e.segment},
+              {"num", e.num},
+              {"created", e.created},
+              {"external", e.external ? json(*e.external) : json(nullptr)}};
+}
+
+json SnapshotRefJson(const std::optional<EntryRecord>& snapshot) {
+  if (!snapshot || !snapshot->snapshot_root) return nullptr;
+  return json{{"seq", snapshot->seq}, {"root", *snapshot->snapshot_root}};
+}
+
+void RegisterSheetRoutes(Router& router, App& app) {
+  EventLog& log = *app.log();
+
+  router.Post("/v1/sheets", [&](Call& call) {
+    json body = call.Body();
+    FieldReader fields(body, "request body");
+    std::string name = fields.String("name").value_or("");
+    int64_t snapshot_every = fields.Int("snapshot_every", 100);
+    int64_t segment_entries = fields.Int("segment_entries", 10000);
+    fields.Finish();
+    if (snapshot_every < 0) throw ApiError::Validation("snapshot_every must be >= 0");
+    if (segment_entries < 2) throw ApiError::Validation("segment_entries must be >= 2");
+    if (name.size() > 1024) throw ApiError::Validation("name is longer than 1024 bytes");
+    SheetInfo sheet =
+        Must(log.CreateLog(name, snapshot_every, segment_entries, &call.meter));
+    json out = SheetJson(sheet);
+    out["next_seq"] = 1;
+    out["snapshot_every"] = snapshot_every;
+    out["segment_entries"] = segment_entries;
+    call.Reply(201, out);
+  });
+
+  router.Get("/v1/sheets", [&](Call& call) {
+    int64_t limit = 100;
+    if (auto text = call.Query("limit")) {
+      auto parsed = ParseInt(*text);
+      if (!parsed || *parsed < 1 || *parsed > 1000) {
+        throw ApiError::Validation("limit must be an integer in 1..1000");
+      }
+      limit = *parsed;
+    }
+    std::string after = call.Query("after").value_or("");
+    std::vector<SheetInfo> sheets =
+        Must(log.ListSheets(after, static_cast<int>(limit) + 1, &call.meter));
+    json next = nullptr;
+    if (static_cast<int64_t>(sheets.size()) > limit) {
+      sheets.resize(limit);
+      next = sheets.back().id;
+    }
+    json list = json::array();
+    for (const SheetInfo& s : sheets) list.push_back(SheetJson(s));
+    call.Reply(200, json{{"sheets", list}, {"next", next}});
+  });
+
+  router.Get(R"(/v1/sheets/([^/]+))", [&](Call& call) {
+    std::string id = SheetId(call);
+    SheetInfo sheet = Must(log.GetSheet(id, &call.meter));
+    std::vector<SegmentInfo> segments = Must(log.ListSegments(id, &call.meter));
+    int64_t next_seq = Must(log.NextSeq(id, &call.meter));
+    std::optional<EntryRecord> snapshot =
+        Must(log.LastCompletedSnapshot(id, &call.meter));
+    json segs = json::array();
+    for (const SegmentInfo& s : segments) {
+      segs.push_back(
+          json{{"num", s.num},
+               {"first_seq", s.first_seq},
+               {"created", s.created},
+               {"last_snapshot",
+                s.last_snapshot ? json(s.first_seq + *s.last_snapshot) : json(nullptr)},
+               {"archive", s.archive ? json(*s.archive) : json(nullptr)}});
+    }
+    json out = SheetJson(sheet);
+    out["first_seq"] = sheet.first_seq;
+    out["next_seq"] = next_seq;
+    out["snapshot_every"] = sheet.snapshot_every;
+    out["segment_entries"] = sheet.segment_entries;
+    out["segments"] = segs;
+    out["last_snapshot"] = SnapshotRefJson(snapshot);
+    out["pending_snapshots"] = PendingSnapshotCount(app, id, &call.meter);
+    call.Reply(200, out);
+  });
+
+  router.Delete(R"(/v1/sheets/([^/]+))", [&](Call& call) {
+    std::string id = SheetId(call);
+    std::vector<std::string> blobs = Must(log.DeleteSheet(id, &call.meter));
+    DeleteBlobsBestEffort(app, blobs);
+    call.NoContent();
+  });
+
+  router.Post(R"(/v1/sheets/([^/]+)/entries)", [&](Call& call) {
+    std::string id = SheetId(call);
+    json body = call.Body();
+    FieldReader fields(body, "request body");
+    std::optional<std::string> type = fields.String("type");
+    int64_t version = fields.Int("version", 1);
+    std::optional<json> entry_body = fields.Any("body");
+    std::optional<int64_t> expect_seq = fields.Int("expect_seq");
+    fields.Finish();
+    if (!type || type->empty()) throw ApiError::Validation("field 'type' is required");
+    if (type->size() > 64)
+      throw ApiError::Validation("field 'type' is longer than 64 bytes");
+    if (*type == kSnapshotType || *type == kEndSegmentType) {
+      throw ApiError::Validation("entry type '" + *type + "' is reserved for the system");
+    }
+    if (version < 1 || version > 1000000) {
+      throw ApiError::Validation("field 'version' must be in 1..1000000");
+    }
+    if (expect_seq && (*expect_seq < 0 || *expect_seq > kMaxSeq)) {
+      throw ApiError::Range("expect_seq is out of range");
+    }
+    AppendRequest request;
+    request.sheet_id = id;
+    request.type = *type;
+    request.version = version;
+    request.expect_seq = expect_seq;
+    PrepareEntryBody(app, *type, version, entry_body.value_or(json(nullptr)), &request,
+                     &call.meter);
+    int64_t next_seq = -1;
+    Result<AppendResult> result = log.AddEntry(request, &call.meter, &next_seq);
+    if (!result.ok()) Fail(result.status(), next_seq);
+    call.Reply(201, AppendResultJson(*result));
+  });
+
+  router.Get(R"(/v1/sheets/([^/]+)/entries)", [&](Call& call) {
+    std::string id = SheetId(call);
+    std::string from_text = call.Query("from").value_or("start");
+    std::string to_text = call.Query("to").value_or("end");
+    int64_t limit = 100;
+    if (auto text = call.Query("limit")) {
+      auto parsed = ParseInt(*text);
+      if (!parsed || *parsed < 1 || *parsed > 1000) {
+        throw ApiError::Validation("limit must be an integer in 1..1000");
+      }
+      limit = *parsed;
+    }
+    std::optional<EntryRecord> snapshot =
+        Must(log.LastCompletedSnapshot(id, &call.meter));
+    int64_t from = 0;
+    if (from_text == "start") {
+      from = Must(log.GetSheet(id, &call.meter)).first_seq;
+    } else if (from_text == "snapshot") {
+      from = snapshot ? snapshot->seq : Must(log.GetSheet(id, &call.meter)).first_seq;
+    } else {
+      from = ParseSeq("from", from_text);
+    }
+    std::optional<int64_t> to;
+    if (to_text != "end") to = ParseSeq("to", to_text);
+    Result<ReadRange> range =
+        log.Read(id, from, to, static_cast<int>(limit), &call.meter);
+    if (!range.ok()) {
+      json extra = json::object();
+      if (range.status().code() == StatusCode::kGone) {
+        extra["first_seq"] = Must(log.GetSheet(id, &call.meter)).first_seq;
+      }
+      throw ApiError::FromStatus(range.status(), extra);
+    }
+    json entries = json::array();
+    for (const EntryRecord& e : range->entries) entries.push_back(EntryJson(app, e));
+    call.Reply(200, json{{"from", range->from},
+                         {"to", to ? json(*to) : json(range->to)},
+                         {"complete", range->complete},
+                         {"entries", entries},
+                         {"last_snapshot", SnapshotRefJson(snapshot)}});
+  });
+
+  router.Get(R"(/v1/sheets/([^/]+)/entries/(\d+))", [&](Call& call) {
+    std::string id = SheetId(call);
+    int64_t seq = ParseSeq("seq", call.Path(2));
+    EntryRecord entry = Must(log.GetEntry(id, seq, &call.meter));
+    json out = EntryJson(app, entry);
+    if (call.Query("body").value_or("") == "inline" && entry.external) {
+      out["body"] = InlineExternalBody(app, entry, &call.meter);
+    }
+    call.Reply(200, out);
+  });
+
+  router.Get(R"(/v1/sheets/([^/]+)/load)", [&](Call& call) {
+    std::string id = SheetId(call);
+    LoadResult load = Must(log.Load(id, &call.meter));
+    json entries = json::array();
+    for (const EntryRecord& e : load.entries) entries.push_back(EntryJson(app, e));
+    json snapshot = nullptr;
+    if (load.snapshot && load.snapshot->snapshot_root) {
+      snapshot = json{{"seq", load.snapshot->seq},
+                      {"root", *load.snapshot->snapshot_root},
+                      {"manifest_url", ManifestUrl(app, *load.snapshot->snapshot_root)}};
+    }
+    call.Reply(
+        200,
+        json{{"snapshot", snapshot}, {"entries", entries}, {"next_seq", load.next_seq}});
+  });
+
+  router.Post(R"(/v1/sheets/([^/]+)/segments)", [&](Call& call) {
+    std::string id = SheetId(call);
+    json body = call.Body();
+    FieldReader(body, "request body").Finish();
+    SegmentInfo segment = Must(log.CreateNewSegment(id, &call.meter));
+    call.Reply(201, json{{"segment", segment.num}, {"first_seq", segment.first_seq}});
+  });
+}
+
+}  // namespace sheetlog::api

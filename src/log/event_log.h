@@ -1,0 +1,203 @@
+// The event log of seed 001: Create Log, Add Entry, Create New Segment, Load
+// Spreadsheet, Update Loaded Spreadsheet, reading ranges, and Truncate (seed 003).
+//
+// Entries live in segments; every segment starts with a Snapshot entry (num 0) and
+// every segment but the last ends with an EndSegment entry. Besides (segment, num),
+// every entry carries a flat `seq` numbering the whole sheet 0..N without gaps:
+// seq = segment.first_seq + num.
+//
+// Add Entry follows the seed's steps literally — read the newest segment, read its head
+// entry, conditional put at head + 1 (attribute_not_exists), on EndSegment go back to
+// the segment read, on a lost condition retry with exponential backoff and full jitter —
+// with one local refinement: steps 1–3 run inside one group-commit write transaction
+// (emulator/sqlite), so the reads are strongly consistent and concurrent appends on this
+// machine do not lose conditions to one another; the retry loop still guards against
+// any other writer of the same file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator/env/clock.h"
+#include "emulator/env/faults.h"
+#include "emulator/sqlite/database.h"
+#include "emulator/status.h"
+#include "emulator/table/table.h"
+
+namespace sheetlog {
+
+struct SheetInfo {
+  std::string id;
+  std::string name;
+  int64_t created = 0;  // unix seconds
+  int64_t snapshot_every = 100;
+  int64_t segment_entries = 10000;
+  int64_t first_seq = 0;  // first retained seq (after truncation)
+};
+
+struct SegmentInfo {
+  int64_t num = 0;
+  int64_t first_seq = 0;
+  int64_t created = 0;
+  std::optional<int64_t> last_snapshot;  // entry num of the newest completed snapshot
+  std::optional<std::string> archive;
+};
+
+struct EntryRecord {
+  int64_t seq = 0;
+  int64_t segment = 0;
+  int64_t num = 0;
+  int64_t created = 0;
+  std::string type;
+  int64_t version = 1;
+  std::optional<std::string> body;  // JSON text; nullopt = null
+  std::optional<std::string> external;
+  std::optional<std::string> snapshot_root;
+};
+
+struct AppendRequest {
+  std::string sheet_id;
+  std::string type;
+  int64_t version = 1;
+  std::optional<std::string> body;  // canonical JSON text, nullopt = null
+  std::optional<std::string> external;
+  std::optional<int64_t> expect_seq;
+  // Set only by the system, to append Snapshot entries.
+  bool allow_reserved = false;
+};
+
+struct AppendResult {
+  EntryRecord entry;
+  // The policies after the append (best effort; their failures do not fail the append).
+  bool snapshot_appended = false;
+  bool segment_created = false;
+};
+
+struct ReadRange {
+  std::vector<EntryRecord> entries;
+  int64_t from = 0;
+  int64_t to = 0;         // exclusive bound actually reached or requested
+  bool complete = false;  // the page reached `to` (or the head)
+};
+
+struct LoadResult {
+  // The completed snapshot the entries start from (its Snapshot entry), if any.
+  std::optional<EntryRecord> snapshot;
+  std::vector<EntryRecord> entries;  // after the snapshot, in order
+  int64_t next_seq = 0;
+};
+
+class EventLog {
+ public:
+  struct Options {
+    // Add Entry attempts before giving up with Unavailable. Default: 8.
+    int max_attempts = 8;
+    // Backoff base and cap for retries (full jitter). Default: 1 ms, 100 ms.
+    int64_t backoff_base_micros = 1000;
+    int64_t backoff_cap_micros = 100000;
+    // Entries per segment query page (DynamoDB also stops at 1 MB).
+    int page_size = 1000;
+  };
+
+  EventLog(Database* db, Clock* clock, FaultInjector* faults, Options options);
+
+  // Create Log: one transaction writing Segment 0 and entry 0 (Snapshot, body null).
+  Result<SheetInfo> CreateLog(const std::string& name, int64_t snapshot_every,
+                              int64_t segment_entries, UnitMeter* meter);
+
+  Result<SheetInfo> GetSheet(const std::string& sheet_id, UnitMeter* meter);
+  // Sheets ordered by id, after `after` (exclusive), at most `limit`.
+  Result<std::vector<SheetInfo>> ListSheets(const std::string& after, int limit,
+                                            UnitMeter* meter);
+  // Deletes the sheet's entries, segments, pending snapshots and metadata. Returns the
+  // blob keys it referenced (external bodies, snapshot roots, archives) for the caller
+  // to delete. NotFound if no such sheet.
+  Result<std::vector<std::string>> DeleteSheet(const std::string& sheet_id,
+                                               UnitMeter* meter);
+
+  // Add Entry (seed 001) plus the snapshot and segment policies (seed 000).
+  // Errors: NotFound (sheet), InvalidArgument (reserved type), ConditionFailed with
+  // `*next_seq_out` set when expect_seq is not the next seq, Unavailable after
+  // max_attempts lost conditions.
+  Result<AppendResult> AddEntry(const AppendRequest& request, UnitMeter* meter,
+                                int64_t* next_seq_out = nullptr);
+
+  // Create New Segment (seed 001). FailedPrecondition if the current segment has no
+  // completed snapshot yet.
+  Result<SegmentInfo> CreateNewSegment(const std::string& sheet_id, UnitMeter* meter);
+
+  Result<std::vector<SegmentInfo>> ListSegments(const std::string& sheet_id,
+                                                UnitMeter* meter);
+
+  // The next seq to be assigned (head seq + 1).
+  Result<int64_t> NextSeq(const std::string& sheet_id, UnitMeter* meter);
+
+  // Entries with from <= seq < to (to = nullopt: up to the head), at most `limit`.
+  // OutOfRange if from is negative or beyond the next seq; Gone (first_seq) if `from`
+  // lies before the first retained entry.
+  Result<ReadRange> Read(const std::string& sheet_id, int64_t from,
+                         std::optional<int64_t> to, int limit, UnitMeter* meter);
+  // Seq of the newest completed snapshot's Snapshot entry, if any.
+  Result<std::optional<EntryRecord>> LastCompletedSnapshot(const std::string& sheet_id,
+                                                           UnitMeter* meter);
+  Result<EntryRecord> GetEntry(const std::string& sheet_id, int64_t seq,
+                               UnitMeter* meter);
+
+  // Load Spreadsheet (seed 001's five steps). Internal ("corrupt spreadsheet") when
+  // neither of the two newest segments has a completed snapshot.
+  Result<LoadResult> Load(const std::string& sheet_id, UnitMeter* meter);
+
+  // Update Loaded Spreadsheet (seed 001's five steps): entries after the client's last
+  // read (segment, num). `*reload` is set when the client fell too far behind and must
+  // Load from scratch.
+  Result<std::vector<EntryRecord>> UpdateLoaded(const std::string& sheet_id,
+                                                int64_t last_segment, int64_t last_num,
+                                                bool* reload, UnitMeter* meter);
+
+  // Marks a Snapshot entry complete: root key onto the entry, the segment's
+  // last_snapshot moved forward (never backwards). Idempotent.
+  Status CompleteSnapshot(const std::string& sheet_id, int64_t segment, int64_t num,
+                          const std::string& root, UnitMeter* meter);
+
+  Database* db() { return db_; }
+  Clock* clock() { return clock_; }
+
+ private:
+  struct SheetConfig {
+    int64_t snapshot_every;
+    int64_t segment_entries;
+  };
+  struct Head {
+    SegmentInfo segment;
+    EntryRecord entry;
+  };
+
+  Result<SheetConfig> Config(const std::string& sheet_id, UnitMeter* meter);
+  // Steps 1–2 of Add Entry on `conn`: the newest segment and its head entry, skipping
+  // to the segment read again when the cached segment has ended.
+  Result<Head> ReadHead(Connection& conn, const std::string& sheet_id, Consistency c,
+                        UnitMeter* meter);
+  Result<AppendResult> AppendOnce(const AppendRequest& request, UnitMeter* meter,
+                                  int64_t* next_seq_out, int64_t* since_snapshot,
+                                  bool* segment_full);
+  void RunPolicies(const std::string& sheet_id, const SheetConfig& config,
+                   int64_t since_snapshot, bool segment_full, AppendResult* result);
+
+  Database* db_;
+  Clock* clock_;
+  FaultInjector* faults_;
+  Options options_;
+
+  std::mutex cache_mu_;
+  std::map<std::string, SheetConfig> configs_;  // GUARDED_BY(cache_mu_)
+};
+
+// Entry/segment <-> table items.
+EntryRecord EntryFromItem(const Item& item);
+SegmentInfo SegmentFromItem(const Item& item);
+
+}  // namespace sheetlog

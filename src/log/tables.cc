@@ -1,0 +1,65 @@
+#include "src/log/tables.h"
+
+namespace sheetlog {
+
+const Table& EntryTable() {
+  static const Table table(
+      TableSchema{"entry",
+                  {"sheet_id", "segment"},
+                  {"num"},
+                  {{"sheet_id", "P"},
+                   {"segment", ""},  // second half of the binary Segment Id "P"
+                   {"num", "N"},
+                   {"seq", "Q"},
+                   {"created", "C"},
+                   {"external", "E"},
+                   {"type", "T"},
+                   {"version", "V"},
+                   {"body", "B"},
+                   {"snapshot_root", "R"}}});
+  return table;
+}
+
+const Table& SegmentTable() {
+  static const Table table(TableSchema{"segment",
+                                       {"sheet_id"},
+                                       {"num"},
+                                       {{"sheet_id", "P"},
+                                        {"num", "N"},
+                                        {"created", "C"},
+                                        {"first_seq", "F"},
+                                        {"last_snapshot", "L"},
+                                        {"archive", "A"}}});
+  return table;
+}
+
+const Table& SheetTable() {
+  static const Table table(TableSchema{"sheet",
+                                       {"id"},
+                                       {},
+                                       {{"id", "P"},
+                                        {"name", "N"},
+                                        {"created", "C"},
+                                        {"snapshot_every", "S"},
+                                        {"segment_entries", "G"},
+                                        {"first_seq", "F"},
+                                        {"snapshot_entry_seq", "Z"}}});
+  return table;
+}
+
+const Table& PendingSnapshotTable() {
+  static const Table table(TableSchema{"pending_snapshot",
+                                       {"log_id"},
+                                       {"segment", "entry"},
+                                       {{"log_id", "L"},
+                                        {"segment", "N"},
+                                        {"entry", ""},  // second half of the pair "N"
+                                        {"created", "C"},
+                                        {"modified", "M"},
+                                        {"active", "A"},
+                                        {"increment", "I"},
+                                        {"state", "S"}}});
+  return table;
+}
+
+}  // namespace sheetlog
