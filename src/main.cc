@@ -181,9 +181,8 @@ int Serve(int argc, char** argv) {
   if (Status bound = server.Bind(); !bound.ok()) return Fail(bound.ToString());
   if (Status started = (*app)->Start(); !started.ok()) return Fail(started.ToString());
   if (!port_file.empty()) {
-    std::string tmp = port_file + ".tmp";
-    std::ofstream(tmp) << server.port() << "\n";
-    std::rename(tmp.c_str(), port_file.c_str());
+    // Written in place (not renamed): it may be a FIFO a test harness waits on.
+    std::ofstream(port_file) << server.port() << "\n";
   }
   spdlog::info("sheetlog {} serving http://{}:{} data={} sync={} clock={}{}{}", Version(),
                server_options.host, server.port(),

@@ -213,16 +213,17 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
   AppendResult result;
   AppendOutcome outcome = AppendOutcome::kWritten;
   const bool is_snapshot = request.type == kSnapshotType;
-  Status status = db_->Write([&](Connection& conn) -> Status {
+
+  // Steps 1-2 (and the checks that depend on the head): decide what to write.
+  auto plan = [&](Connection& conn, Consistency consistency) -> Status {
     ASSIGN_OR_RETURN(
         std::optional<Item> sheet,
-        SheetTable().Get(conn, Key{{request.sheet_id}, {}}, Consistency::kStrong, meter));
+        SheetTable().Get(conn, Key{{request.sheet_id}, {}}, consistency, meter));
     if (!sheet) return NotFound("no sheet " + request.sheet_id);
     const int64_t snapshot_entry_seq = IntOr(*sheet, "snapshot_entry_seq", 0);
     const int64_t snapshot_every = IntOr(*sheet, "snapshot_every", 0);
 
-    ASSIGN_OR_RETURN(Head head,
-                     ReadHead(conn, request.sheet_id, Consistency::kStrong, meter));
+    ASSIGN_OR_RETURN(Head head, ReadHead(conn, request.sheet_id, consistency, meter));
     const int64_t next = head.entry.seq + 1;
     if (request.expect_seq && *request.expect_seq != next) {
       outcome = AppendOutcome::kExpectMismatch;
@@ -236,8 +237,6 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
       outcome = AppendOutcome::kNotDue;
       return Aborted("snapshot not due");
     }
-    RETURN_IF_ERROR(faults_->Hit("log.add_entry.before_put"));
-
     EntryRecord& entry = result.entry;
     entry.seq = next;
     entry.segment = head.segment.num;
@@ -247,23 +246,41 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
     entry.version = request.version;
     entry.body = request.body;
     entry.external = request.external;
-    // Step 3: conditional put at head + 1.
-    Status put =
-        EntryTable().PutIfAbsent(conn, EntryItem(request.sheet_id, entry), meter);
-    if (put.IsConditionFailed()) outcome = AppendOutcome::kLostRace;
-    RETURN_IF_ERROR(put);
-    if (is_snapshot) {
-      UpdateRequest update;
-      update.key = Key{{request.sheet_id}, {}};
-      update.set = {{"snapshot_entry_seq", next}};
-      update.create_if_missing = false;
-      RETURN_IF_ERROR(SheetTable().Update(conn, update, meter).status());
-    }
     *since_snapshot = next - (is_snapshot ? next : snapshot_entry_seq);
     *segment_full = head.segment.last_snapshot.has_value() &&
                     entry.num + 1 >= IntOr(*sheet, "segment_entries", 0);
     return Status::OK();
-  });
+  };
+
+  // Step 3: the conditional put at head + 1.
+  auto put = [&](Connection& conn) -> Status {
+    RETURN_IF_ERROR(faults_->Hit("log.add_entry.before_put"));
+    Status status =
+        EntryTable().PutIfAbsent(conn, EntryItem(request.sheet_id, result.entry), meter);
+    if (status.IsConditionFailed()) outcome = AppendOutcome::kLostRace;
+    RETURN_IF_ERROR(status);
+    if (is_snapshot) {
+      UpdateRequest update;
+      update.key = Key{{request.sheet_id}, {}};
+      update.set = {{"snapshot_entry_seq", result.entry.seq}};
+      update.create_if_missing = false;
+      RETURN_IF_ERROR(SheetTable().Update(conn, update, meter).status());
+    }
+    return Status::OK();
+  };
+
+  Status status;
+  if (options_.reads_in_write_transaction) {
+    status = db_->Write([&](Connection& conn) -> Status {
+      RETURN_IF_ERROR(plan(conn, Consistency::kStrong));
+      return put(conn);
+    });
+  } else {
+    // The seed's literal form: eventually consistent reads, then a conditional write.
+    status =
+        db_->Read([&](Connection& conn) { return plan(conn, Consistency::kEventual); });
+    if (status.ok()) status = db_->Write(put);
+  }
   if (status.ok()) return result;
   switch (outcome) {
     case AppendOutcome::kLostRace:
@@ -518,7 +535,11 @@ Result<ReadRange> EventLog::Read(const std::string& sheet_id, int64_t from,
 Result<EntryRecord> EventLog::GetEntry(const std::string& sheet_id, int64_t seq,
                                        UnitMeter* meter) {
   if (seq < 0) return OutOfRange("seq must be >= 0");
-  ASSIGN_OR_RETURN(ReadRange range, Read(sheet_id, seq, seq + 1, 1, meter));
+  Result<ReadRange> read = Read(sheet_id, seq, seq + 1, 1, meter);
+  if (read.status().code() == StatusCode::kOutOfRange) {
+    return NotFound("sheet " + sheet_id + " has no entry " + std::to_string(seq));
+  }
+  ASSIGN_OR_RETURN(ReadRange range, std::move(read));
   if (range.entries.empty()) {
     return NotFound("sheet " + sheet_id + " has no entry " + std::to_string(seq));
   }

@@ -15,6 +15,7 @@
 // any other writer of the same file.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -101,6 +102,12 @@ class EventLog {
     int64_t backoff_cap_micros = 100000;
     // Entries per segment query page (DynamoDB also stops at 1 MB).
     int page_size = 1000;
+    // true: Add Entry's reads run inside the group-commit write transaction (strongly
+    // consistent; appends on this machine never lose conditions to each other).
+    // false: the seed's literal form — eventually consistent reads on a read
+    // connection, then the conditional put — where concurrent appenders race and retry.
+    // Default: true.
+    bool reads_in_write_transaction = true;
   };
 
   EventLog(Database* db, Clock* clock, FaultInjector* faults, Options options);
@@ -165,6 +172,8 @@ class EventLog {
 
   Database* db() { return db_; }
   Clock* clock() { return clock_; }
+  // Add Entry attempts that lost their condition and were retried, since start.
+  int64_t retries() const { return retries_.load(); }
 
  private:
   struct SheetConfig {
@@ -192,6 +201,7 @@ class EventLog {
   FaultInjector* faults_;
   Options options_;
 
+  std::atomic<int64_t> retries_{0};
   std::mutex cache_mu_;
   std::map<std::string, SheetConfig> configs_;  // GUARDED_BY(cache_mu_)
 };

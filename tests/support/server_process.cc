@@ -1,0 +1,172 @@
+#include "tests/support/server_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog::testing {
+
+namespace {
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+ServerProcess::ServerProcess(ServerOptions options) : options_(std::move(options)) {
+  static int counter = 0;
+  std::string base = "/tmp/sheetlog-server-" + std::to_string(getpid()) + "-" +
+                     std::to_string(++counter);
+  log_path_ = base + ".log";
+  port_file_ = base + ".port";
+}
+
+ServerProcess::~ServerProcess() {
+  if (pid_ > 0) Kill();
+  unlink(log_path_.c_str());
+  unlink(port_file_.c_str());
+}
+
+bool ServerProcess::Start() {
+  unlink(port_file_.c_str());
+  if (mkfifo(port_file_.c_str(), 0600) != 0) {
+    error_ = "mkfifo failed";
+    return false;
+  }
+  std::vector<std::string> args = {SHEETLOG_BINARY, "serve",       "--listen",
+                                   "127.0.0.1:0",   "--port-file", port_file_,
+                                   "--log-level",   "warn"};
+  if (options_.in_memory) {
+    args.push_back("--in-memory");
+  } else {
+    args.push_back("--data-dir");
+    args.push_back(options_.data_dir);
+  }
+  if (!options_.token.empty()) {
+    args.push_back("--token");
+    args.push_back(options_.token);
+  }
+  for (const auto& e : options_.extra) args.push_back(e);
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    error_ = "fork failed";
+    return false;
+  }
+  if (pid == 0) {
+    int fd = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDERR_FILENO);
+      dup2(fd, STDOUT_FILENO);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  // The port file is a FIFO: reading it waits for the server to announce its port, which
+  // it does once it is bound and ready. poll() bounds each wait so a server that dies
+  // during start-up is noticed; the whole start is bounded at 60 s of real time.
+  int fd = open(port_file_.c_str(), O_RDONLY | O_NONBLOCK);
+  std::string port_text;
+  for (int slice = 0; slice < 600 && fd >= 0; ++slice) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0 && (p.revents & POLLIN)) {
+      char buf[32];
+      ssize_t n = read(fd, buf, sizeof(buf));
+      if (n > 0) port_text.append(buf, static_cast<size_t>(n));
+      if (port_text.find('\n') != std::string::npos) break;
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      break;
+    }
+  }
+  if (fd >= 0) close(fd);
+  if (pid_ <= 0) {
+    error_ = "server exited during start-up: " + Log();
+    return false;
+  }
+  if (port_text.find('\n') == std::string::npos) {
+    error_ = "server did not announce its port: " + Log();
+    Kill();
+    return false;
+  }
+  port_ = std::stoi(port_text);
+  httplib::Client client("127.0.0.1", port_);
+  auto res = client.Get("/readyz");
+  if (res && res->status == 200) return true;
+  error_ = "server is not ready: " + Log();
+  Kill();
+  return false;
+}
+
+int ServerProcess::Stop() {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGTERM);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return status;
+}
+
+void ServerProcess::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+httplib::Client ServerProcess::Client() const {
+  httplib::Client client("127.0.0.1", port_);
+  client.set_keep_alive(true);
+  client.set_read_timeout(60);
+  client.set_write_timeout(60);
+  if (!options_.token.empty()) client.set_bearer_token_auth(options_.token.c_str());
+  return client;
+}
+
+std::string ServerProcess::Log() const { return ReadFile(log_path_); }
+
+JsonResponse Request(httplib::Client& client, const std::string& method,
+                     const std::string& path, const std::string& body,
+                     const httplib::Headers& headers) {
+  httplib::Result res(nullptr, httplib::Error::Unknown);
+  if (method == "GET") {
+    res = client.Get(path.c_str(), headers);
+  } else if (method == "POST") {
+    res = client.Post(path.c_str(), headers, body, "application/json");
+  } else if (method == "PUT") {
+    res = client.Put(path.c_str(), headers, body, "application/octet-stream");
+  } else if (method == "DELETE") {
+    res = client.Delete(path.c_str(), headers);
+  }
+  JsonResponse out;
+  if (!res) {
+    out.status = -1;
+    out.raw = httplib::to_string(res.error());
+    return out;
+  }
+  out.status = res->status;
+  out.headers = res->headers;
+  out.raw = res->body;
+  out.body = nlohmann::json::parse(res->body, nullptr, false);
+  if (out.body.is_discarded()) out.body = nullptr;
+  return out;
+}
+
+}  // namespace sheetlog::testing

@@ -1,0 +1,71 @@
+// Integration-test harness: runs the real sheetlog binary on a free loopback port and
+// talks to it over HTTP. Nothing is mocked: the binary, its SQLite file and its blob
+// directory are the ones users run.
+#pragma once
+
+#include <httplib.h>
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace sheetlog::testing {
+
+struct ServerOptions {
+  std::string data_dir;  // required unless in_memory
+  bool in_memory = false;
+  std::vector<std::string> extra;  // more `serve` flags
+  std::string token;
+};
+
+class ServerProcess {
+ public:
+  explicit ServerProcess(ServerOptions options);
+  ~ServerProcess();  // SIGKILL if still running
+
+  // Starts the binary and waits (bounded by real time) until /readyz answers 200.
+  // Returns false (with the server's stderr in error()) if it does not come up.
+  bool Start();
+  // SIGTERM and wait; returns the exit status (as from waitpid) or -1.
+  int Stop();
+  // SIGKILL and wait: a crash.
+  void Kill();
+  bool running() const { return pid_ > 0; }
+
+  int port() const { return port_; }
+  const std::string& error() const { return error_; }
+  // A new client for this server (keep-alive capable), with the token if any.
+  httplib::Client Client() const;
+  // The server's stderr so far.
+  std::string Log() const;
+
+ private:
+  ServerOptions options_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+  std::string port_file_;
+  std::string error_;
+};
+
+// A JSON response: status, body (parsed; null if not JSON) and headers.
+struct JsonResponse {
+  int status = 0;
+  nlohmann::json body;
+  httplib::Headers headers;
+  std::string raw;
+};
+
+JsonResponse Request(httplib::Client& client, const std::string& method,
+                     const std::string& path, const std::string& body = "",
+                     const httplib::Headers& headers = {});
+inline JsonResponse Get(httplib::Client& c, const std::string& path) {
+  return Request(c, "GET", path);
+}
+inline JsonResponse Post(httplib::Client& c, const std::string& path,
+                         const nlohmann::json& body) {
+  return Request(c, "POST", path, body.dump());
+}
+
+}  // namespace sheetlog::testing

@@ -1,0 +1,363 @@
+// Seed 001's event log operations, each step's outcome checked against the tables.
+#include "src/log/event_log.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "src/log/tables.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog {
+namespace {
+
+class EventLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open({}); }
+
+  void Open(EventLog::Options options) {
+    log_.reset();
+    db_.reset();
+    Database::Options db_options;
+    db_options.path = dir_.File("sheetlog.db");
+    db_options.clock = &clock_;
+    db_options.sync = SyncMode::kOff;
+    auto db = Database::Open(db_options);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(db).value();
+    log_ = std::make_unique<EventLog>(db_.get(), &clock_, &faults_, options);
+  }
+
+  std::string NewSheet(int64_t snapshot_every = 0, int64_t segment_entries = 10000) {
+    auto sheet = log_->CreateLog("test", snapshot_every, segment_entries, nullptr);
+    EXPECT_TRUE(sheet.ok()) << sheet.status().ToString();
+    return sheet->id;
+  }
+
+  Result<AppendResult> Append(const std::string& sheet, const std::string& body,
+                              std::optional<int64_t> expect = std::nullopt,
+                              int64_t* next_seq = nullptr) {
+    AppendRequest request;
+    request.sheet_id = sheet;
+    request.type = "Note";
+    request.body = body;
+    request.expect_seq = expect;
+    return log_->AddEntry(request, nullptr, next_seq);
+  }
+
+  std::vector<EntryRecord> ReadAll(const std::string& sheet) {
+    auto range = log_->Read(sheet, 0, std::nullopt, 1000000, nullptr);
+    EXPECT_TRUE(range.ok()) << range.status().ToString();
+    return range.ok() ? range->entries : std::vector<EntryRecord>{};
+  }
+
+  testing::TempDir dir_;
+  ManualClock clock_;
+  FaultInjector faults_{&clock_};
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<EventLog> log_;
+};
+
+TEST_F(EventLogTest, CreateLogWritesSegmentZeroAndSnapshotEntryZero) {
+  std::string sheet = NewSheet();
+  auto segments = log_->ListSegments(sheet, nullptr);
+  ASSERT_TRUE(segments.ok());
+  ASSERT_EQ(segments->size(), 1u);
+  EXPECT_EQ((*segments)[0].num, 0);
+  EXPECT_FALSE((*segments)[0].last_snapshot.has_value());
+  std::vector<EntryRecord> entries = ReadAll(sheet);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].type, kSnapshotType);
+  EXPECT_EQ(entries[0].seq, 0);
+  EXPECT_FALSE(entries[0].body.has_value());
+  EXPECT_EQ(entries[0].created, clock_.NowSeconds());
+  EXPECT_EQ(*log_->NextSeq(sheet, nullptr), 1);
+}
+
+TEST_F(EventLogTest, AddEntryAssignsConsecutiveSeqAndNum) {
+  std::string sheet = NewSheet();
+  for (int i = 1; i <= 5; ++i) {
+    auto r = Append(sheet, std::to_string(i));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->entry.seq, i);
+    EXPECT_EQ(r->entry.num, i);
+    EXPECT_EQ(r->entry.segment, 0);
+  }
+  std::vector<EntryRecord> entries = ReadAll(sheet);
+  ASSERT_EQ(entries.size(), 6u);
+  for (int i = 1; i <= 5; ++i) EXPECT_EQ(*entries[i].body, std::to_string(i));
+}
+
+TEST_F(EventLogTest, ExpectSeqMismatchIsConditionFailedWithNextSeq) {
+  std::string sheet = NewSheet();
+  ASSERT_TRUE(Append(sheet, "1", 1).ok());
+  int64_t next = -1;
+  auto r = Append(sheet, "x", 1, &next);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(r.status().IsConditionFailed());
+  EXPECT_EQ(next, 2);
+  EXPECT_EQ(ReadAll(sheet).size(), 2u);  // nothing written
+}
+
+TEST_F(EventLogTest, ReservedTypesAreRefused) {
+  std::string sheet = NewSheet();
+  AppendRequest request;
+  request.sheet_id = sheet;
+  request.type = kEndSegmentType;
+  EXPECT_EQ(log_->AddEntry(request, nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+  request.type = kSnapshotType;
+  EXPECT_EQ(log_->AddEntry(request, nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReadAll(sheet).size(), 1u);
+}
+
+TEST_F(EventLogTest, UnknownSheetIsNotFound) {
+  EXPECT_TRUE(Append("00000000-0000-0000-0000-000000000000", "1").status().IsNotFound());
+}
+
+TEST_F(EventLogTest, SeedLiteralAddEntryRetriesLostConditionsWithoutGaps) {
+  // The seed's form: eventually consistent reads, then a conditional put. Concurrent
+  // appenders lose conditions to each other and retry with backoff.
+  EventLog::Options options;
+  options.reads_in_write_transaction = false;
+  options.max_attempts = 1000;
+  Open(options);
+  std::string sheet = NewSheet();
+  constexpr int kThreads = 6, kPerThread = 40;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        if (!Append(sheet, std::to_string(t * 1000 + i)).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::vector<EntryRecord> entries = ReadAll(sheet);
+  ASSERT_EQ(entries.size(), 1u + kThreads * kPerThread);
+  std::set<std::string> bodies;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    EXPECT_EQ(entries[i].seq, static_cast<int64_t>(i));
+    if (i > 0) bodies.insert(*entries[i].body);
+  }
+  EXPECT_EQ(bodies.size(), static_cast<size_t>(kThreads * kPerThread));
+  EXPECT_GT(log_->retries(), 0);  // the race really happened and was retried
+}
+
+TEST_F(EventLogTest, AddEntryGivesUpWithUnavailableAfterMaxAttempts) {
+  EventLog::Options options;
+  options.reads_in_write_transaction = false;
+  options.max_attempts = 3;
+  Open(options);
+  std::string sheet = NewSheet();
+  // Every put fails: an armed error fault is not a lost race, so it surfaces at once.
+  faults_.Arm("log.add_entry.before_put", FaultSpec{FaultKind::kError, -1});
+  auto r = Append(sheet, "1");
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  faults_.DisarmAll();
+  EXPECT_EQ(ReadAll(sheet).size(), 1u);
+}
+
+TEST_F(EventLogTest, CreateNewSegmentRequiresCompletedSnapshot) {
+  std::string sheet = NewSheet();
+  ASSERT_TRUE(Append(sheet, "1").ok());
+  auto refused = log_->CreateNewSegment(sheet, nullptr);
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "root-0", nullptr).ok());
+  auto created = log_->CreateNewSegment(sheet, nullptr);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->num, 1);
+  EXPECT_EQ(created->first_seq, 3);  // 0 Snapshot, 1 Note, 2 EndSegment, 3 Snapshot
+
+  std::vector<EntryRecord> entries = ReadAll(sheet);
+  ASSERT_EQ(entries.size(), 4u);
+  EXPECT_EQ(entries[2].type, kEndSegmentType);
+  EXPECT_EQ(entries[2].segment, 0);
+  EXPECT_EQ(entries[3].type, kSnapshotType);
+  EXPECT_EQ(entries[3].segment, 1);
+  EXPECT_EQ(entries[3].num, 0);
+
+  // Add Entry after the segment change lands in segment 1 with num 1.
+  auto r = Append(sheet, "after");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->entry.segment, 1);
+  EXPECT_EQ(r->entry.num, 1);
+  EXPECT_EQ(r->entry.seq, 4);
+}
+
+TEST_F(EventLogTest, SnapshotPolicyAppendsSnapshotEntryEveryN) {
+  std::string sheet = NewSheet(/*snapshot_every=*/3);
+  int snapshots = 0;
+  for (int i = 0; i < 9; ++i) {
+    auto r = Append(sheet, std::to_string(i));
+    ASSERT_TRUE(r.ok());
+    snapshots += r->snapshot_appended;
+  }
+  std::vector<EntryRecord> entries = ReadAll(sheet);
+  std::vector<int64_t> snapshot_seqs;
+  for (const auto& e : entries) {
+    if (e.type == kSnapshotType) snapshot_seqs.push_back(e.seq);
+  }
+  // seq 0 from creation; then after 3 entries since the last Snapshot entry.
+  EXPECT_EQ(snapshot_seqs, (std::vector<int64_t>{0, 4, 8, 12}));
+  EXPECT_EQ(snapshots, 3);
+}
+
+TEST_F(EventLogTest, SegmentPolicyStartsNewSegmentOnceFullAndSnapshotted) {
+  std::string sheet = NewSheet(/*snapshot_every=*/0, /*segment_entries=*/4);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Append(sheet, std::to_string(i)).ok());
+  // No completed snapshot yet: the segment just grows.
+  EXPECT_EQ(log_->ListSegments(sheet, nullptr)->size(), 1u);
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "root", nullptr).ok());
+  auto r = Append(sheet, "x");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->segment_created);
+  EXPECT_EQ(log_->ListSegments(sheet, nullptr)->size(), 2u);
+}
+
+TEST_F(EventLogTest, ReadPagesAcrossSegmentsAndValidatesRange) {
+  std::string sheet = NewSheet();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Append(sheet, std::to_string(i)).ok());
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "r0", nullptr).ok());
+  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // seq 6 End, 7 Snapshot
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(Append(sheet, std::to_string(i)).ok());  // 8..12
+
+  std::vector<int64_t> seen;
+  int64_t from = 0;
+  while (true) {
+    auto page = log_->Read(sheet, from, std::nullopt, 3, nullptr);
+    ASSERT_TRUE(page.ok());
+    for (const auto& e : page->entries) seen.push_back(e.seq);
+    if (page->complete) break;
+    from = page->entries.back().seq + 1;
+  }
+  ASSERT_EQ(seen.size(), 13u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<int64_t>(i));
+
+  auto bounded = log_->Read(sheet, 5, 9, 100, nullptr);
+  ASSERT_TRUE(bounded.ok());
+  ASSERT_EQ(bounded->entries.size(), 4u);
+  EXPECT_EQ(bounded->entries.front().seq, 5);
+  EXPECT_TRUE(bounded->complete);
+
+  EXPECT_EQ(log_->Read(sheet, 14, std::nullopt, 10, nullptr).status().code(),
+            StatusCode::kOutOfRange);
+  EXPECT_EQ(log_->Read(sheet, -1, std::nullopt, 10, nullptr).status().code(),
+            StatusCode::kOutOfRange);
+  auto at_head = log_->Read(sheet, 13, std::nullopt, 10, nullptr);
+  ASSERT_TRUE(at_head.ok());
+  EXPECT_TRUE(at_head->entries.empty());
+  EXPECT_TRUE(at_head->complete);
+}
+
+TEST_F(EventLogTest, LoadFollowsTheSeedsFiveSteps) {
+  std::string sheet = NewSheet();
+  // New sheet: no snapshot yet, entry 0 is the empty sheet: replay from seq 1.
+  ASSERT_TRUE(Append(sheet, "a").ok());
+  auto fresh = log_->Load(sheet, nullptr);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE(fresh->snapshot.has_value());
+  ASSERT_EQ(fresh->entries.size(), 1u);
+  EXPECT_EQ(fresh->next_seq, 2);
+
+  // Step 2: current segment has a snapshot.
+  ASSERT_TRUE(Append(sheet, "b").ok());  // seq 2
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "root0", nullptr).ok());
+  auto loaded = log_->Load(sheet, nullptr);
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_TRUE(loaded->snapshot.has_value());
+  EXPECT_EQ(*loaded->snapshot->snapshot_root, "root0");
+  EXPECT_EQ(loaded->entries.size(), 2u);
+
+  // Steps 4-5: new segment whose snapshot is pending: previous segment from its last
+  // snapshot, then the current segment from entry 1.
+  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // 3 End, 4 Snapshot
+  ASSERT_TRUE(Append(sheet, "c").ok());                      // 5
+  auto across = log_->Load(sheet, nullptr);
+  ASSERT_TRUE(across.ok());
+  ASSERT_TRUE(across->snapshot.has_value());
+  EXPECT_EQ(across->snapshot->seq, 0);
+  std::vector<int64_t> seqs;
+  for (const auto& e : across->entries) seqs.push_back(e.seq);
+  EXPECT_EQ(seqs, (std::vector<int64_t>{1, 2, 3, 5}));
+  EXPECT_EQ(across->next_seq, 6);
+
+  // Step 3: neither of the two newest segments has a snapshot: corrupt.
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 1, 0, "root1", nullptr).ok());
+  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // segment 2
+  ASSERT_TRUE(db_->Write([&](Connection& conn) {
+                   UpdateRequest u;
+                   u.key = Key{{sheet}, {1}};
+                   u.remove = {"last_snapshot"};
+                   return SegmentTable().Update(conn, u, nullptr).status();
+                 })
+                  .ok());
+  auto corrupt = log_->Load(sheet, nullptr);
+  EXPECT_EQ(corrupt.status().code(), StatusCode::kInternal);
+  EXPECT_NE(corrupt.status().message().find("corrupt"), std::string::npos);
+}
+
+TEST_F(EventLogTest, UpdateLoadedReadsOnlyNewEntriesOrAsksForReload) {
+  std::string sheet = NewSheet();
+  ASSERT_TRUE(Append(sheet, "a").ok());  // 1
+  ASSERT_TRUE(Append(sheet, "b").ok());  // 2
+  bool reload = true;
+  auto update = log_->UpdateLoaded(sheet, 0, 1, &reload, nullptr);
+  ASSERT_TRUE(update.ok());
+  EXPECT_FALSE(reload);
+  ASSERT_EQ(update->size(), 1u);
+  EXPECT_EQ(*(*update)[0].body, "b");
+
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "r", nullptr).ok());
+  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // 3 End, 4 Snapshot (seg 1)
+  ASSERT_TRUE(Append(sheet, "c").ok());                      // seg 1 num 1
+  auto across = log_->UpdateLoaded(sheet, 0, 2, &reload, nullptr);
+  ASSERT_TRUE(across.ok());
+  EXPECT_FALSE(reload);
+  std::vector<std::string> types;
+  for (const auto& e : *across) types.push_back(e.type);
+  EXPECT_EQ(types, (std::vector<std::string>{kEndSegmentType, "Note"}));
+
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 1, 0, "r1", nullptr).ok());
+  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // seg 2
+  ASSERT_TRUE(log_->UpdateLoaded(sheet, 0, 2, &reload, nullptr).ok());
+  EXPECT_TRUE(reload);  // fell behind both newest segments
+}
+
+TEST_F(EventLogTest, CompleteSnapshotNeverMovesBackwards) {
+  std::string sheet = NewSheet(/*snapshot_every=*/1);
+  ASSERT_TRUE(Append(sheet, "a").ok());  // 1, then Snapshot at 2
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 2, "late", nullptr).ok());
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "early", nullptr).ok());
+  auto segments = log_->ListSegments(sheet, nullptr);
+  EXPECT_EQ(*(*segments)[0].last_snapshot, 2);
+  auto last = log_->LastCompletedSnapshot(sheet, nullptr);
+  ASSERT_TRUE(last.ok() && last->has_value());
+  EXPECT_EQ(*(*last)->snapshot_root, "late");
+}
+
+TEST_F(EventLogTest, DeleteSheetRemovesEverythingAndReturnsBlobs) {
+  std::string sheet = NewSheet();
+  AppendRequest request;
+  request.sheet_id = sheet;
+  request.type = "Big";
+  request.external = "uploads/x";
+  ASSERT_TRUE(log_->AddEntry(request, nullptr).ok());
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "snap/root", nullptr).ok());
+  auto blobs = log_->DeleteSheet(sheet, nullptr);
+  ASSERT_TRUE(blobs.ok());
+  EXPECT_EQ(std::set<std::string>(blobs->begin(), blobs->end()),
+            (std::set<std::string>{"uploads/x", "snap/root"}));
+  EXPECT_TRUE(log_->GetSheet(sheet, nullptr).status().IsNotFound());
+  EXPECT_TRUE(log_->ListSegments(sheet, nullptr).status().IsNotFound());
+}
+
+}  // namespace
+}  // namespace sheetlog
