@@ -1,0 +1,228 @@
+// emulator/queue: the SQS standard-queue stand-in, stored in SQLite
+// (schema/002_queue.sql) so that nothing is lost on restart: messages, in-flight state
+// (visibility deadlines and the latest receipt handle) and receive counts all survive
+// closing and reopening the Database.
+//
+// Semantics follow SQS standard queues where the seeds depend on them:
+//   - Send adds a message, hidden for `delay_s` (default: the queue's delay).
+//   - Receive hands out up to 10 visible messages, earliest visible first, and hides each
+//     for the visibility timeout. Every receive increments the message's receive count
+//     and issues a NEW receipt handle; only the newest handle may change the message's
+//     visibility or delete it (see "Receipt handles" below).
+//   - ChangeVisibility(0) makes a received message visible again at once (seed 000: hand
+//     the job to a fresh invocation); a longer timeout defers redelivery.
+//   - A message is removed only by Delete (the work is done) or by retention expiry.
+//   - Dead-letter queue: with max_receive_count > 0, a message whose receive count has
+//     reached max_receive_count is moved to the dead-letter queue by the next Receive
+//     instead of being delivered (as SQS does), keeping its id, body, sent time, receive
+//     count and last recorded error. ListDeadLetters inspects without receiving;
+//     Redrive moves messages back to the queue they came from.
+//   - Delivery is at least once: a consumer must tolerate seeing a message again.
+//
+// Receipt handles. A handle is "<message id>#<random token>"; each receive replaces the
+// token. The handle is opaque to callers.
+//   - The newest handle of a message works for ChangeVisibility, Delete and
+//     RecordFailure even after its visibility timeout expired, as long as nobody has
+//     received the message since (SQS behaves the same way).
+//   - A handle that is NOT the newest (the message was received again since, moved to
+//     the dead-letter queue, or redriven) is STALE: ChangeVisibility, Delete and
+//     RecordFailure fail with ConditionFailed("receipt handle is stale: ...") and change
+//     nothing. For Delete this is deliberate and stricter than SQS (which may delete the
+//     message anyway): the message is now being worked on under the newer handle, and a
+//     slow first consumer must not remove the second consumer's lock. Whoever holds the
+//     newest handle deletes the message when its work is done. ConditionFailed is the
+//     code for "you lost the race; someone else owns this now" (see status.h).
+//   - A handle whose message no longer exists (deleted, or purged by retention):
+//     Delete returns OK (deleting twice is harmless, and duplicate deliveries mean two
+//     consumers may both finish the same work); ChangeVisibility and RecordFailure fail
+//     with NotFound("message ... not found").
+//   - A handle that is malformed or names a message of another (non-source) queue:
+//     InvalidArgument.
+//
+// Errors: a queue that does not exist is NotFound; a bad argument is InvalidArgument;
+// a body over 256 KiB is ResourceExhausted; an armed fault point returns Unavailable;
+// storage errors are passed through from the Database.
+//
+// Fault points (emulator/env/faults.h): "queue.send", "queue.receive",
+// "queue.change_visibility", "queue.delete" fail the call before it changes anything;
+// "queue.receive.duplicate" (kDuplicate) delivers a received message but leaves it
+// visible, so the next Receive delivers it again: SQS's occasional duplicate delivery.
+//
+// Waking consumers: WaitForMessages blocks until a message of the queue is visible (a
+// Send, ChangeVisibility or Redrive through this QueueService notifies at once; a
+// visibility or delay deadline is awaited on the Clock), with no polling interval.
+// Notifications come from this QueueService object: use one per Database.
+//
+// Thread-safe. All state lives in SQLite; the object itself only holds waiters.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator/sqlite/database.h"
+#include "emulator/status.h"
+
+namespace sheetlog {
+
+class Clock;
+class FaultInjector;
+
+struct QueueOptions {
+  // 1..80 characters of [A-Za-z0-9_-] (SQS's rule).
+  std::string name;
+  // How long a received message stays hidden. 0..43200 (12 h). Default: 30.
+  int64_t visibility_timeout_s = 30;
+  // How long a sent message stays hidden before its first delivery. 0..900. Default: 0.
+  int64_t delay_s = 0;
+  // Messages older than this (by sent time) are removed. 1..1209600. Default: 14 days.
+  int64_t retention_s = 14 * 24 * 3600;
+  // Receives after which the next Receive moves the message to `dead_letter_queue`
+  // instead of delivering it. 0 = never (no dead-letter queue). Default: 0.
+  int64_t max_receive_count = 0;
+  // Name of the dead-letter queue. REQUIRES when max_receive_count > 0: an existing
+  // queue other than this one. Ignored (stored empty) when max_receive_count == 0.
+  std::string dead_letter_queue;
+};
+
+// A message as Receive delivers it.
+struct ReceivedMessage {
+  std::string id;                    // UUID assigned by Send; stable across DLQ moves
+  std::string body;                  // exactly the bytes sent
+  std::string receipt_handle;        // new on every receive; see "Receipt handles"
+  int64_t receive_count = 0;         // including this receive (1 on the first)
+  int64_t sent_micros = 0;           // clock time of Send
+  int64_t first_receive_micros = 0;  // clock time of the first receive ever
+};
+
+// A message sitting in a dead-letter queue, as ListDeadLetters shows it.
+struct DeadLetterMessage {
+  std::string id;
+  std::string body;
+  int64_t receive_count = 0;  // receives before it was dead-lettered (plus any since)
+  std::string last_error;     // the last RecordFailure text; empty if none
+  int64_t sent_micros = 0;    // original Send time
+  std::string
+      source_queue;  // where Redrive returns it; empty if sent to the DLQ directly
+  int64_t dead_lettered_micros = 0;  // when it was moved; 0 if sent directly
+};
+
+struct QueueStats {
+  int64_t visible = 0;    // receivable now
+  int64_t in_flight = 0;  // received and still hidden by a visibility timeout
+  int64_t delayed = 0;    // never received and still hidden by a send delay
+  // Messages in this queue's dead-letter queue; nullopt if it has none.
+  std::optional<int64_t> dead_letter_depth;
+  // Age of the oldest message in the queue (by sent time), whole seconds; 0 if empty.
+  int64_t oldest_age_s = 0;
+};
+
+class QueueService {
+ public:
+  static constexpr int kMaxReceiveBatch = 10;
+  static constexpr size_t kMaxBodyBytes = 256 * 1024;
+
+  // `db`, `clock` must outlive this object. `faults` may be null (no fault points).
+  QueueService(Database* db, Clock* clock, FaultInjector* faults = nullptr);
+  ~QueueService();
+  QueueService(const QueueService&) = delete;
+  QueueService& operator=(const QueueService&) = delete;
+
+  // Creates the queue, or updates the options of an existing queue of that name
+  // (idempotent). Messages already in the queue keep their visibility deadlines.
+  Status CreateQueue(const QueueOptions& options);
+  // NotFound if there is no such queue.
+  Result<QueueOptions> GetQueue(const std::string& name);
+  // All queues, ordered by name.
+  Result<std::vector<QueueOptions>> ListQueues();
+
+  // Adds a message; returns its id. `delay_s` (0..900) overrides the queue's delay.
+  Result<std::string> Send(const std::string& queue, const std::string& body,
+                           std::optional<int64_t> delay_s = std::nullopt);
+  // Adds 1..10 messages in one transaction (all or none); ids in input order.
+  Result<std::vector<std::string>> SendBatch(
+      const std::string& queue, const std::vector<std::string>& bodies,
+      std::optional<int64_t> delay_s = std::nullopt);
+
+  // Receives up to `max_messages` (1..10) visible messages, earliest visible first, and
+  // hides each for `visibility_timeout_s` (0..43200; default: the queue's). Returns an
+  // empty vector if none is visible; never waits (see WaitForMessages). Messages due
+  // for the dead-letter queue are moved there and not returned; expired ones are
+  // deleted. One write transaction per call.
+  Result<std::vector<ReceivedMessage>> Receive(
+      const std::string& queue, int max_messages = 1,
+      std::optional<int64_t> visibility_timeout_s = std::nullopt);
+
+  // Hides the message for `seconds` (0..43200) from now; 0 makes it visible at once.
+  // Stale handle: ConditionFailed. Message gone: NotFound.
+  Status ChangeVisibility(const std::string& queue, const std::string& receipt_handle,
+                          int64_t seconds);
+
+  // Deletes the message: its work is done. Stale handle: ConditionFailed, nothing
+  // deleted. Message already gone: OK.
+  Status Delete(const std::string& queue, const std::string& receipt_handle);
+
+  // Keeps `error_text` (truncated to 4 KiB) as the message's last error, shown by
+  // ListDeadLetters if it is dead-lettered later. Does not change visibility.
+  // Stale handle: ConditionFailed. Message gone: NotFound.
+  Status RecordFailure(const std::string& queue, const std::string& receipt_handle,
+                       const std::string& error_text);
+
+  // Up to `limit` messages of queue `dead_letter_queue`, oldest sent first, without
+  // receiving them (no receipt handles issued, nothing changes). `after_id` pages: pass
+  // the id of the last message of the previous page. Works on any queue.
+  Result<std::vector<DeadLetterMessage>> ListDeadLetters(
+      const std::string& dead_letter_queue, int limit = 100,
+      const std::string& after_id = "");
+
+  // Moves messages of `dead_letter_queue` back to the queue each came from, visible now
+  // with receive count 0, last error kept. With `message_id`, only that message
+  // (NotFound if it is not in this queue). Messages with no recorded source queue, or
+  // whose source queue no longer exists, stay. Returns how many moved.
+  Result<int64_t> Redrive(const std::string& dead_letter_queue,
+                          std::optional<std::string> message_id = std::nullopt);
+
+  // Deletes messages older than their queue's retention (by sent time), in every
+  // queue. Returns how many. Receive also calls it, at most once a minute of clock time,
+  // and never delivers an expired message regardless.
+  Result<int64_t> PurgeExpired();
+
+  // Counts for one queue, computed at the current clock time.
+  Result<QueueStats> Stats(const std::string& queue);
+
+  // Blocks until a message of `queue` is visible (returns true), until the clock
+  // reaches `deadline_micros` (returns false), or until WakeWaiters() is called
+  // (returns false at once; the caller re-checks its own stop flag). Wakes as soon as a
+  // Send/ChangeVisibility/Redrive makes a message visible, or when the earliest hidden
+  // message's visibility deadline arrives on the Clock. True does not reserve the
+  // message: another consumer may receive it first. NotFound for a missing queue;
+  // Unavailable after Shutdown().
+  Result<bool> WaitForMessages(const std::string& queue, int64_t deadline_micros);
+
+  // Makes every WaitForMessages call that is blocked now return false.
+  void WakeWaiters();
+  // Makes current and future WaitForMessages calls return Unavailable. Other calls keep
+  // working. Idempotent.
+  void Shutdown();
+
+ private:
+  // Wakes WaitForMessages callers: something may have become visible.
+  void Notify();
+  Result<int64_t> PurgeExpiredIfDue();
+
+  Database* db_;
+  Clock* clock_;
+  FaultInjector* faults_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t change_seq_ = 0;        // GUARDED_BY(mu_): bumped on every wake-worthy change
+  bool shutdown_ = false;          // GUARDED_BY(mu_)
+  int64_t last_purge_micros_ = 0;  // GUARDED_BY(mu_)
+};
+
+}  // namespace sheetlog
