@@ -17,6 +17,7 @@ namespace sheetlog::api {
 
 void RegisterOpsRoutes(Router& router, App& app);
 void RegisterSheetRoutes(Router& router, App& app);
+void RegisterAdminControlRoutes(Router& router, App& app);
 
 // An entry as api.md shows it.
 json EntryJson(App& app, const EntryRecord& entry);

@@ -69,6 +69,7 @@ void ApiServer::RegisterRoutes() {
   Router router(http_.get(), options_.token);
   RegisterOpsRoutes(router, *app_);
   RegisterSheetRoutes(router, *app_);
+  RegisterAdminControlRoutes(router, *app_);
 }
 
 Status ApiServer::Bind() {
