@@ -1,0 +1,280 @@
+#include "src/snapshot/worker.h"
+
+#include <algorithm>
+
+#include "src/log/event_log.h"
+#include "src/log/tables.h"
+
+namespace sheetlog {
+
+using nlohmann::json;
+
+std::string SnapshotJob::ToJson() const {
+  return json{{"sheet", sheet_id}, {"segment", segment}, {"entry", entry}}.dump();
+}
+
+Result<SnapshotJob> SnapshotJob::FromJson(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("sheet") || !j["sheet"].is_string() ||
+      !j.contains("segment") || !j["segment"].is_number_integer() ||
+      !j.contains("entry") || !j["entry"].is_number_integer()) {
+    return InvalidArgument("not a snapshot job message: " + text.substr(0, 200));
+  }
+  return SnapshotJob{j["sheet"].get<std::string>(), j["segment"].get<int64_t>(),
+                     j["entry"].get<int64_t>()};
+}
+
+const char* SnapshotWorker::OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kDeferredEarlierPending:
+      return "deferred_earlier_pending";
+    case Outcome::kDuplicateLostClaim:
+      return "duplicate_lost_claim";
+    case Outcome::kDeferredActive:
+      return "deferred_active";
+    case Outcome::kLateDuplicate:
+      return "late_duplicate";
+    case Outcome::kDuplicateCreateFailed:
+      return "duplicate_create_failed";
+    case Outcome::kDeferredEarlierUnprocessed:
+      return "deferred_earlier_unprocessed";
+    case Outcome::kLostCheckpoint:
+      return "lost_checkpoint";
+    case Outcome::kHandedOff:
+      return "handed_off";
+    case Outcome::kCompleted:
+      return "completed";
+    case Outcome::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+SnapshotWorker::SnapshotWorker(EventLog* log, Clock* clock, FaultInjector* faults,
+                               SnapshotBuildFactory build_factory, Options options)
+    : log_(log),
+      clock_(clock),
+      faults_(faults),
+      build_factory_(std::move(build_factory)),
+      options_(options) {}
+
+namespace {
+
+int64_t IntOf(const Item& item, const char* column) {
+  auto it = item.find(column);
+  return it == item.end() || it->second.is_null() ? 0 : it->second.AsInt();
+}
+
+// The conditional write of seed 000: update the pending entry only if Increment is
+// still what we last saw, and move Increment forward.
+Status UpdatePending(Database* db, const Key& key, int64_t expected_increment,
+                     std::map<std::string, Value> set, UnitMeter* meter) {
+  return db->Write([&](Connection& conn) {
+    UpdateRequest update;
+    update.key = key;
+    update.set = std::move(set);
+    update.set["increment"] = expected_increment + 1;
+    update.conditions = {Condition::Equals("increment", expected_increment)};
+    update.create_if_missing = false;
+    return PendingSnapshotTable().Update(conn, update, meter).status();
+  });
+}
+
+}  // namespace
+
+SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
+                                                      MessageControl& message,
+                                                      int64_t deadline_micros,
+                                                      Status* error, UnitMeter* meter) {
+  Database* db = log_->db();
+  const Table& pending = PendingSnapshotTable();
+  const Key key{{job.sheet_id}, {job.segment, job.entry}};
+  auto fail = [&](const Status& status) {
+    if (error != nullptr) *error = status;
+    return Outcome::kFailed;
+  };
+  auto done_with_message = [&](Outcome outcome) {
+    Status deleted = message.Delete();
+    return deleted.ok() ? outcome : fail(deleted.Annotate("deleting the message"));
+  };
+  auto defer = [&](Outcome outcome, int64_t seconds) {
+    Status changed = message.ChangeVisibility(seconds);
+    return changed.ok() ? outcome : fail(changed.Annotate("changing visibility"));
+  };
+
+  // 1. The first in-progress snapshot for the log: an earlier one must finish first.
+  std::optional<Item> first_pending;
+  std::optional<Item> existing;
+  Status read = db->Read([&](Connection& conn) -> Status {
+    QueryRequest query;
+    query.partition = {job.sheet_id};
+    query.limit = 1;
+    ASSIGN_OR_RETURN(QueryResult page, pending.Query(conn, query, meter));
+    if (!page.items.empty()) first_pending = page.items.front();
+    ASSIGN_OR_RETURN(existing, pending.Get(conn, key, Consistency::kStrong, meter));
+    return Status::OK();
+  });
+  if (!read.ok()) return fail(read);
+  if (first_pending) {
+    std::pair<int64_t, int64_t> first{IntOf(*first_pending, "segment"),
+                                      IntOf(*first_pending, "entry")};
+    if (first < std::make_pair(job.segment, job.entry)) {
+      return defer(Outcome::kDeferredEarlierPending, options_.defer_seconds);
+    }
+  }
+
+  const int64_t now = clock_->NowSeconds();
+  int64_t increment = 0;
+  json checkpoint = nullptr;
+  if (existing) {
+    // 2. A pending entry exists: a retry (Active clear), a dead invocation (Active and
+    // Modified older than the timeout), or a duplicate running right now.
+    const bool active = IntOf(*existing, "active") != 0;
+    const int64_t age = now - IntOf(*existing, "modified");
+    if (active && age < options_.stale_seconds) {
+      return defer(Outcome::kDeferredActive,
+                   std::max<int64_t>(1, options_.stale_seconds - age));
+    }
+    const int64_t seen = IntOf(*existing, "increment");
+    Status claim =
+        UpdatePending(db, key, seen, {{"active", 1}, {"modified", now}}, meter);
+    if (claim.IsConditionFailed()) return done_with_message(Outcome::kDuplicateLostClaim);
+    if (!claim.ok()) return fail(claim);
+    increment = seen + 1;
+    auto state = existing->find("state");
+    if (state != existing->end() && !state->second.is_null()) {
+      checkpoint = json::parse(state->second.AsString(), nullptr, false);
+      if (checkpoint.is_discarded()) checkpoint = nullptr;  // start over: still correct
+    }
+  }
+
+  // The segments tell where the previous completed snapshot is, and whether this one
+  // (or a later one) is already complete.
+  Result<std::vector<SegmentInfo>> segments = log_->ListSegments(job.sheet_id, meter);
+  if (!segments.ok()) return fail(segments.status());
+  bool already_complete = false;
+  const SegmentInfo* job_segment = nullptr;
+  for (const SegmentInfo& seg : *segments) {
+    if (seg.num == job.segment) job_segment = &seg;
+    if (seg.last_snapshot &&
+        (seg.num > job.segment ||
+         (seg.num == job.segment && *seg.last_snapshot >= job.entry))) {
+      already_complete = true;
+    }
+  }
+  if (job_segment == nullptr) {
+    return fail(NotFound("sheet " + job.sheet_id + " has no segment " +
+                         std::to_string(job.segment)));
+  }
+
+  if (!existing) {
+    // 3. No pending entry, and the snapshot is already done: a late duplicate.
+    if (already_complete) return done_with_message(Outcome::kLateDuplicate);
+    // 4. Formally start: create the pending entry, conditional on it not existing.
+    Status created = db->Write([&](Connection& conn) {
+      return pending.PutIfAbsent(conn,
+                                 Item{{"log_id", job.sheet_id},
+                                      {"segment", job.segment},
+                                      {"entry", job.entry},
+                                      {"created", now},
+                                      {"modified", now},
+                                      {"active", 1},
+                                      {"increment", 1}},
+                                 meter);
+    });
+    if (created.IsConditionFailed())
+      return done_with_message(Outcome::kDuplicateCreateFailed);
+    if (!created.ok()) return fail(created);
+    increment = 1;
+  } else if (already_complete) {
+    // A previous invocation completed the snapshot but died before cleaning up.
+    Status removed = db->Write([&](Connection& conn) {
+      return pending.Delete(conn, key, {Condition::Equals("increment", increment)},
+                            meter);
+    });
+    if (!removed.ok() && !removed.IsConditionFailed()) return fail(removed);
+    return done_with_message(Outcome::kLateDuplicate);
+  }
+
+  // 5. Read every entry since the previous completed snapshot.
+  std::optional<EntryRecord> previous;
+  for (auto it = segments->rbegin(); it != segments->rend() && !previous; ++it) {
+    if (it->num > job.segment || !it->last_snapshot) continue;
+    int64_t num = *it->last_snapshot;
+    if (it->num == job.segment && num >= job.entry) continue;
+    Result<EntryRecord> entry = log_->GetEntry(job.sheet_id, it->first_seq + num, meter);
+    if (!entry.ok()) return fail(entry.status());
+    previous = *entry;
+  }
+  const int64_t job_seq = job_segment->first_seq + job.entry;
+  const int64_t from = previous ? previous->seq + 1 : 0;
+  std::vector<EntryRecord> entries;
+  for (int64_t next = from; next < job_seq;) {
+    Result<ReadRange> page = log_->Read(job.sheet_id, next, job_seq, 1000, meter);
+    if (!page.ok()) return fail(page.status());
+    if (page->entries.empty()) break;
+    for (EntryRecord& e : page->entries) entries.push_back(std::move(e));
+    next = entries.back().seq + 1;
+  }
+  for (const EntryRecord& e : entries) {
+    if (e.type == kSnapshotType && !e.snapshot_root) {
+      // An earlier snapshot has not been made yet: let it go first.
+      Status cleared =
+          UpdatePending(db, key, increment, {{"active", 0}, {"modified", now}}, meter);
+      if (!cleared.ok() && !cleared.IsConditionFailed()) return fail(cleared);
+      return defer(Outcome::kDeferredEarlierUnprocessed, options_.defer_seconds);
+    }
+  }
+
+  // 6. Build, checkpointing after every chunk with a forward-only conditional write.
+  std::optional<std::string> previous_root;
+  if (previous) previous_root = previous->snapshot_root;
+  Result<std::unique_ptr<SnapshotBuild>> build =
+      build_factory_(job, previous_root, entries, checkpoint);
+  if (!build.ok()) return fail(build.status());
+  while (true) {
+    Result<bool> done = (*build)->WriteNextChunk();
+    if (!done.ok()) {
+      // Let a retry claim it at once instead of waiting out the stale timeout.
+      (void)UpdatePending(db, key, increment, {{"active", 0}}, meter);
+      return fail(done.status());
+    }
+    Status fault = faults_->Hit("snapshot.after_chunk");
+    if (!fault.ok()) return fail(fault);
+    Status saved = UpdatePending(
+        db, key, increment,
+        {{"state", (*build)->Checkpoint().dump()}, {"modified", clock_->NowSeconds()}},
+        meter);
+    if (saved.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
+    if (!saved.ok()) return fail(saved);
+    ++increment;
+    if (*done) break;
+    if (deadline_micros - clock_->NowMicros() < options_.handoff_margin_micros) {
+      // Hand off to a fresh invocation: it resumes from the checkpoint just written.
+      Status cleared = UpdatePending(db, key, increment, {{"active", 0}}, meter);
+      if (cleared.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
+      if (!cleared.ok()) return fail(cleared);
+      return defer(Outcome::kHandedOff, 0);
+    }
+  }
+
+  // 7. Complete: root onto the entry and the segment, pending entry removed, message
+  // deleted — in that order, so a crash between any two is repaired by a redelivery.
+  Result<std::string> root = (*build)->Finish();
+  if (!root.ok()) return fail(root.status());
+  Status fault = faults_->Hit("snapshot.before_complete");
+  if (!fault.ok()) return fail(fault);
+  Status completed =
+      log_->CompleteSnapshot(job.sheet_id, job.segment, job.entry, *root, meter);
+  if (!completed.ok()) return fail(completed);
+  fault = faults_->Hit("snapshot.after_complete");
+  if (!fault.ok()) return fail(fault);
+  Status removed = db->Write([&](Connection& conn) {
+    return pending.Delete(conn, key, {Condition::Equals("increment", increment)}, meter);
+  });
+  if (removed.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
+  if (!removed.ok()) return fail(removed);
+  return done_with_message(Outcome::kCompleted);
+}
+
+}  // namespace sheetlog

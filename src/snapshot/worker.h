@@ -1,0 +1,132 @@
+// The snapshot worker: seed 000's "Snapshot Creation" and "Checkpoints", step by step.
+//
+// It consumes the snapshot queue. Each message names one Snapshot entry (sheet,
+// segment, entry num). Messages may be duplicated, late, reordered, or delivered to two
+// invocations at once; invocations may crash between any two writes or run out of
+// time. The Pending Snapshots table orchestrates: one item per snapshot in progress,
+// with Active, Modified, Increment (optimistic concurrency) and State (checkpoint).
+//
+// HandleMessage walks the seed's cases in its order; each case is a named outcome:
+//   kDeferredEarlierPending  an earlier pending snapshot exists for the log: wait
+//                            (visibility timeout = defer_seconds), exit
+//   kDuplicateLostClaim      the pending entry exists and our conditional claim on
+//                            Increment lost: another invocation has it: delete message
+//   kDeferredActive          the pending entry is Active and not timed out: visibility =
+//                            time remaining before it times out, exit
+//   kLateDuplicate           no pending entry and the segment's last snapshot is
+//                            already at or past this one: delete message
+//   kDuplicateCreateFailed   the conditional create of the pending entry failed: delete
+//   kDeferredEarlierUnprocessed  an earlier Snapshot entry in the log is not complete:
+//                            clear Active, defer, exit
+//   kLostCheckpoint          a forward-only checkpoint write failed: another invocation
+//                            is active: delete message, exit
+//   kHandedOff               near the end of the time budget after a checkpoint: clear
+//                            Active, visibility 0 (redeliver now), exit; the next
+//                            invocation resumes from the checkpoint
+//   kCompleted               root key onto the Snapshot entry, segment last snapshot,
+//                            pending entry deleted, message deleted
+//   kFailed                  an error; the message stays and reappears after its
+//                            visibility timeout (the runtime retries; the DLQ catches
+//                            poison messages)
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "emulator/env/clock.h"
+#include "emulator/env/faults.h"
+#include "emulator/status.h"
+#include "emulator/table/request_units.h"
+#include "src/log/event_log.h"
+
+namespace sheetlog {
+
+// What a snapshot queue message names.
+struct SnapshotJob {
+  std::string sheet_id;
+  int64_t segment = 0;
+  int64_t entry = 0;
+
+  std::string ToJson() const;
+  static Result<SnapshotJob> FromJson(const std::string& text);
+};
+
+// How the worker acts on the message it is handling (the runtime backs this with the
+// queue and the message's receipt handle).
+class MessageControl {
+ public:
+  virtual ~MessageControl() = default;
+  // Hide the message for `seconds` from now (0 = redeliver at once).
+  virtual Status ChangeVisibility(int64_t seconds) = 0;
+  // The work is done (or was someone else's): remove the message.
+  virtual Status Delete() = 0;
+};
+
+// One resumable snapshot build (implemented over src/snapshot's builder).
+class SnapshotBuild {
+ public:
+  virtual ~SnapshotBuild() = default;
+  // Writes the next chunk. True once every chunk is written.
+  virtual Result<bool> WriteNextChunk() = 0;
+  // Small JSON from which a new build resumes where this one stands.
+  virtual nlohmann::json Checkpoint() const = 0;
+  // Writes the root manifest; returns its key. REQUIRES: WriteNextChunk returned true.
+  virtual Result<std::string> Finish() = 0;
+};
+
+// Creates a build of `job`'s snapshot from the previous completed snapshot (root key,
+// if any) and the log entries after it, resuming from `checkpoint` (null = start).
+using SnapshotBuildFactory = std::function<Result<std::unique_ptr<SnapshotBuild>>(
+    const SnapshotJob& job, const std::optional<std::string>& previous_root,
+    const std::vector<EntryRecord>& entries_since, const nlohmann::json& checkpoint)>;
+
+class SnapshotWorker {
+ public:
+  struct Options {
+    // Visibility timeout when deferring behind an earlier snapshot. Default: 5 s.
+    int64_t defer_seconds = 5;
+    // An Active pending entry whose Modified is older than this is presumed dead and
+    // may be claimed. It bounds the time between checkpoints, not a whole build
+    // (seed 000). Default: 60 s.
+    int64_t stale_seconds = 60;
+    // Hand off when less than this remains of the invocation's budget after a
+    // checkpoint. Default: 10 s.
+    int64_t handoff_margin_micros = 10 * 1000000LL;
+  };
+
+  enum class Outcome {
+    kDeferredEarlierPending,
+    kDuplicateLostClaim,
+    kDeferredActive,
+    kLateDuplicate,
+    kDuplicateCreateFailed,
+    kDeferredEarlierUnprocessed,
+    kLostCheckpoint,
+    kHandedOff,
+    kCompleted,
+    kFailed,
+  };
+  static const char* OutcomeName(Outcome outcome);
+
+  SnapshotWorker(EventLog* log, Clock* clock, FaultInjector* faults,
+                 SnapshotBuildFactory build_factory, Options options);
+
+  // Handles one delivery of a snapshot message. `deadline_micros` is the end of the
+  // invocation's time budget on the clock. On kFailed, `*error` says why.
+  Outcome HandleMessage(const SnapshotJob& job, MessageControl& message,
+                        int64_t deadline_micros, Status* error = nullptr,
+                        UnitMeter* meter = nullptr);
+
+ private:
+  EventLog* log_;
+  Clock* clock_;
+  FaultInjector* faults_;
+  SnapshotBuildFactory build_factory_;
+  Options options_;
+};
+
+}  // namespace sheetlog
