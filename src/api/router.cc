@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "emulator/env/clock.h"
+
 namespace sheetlog::api {
 
 std::optional<std::string> Call::Query(const std::string& name) const {
@@ -116,6 +118,23 @@ std::string FormatUnits(double units) {
 }
 }  // namespace
 
+Router::Router(httplib::Server* http, std::string token, MetricsRegistry* metrics)
+    : http_(http), token_(std::move(token)) {
+  if (metrics != nullptr) {
+    requests_ = &metrics->Counter("sheetlog_http_requests_total",
+                                  "HTTP requests by route pattern, method and status.",
+                                  {"route", "method", "status"});
+    latency_ =
+        &metrics->Histogram("sheetlog_http_request_duration_seconds",
+                            "HTTP request latency by route pattern and method.",
+                            {"route", "method"}, MetricsRegistry::LatencyBuckets());
+    units_ = &metrics->Counter(
+        "sheetlog_request_units_total",
+        "DynamoDB request units consumed, by table and kind (rru, wru).",
+        {"table", "kind"});
+  }
+}
+
 bool Router::Authorized(const httplib::Request& req) const {
   if (token_.empty()) return true;
   const std::string header = req.get_header_value("Authorization");
@@ -127,9 +146,13 @@ bool Router::Authorized(const httplib::Request& req) const {
   return CRYPTO_memcmp(header.data() + prefix.size(), token_.data(), token_.size()) == 0;
 }
 
-httplib::Server::Handler Router::Wrap(Handler handler, RouteOptions options) const {
-  return [this, handler = std::move(handler), options](const httplib::Request& req,
-                                                       httplib::Response& res) {
+httplib::Server::Handler Router::Wrap(const std::string& method,
+                                      const std::string& pattern, Handler handler,
+                                      RouteOptions options) const {
+  return [this, method, pattern, handler = std::move(handler), options](
+             const httplib::Request& req, httplib::Response& res) {
+    // Latency is real time on purpose: it measures the server, whatever the sheet clock.
+    const int64_t started = SystemClock::Default()->NowMicros();
     Call call(req, res);
     try {
       if (options.auth && !Authorized(req)) {
@@ -151,19 +174,28 @@ httplib::Server::Handler Router::Wrap(Handler handler, RouteOptions options) con
                      "wru=" + FormatUnits(call.meter.write_units) +
                          ", rru=" + FormatUnits(call.meter.read_units));
     }
+    if (requests_ != nullptr) {
+      requests_->Add({pattern, method, std::to_string(res.status)});
+      latency_->Observe({pattern, method},
+                        (SystemClock::Default()->NowMicros() - started) / 1e6);
+      for (const auto& [table, units] : call.meter.by_table) {
+        if (units.first > 0) units_->Add({table, "rru"}, units.first);
+        if (units.second > 0) units_->Add({table, "wru"}, units.second);
+      }
+    }
   };
 }
 
 void Router::Get(const std::string& p, Handler h, RouteOptions o) {
-  http_->Get(p, Wrap(std::move(h), o));
+  http_->Get(p, Wrap("GET", p, std::move(h), o));
 }
 void Router::Post(const std::string& p, Handler h, RouteOptions o) {
-  http_->Post(p, Wrap(std::move(h), o));
+  http_->Post(p, Wrap("POST", p, std::move(h), o));
 }
 void Router::Put(const std::string& p, Handler h, RouteOptions o) {
-  http_->Put(p, Wrap(std::move(h), o));
+  http_->Put(p, Wrap("PUT", p, std::move(h), o));
 }
 void Router::Delete(const std::string& p, Handler h, RouteOptions o) {
-  http_->Delete(p, Wrap(std::move(h), o));
+  http_->Delete(p, Wrap("DELETE", p, std::move(h), o));
 }
 }  // namespace sheetlog::api

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "emulator/metrics/metrics.h"
 #include "emulator/table/request_units.h"
 #include "src/api/api_error.h"
 
@@ -72,16 +73,17 @@ using Handler = std::function<void(Call&)>;
 
 class Router {
  public:
-  Router(httplib::Server* http, std::string token)
-      : http_(http), token_(std::move(token)) {}
+  // `metrics` (may be null) receives request counts and latencies by route pattern.
+  Router(httplib::Server* http, std::string token, MetricsRegistry* metrics);
 
   void Get(const std::string& pattern, Handler h, RouteOptions o = {});
   void Post(const std::string& pattern, Handler h, RouteOptions o = {});
   void Put(const std::string& pattern, Handler h, RouteOptions o = {});
   void Delete(const std::string& pattern, Handler h, RouteOptions o = {});
 
-  // Wraps `h` with auth, error mapping and request-unit reporting.
-  httplib::Server::Handler Wrap(Handler h, RouteOptions o) const;
+  // Wraps `h` with auth, error mapping, request-unit reporting and metrics.
+  httplib::Server::Handler Wrap(const std::string& method, const std::string& pattern,
+                                Handler h, RouteOptions o) const;
   // True if the request carries the right bearer token (or none is configured).
   bool Authorized(const httplib::Request& req) const;
 
@@ -90,6 +92,9 @@ class Router {
  private:
   httplib::Server* http_;
   std::string token_;
+  MetricFamily* requests_ = nullptr;
+  MetricFamily* latency_ = nullptr;
+  MetricFamily* units_ = nullptr;
 };
 
 // Writes `error` as the response.

@@ -66,7 +66,7 @@ ApiServer::ApiServer(App* app, ServerOptions options)
 ApiServer::~ApiServer() { Stop(); }
 
 void ApiServer::RegisterRoutes() {
-  Router router(http_.get(), options_.token);
+  Router router(http_.get(), options_.token, app_->metrics());
   RegisterOpsRoutes(router, *app_);
   RegisterSheetRoutes(router, *app_);
   RegisterAdminControlRoutes(router, *app_);

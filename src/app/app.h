@@ -11,6 +11,7 @@
 
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "emulator/metrics/metrics.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/status.h"
 
@@ -56,6 +57,7 @@ class App {
   FaultInjector* faults() { return faults_.get(); }
   Database* db() { return db_.get(); }
   EventLog* log() { return log_.get(); }
+  MetricsRegistry* metrics() { return &metrics_; }
 
  private:
   explicit App(const AppOptions& options);
@@ -67,6 +69,7 @@ class App {
   std::unique_ptr<ManualClock> manual_clock_;
   Clock* clock_ = nullptr;
   std::unique_ptr<FaultInjector> faults_;
+  MetricsRegistry metrics_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<EventLog> log_;
   std::atomic<bool> ready_{false};
