@@ -212,7 +212,12 @@ class QueueService {
  private:
   // Wakes WaitForMessages callers: something may have become visible.
   void Notify();
-  Result<int64_t> PurgeExpiredIfDue();
+  // PurgeExpired(), if a minute of clock time has passed since the last purge.
+  Status PurgeExpiredIfDue();
+  Status Hit(const char* point);
+  Result<std::vector<std::string>> SendMany(const std::string& queue,
+                                            const std::string* bodies, size_t count,
+                                            std::optional<int64_t> delay_s);
 
   Database* db_;
   Clock* clock_;
@@ -221,6 +226,7 @@ class QueueService {
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t change_seq_ = 0;        // GUARDED_BY(mu_): bumped on every wake-worthy change
+  uint64_t wake_generation_ = 0;   // GUARDED_BY(mu_): bumped by WakeWaiters()
   bool shutdown_ = false;          // GUARDED_BY(mu_)
   int64_t last_purge_micros_ = 0;  // GUARDED_BY(mu_)
 };

@@ -1,0 +1,577 @@
+#include "emulator/queue/queue.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "emulator/env/clock.h"
+#include "emulator/env/faults.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog {
+namespace {
+
+constexpr int64_t kSecond = 1000000;
+// Real-time bound for waiting on a background thread (never a timing assertion).
+constexpr auto kGenerous = std::chrono::seconds(30);
+
+class QueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+
+  void Open() {
+    Database::Options options;
+    options.path = dir_.File("sheetlog.db");
+    options.clock = &clock_;
+    auto db = Database::Open(options);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(db).value();
+    queues_ = std::make_unique<QueueService>(db_.get(), &clock_, &faults_);
+  }
+
+  // Closes the QueueService and the Database, then opens both again on the same file.
+  void Reopen() {
+    queues_.reset();
+    db_.reset();
+    Open();
+  }
+
+  void Create(const std::string& name, int64_t visibility_timeout_s = 30,
+              int64_t max_receive_count = 0, const std::string& dead_letter_queue = "") {
+    QueueOptions options;
+    options.name = name;
+    options.visibility_timeout_s = visibility_timeout_s;
+    options.max_receive_count = max_receive_count;
+    options.dead_letter_queue = dead_letter_queue;
+    ASSERT_TRUE(queues_->CreateQueue(options).ok());
+  }
+
+  std::string SendOk(const std::string& queue, const std::string& body,
+                     std::optional<int64_t> delay_s = std::nullopt) {
+    auto id = queues_->Send(queue, body, delay_s);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : "";
+  }
+
+  std::vector<ReceivedMessage> ReceiveOk(
+      const std::string& queue, int max = 1,
+      std::optional<int64_t> visibility = std::nullopt) {
+    auto got = queues_->Receive(queue, max, visibility);
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    return got.ok() ? *got : std::vector<ReceivedMessage>{};
+  }
+
+  QueueStats StatsOk(const std::string& queue) {
+    auto stats = queues_->Stats(queue);
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    return stats.ok() ? *stats : QueueStats{};
+  }
+
+  testing::TempDir dir_;
+  ManualClock clock_;
+  FaultInjector faults_{&clock_};
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<QueueService> queues_;
+};
+
+TEST_F(QueueTest, CreateQueueIsIdempotentAndUpdatesOptions) {
+  Create("jobs", 30);
+  Create("jobs", 30);
+  Create("aaa", 5);
+  auto list = queues_->ListQueues();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "aaa");
+  EXPECT_EQ((*list)[1].name, "jobs");
+  EXPECT_EQ((*list)[1].delay_s, 0);
+  EXPECT_EQ((*list)[1].retention_s, 14 * 24 * 3600);
+
+  Create("jobs", 45);
+  auto jobs = queues_->GetQueue("jobs");
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->visibility_timeout_s, 45);
+}
+
+TEST_F(QueueTest, MissingQueueIsNotFoundAndBadArgumentsAreRejected) {
+  EXPECT_TRUE(queues_->Send("nope", "x").status().IsNotFound());
+  EXPECT_TRUE(queues_->Receive("nope").status().IsNotFound());
+  EXPECT_TRUE(queues_->Stats("nope").status().IsNotFound());
+  EXPECT_TRUE(queues_->GetQueue("nope").status().IsNotFound());
+  EXPECT_TRUE(queues_->WaitForMessages("nope", clock_.NowMicros()).status().IsNotFound());
+
+  QueueOptions bad;
+  bad.name = "has space";
+  EXPECT_EQ(queues_->CreateQueue(bad).code(), StatusCode::kInvalidArgument);
+  bad.name = "jobs";
+  bad.max_receive_count = 3;  // without a dead-letter queue
+  EXPECT_EQ(queues_->CreateQueue(bad).code(), StatusCode::kInvalidArgument);
+  bad.dead_letter_queue = "missing-dlq";
+  EXPECT_TRUE(queues_->CreateQueue(bad).IsNotFound());
+  bad.dead_letter_queue = "jobs";
+  EXPECT_EQ(queues_->CreateQueue(bad).code(), StatusCode::kInvalidArgument);
+
+  Create("jobs");
+  EXPECT_EQ(queues_->Receive("jobs", 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(queues_->Receive("jobs", 11).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(queues_->Send("jobs", "").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(queues_->Send("jobs", std::string(QueueService::kMaxBodyBytes + 1, 'x'))
+                .status()
+                .code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(queues_->Send("jobs", "x", 901).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(QueueTest, UnacknowledgedMessageReappearsExactlyWhenVisibilityTimeoutExpires) {
+  Create("jobs", 30);
+  std::string id = SendOk("jobs", "hello");
+  auto first = ReceiveOk("jobs");
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].id, id);
+  EXPECT_EQ(first[0].body, "hello");
+
+  clock_.Advance(30 * kSecond - 1);
+  EXPECT_TRUE(ReceiveOk("jobs").empty()) << "visible 1 us before the timeout";
+  clock_.Advance(1);
+  auto second = ReceiveOk("jobs");
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].id, id);
+  EXPECT_EQ(second[0].receive_count, 2);
+  EXPECT_NE(second[0].receipt_handle, first[0].receipt_handle);
+}
+
+TEST_F(QueueTest, ReceiveVisibilityTimeoutOverridesTheQueueDefault) {
+  Create("jobs", 30);
+  SendOk("jobs", "m");
+  ASSERT_EQ(ReceiveOk("jobs", 1, 5).size(), 1u);
+  clock_.Advance(5 * kSecond - 1);
+  EXPECT_TRUE(ReceiveOk("jobs").empty());
+  clock_.Advance(1);
+  EXPECT_EQ(ReceiveOk("jobs").size(), 1u);
+}
+
+TEST_F(QueueTest, ChangeVisibilityZeroRedeliversAtOnceAndLongerDefers) {
+  Create("jobs", 30);
+  SendOk("jobs", "m");
+  auto got = ReceiveOk("jobs");
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_TRUE(queues_->ChangeVisibility("jobs", got[0].receipt_handle, 0).ok());
+  auto again = ReceiveOk("jobs");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].receive_count, 2);
+
+  ASSERT_TRUE(queues_->ChangeVisibility("jobs", again[0].receipt_handle, 100).ok());
+  clock_.Advance(100 * kSecond - 1);
+  EXPECT_TRUE(ReceiveOk("jobs").empty());
+  clock_.Advance(1);
+  EXPECT_EQ(ReceiveOk("jobs").size(), 1u);
+}
+
+TEST_F(QueueTest, DelayHidesMessageUntilDue) {
+  QueueOptions options;
+  options.name = "delayed";
+  options.delay_s = 10;
+  ASSERT_TRUE(queues_->CreateQueue(options).ok());
+  SendOk("delayed", "queue default");
+  SendOk("delayed", "per message", 20);
+  SendOk("delayed", "no delay", 0);
+
+  auto now = ReceiveOk("delayed", 10);
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].body, "no delay");
+  QueueStats stats = StatsOk("delayed");
+  EXPECT_EQ(stats.delayed, 2);
+  EXPECT_EQ(stats.in_flight, 1);
+  EXPECT_EQ(stats.visible, 0);
+
+  clock_.Advance(10 * kSecond - 1);
+  EXPECT_TRUE(ReceiveOk("delayed", 10).empty());
+  clock_.Advance(1);
+  auto due = ReceiveOk("delayed", 10);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].body, "queue default");
+  clock_.Advance(10 * kSecond);
+  auto later = ReceiveOk("delayed", 10);
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(later[0].body, "per message");
+}
+
+TEST_F(QueueTest, ReceiveCountAndFirstReceiveTime) {
+  Create("jobs", 10);
+  int64_t sent_at = clock_.NowMicros();
+  SendOk("jobs", "m");
+  clock_.AdvanceSeconds(3);
+  int64_t first_at = clock_.NowMicros();
+  auto a = ReceiveOk("jobs");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].receive_count, 1);
+  EXPECT_EQ(a[0].sent_micros, sent_at);
+  EXPECT_EQ(a[0].first_receive_micros, first_at);
+
+  clock_.AdvanceSeconds(10);
+  auto b = ReceiveOk("jobs");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].receive_count, 2);
+  EXPECT_EQ(b[0].sent_micros, sent_at);
+  EXPECT_EQ(b[0].first_receive_micros, first_at);
+}
+
+TEST_F(QueueTest, ReceivesEarliestVisibleFirstAndBatches) {
+  Create("jobs", 30);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(SendOk("jobs", "m" + std::to_string(i)));
+    clock_.Advance(1);
+  }
+  auto got = ReceiveOk("jobs", 3);
+  ASSERT_EQ(got.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].id, ids[i]);
+  auto rest = ReceiveOk("jobs", 10);
+  ASSERT_EQ(rest.size(), 2u);
+  EXPECT_EQ(rest[0].id, ids[3]);
+  EXPECT_EQ(rest[1].id, ids[4]);
+
+  auto batch = queues_->SendBatch("jobs", {"x", "y"});
+  ASSERT_TRUE(batch.ok());
+  EXPECT_EQ(batch->size(), 2u);
+  EXPECT_EQ(queues_->SendBatch("jobs", {}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(QueueTest, ZeroVisibilityTimeoutNeverDeliversAMessageTwiceInOneBatch) {
+  Create("jobs", 30);
+  SendOk("jobs", "a");
+  SendOk("jobs", "b");
+  auto got = ReceiveOk("jobs", 10, 0);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_NE(got[0].id, got[1].id);
+  EXPECT_EQ(ReceiveOk("jobs", 10, 0).size(), 2u) << "still visible after a 0 s timeout";
+}
+
+TEST_F(QueueTest, StaleReceiptCannotChangeVisibilityOrDelete) {
+  Create("jobs", 30);
+  std::string id = SendOk("jobs", "m");
+  auto first = ReceiveOk("jobs");
+  ASSERT_EQ(first.size(), 1u);
+  clock_.AdvanceSeconds(30);
+  auto second = ReceiveOk("jobs");
+  ASSERT_EQ(second.size(), 1u);
+  const std::string stale = first[0].receipt_handle;
+  const std::string fresh = second[0].receipt_handle;
+
+  Status change = queues_->ChangeVisibility("jobs", stale, 0);
+  EXPECT_TRUE(change.IsConditionFailed()) << change.ToString();
+  EXPECT_NE(change.message().find("stale"), std::string::npos);
+  EXPECT_TRUE(ReceiveOk("jobs").empty()) << "the stale handle released the new lock";
+
+  Status del = queues_->Delete("jobs", stale);
+  EXPECT_TRUE(del.IsConditionFailed()) << del.ToString();
+  EXPECT_TRUE(queues_->RecordFailure("jobs", stale, "late").IsConditionFailed());
+  EXPECT_EQ(StatsOk("jobs").in_flight, 1) << "the stale handle deleted the message";
+
+  // The newest handle works, even after its own timeout, until someone receives again.
+  clock_.AdvanceSeconds(31);
+  ASSERT_TRUE(queues_->ChangeVisibility("jobs", fresh, 5).ok());
+  ASSERT_TRUE(queues_->Delete("jobs", fresh).ok());
+  QueueStats stats = StatsOk("jobs");
+  EXPECT_EQ(stats.visible + stats.in_flight + stats.delayed, 0);
+
+  // Once deleted: Delete again is OK; ChangeVisibility and RecordFailure are NotFound.
+  EXPECT_TRUE(queues_->Delete("jobs", fresh).ok());
+  EXPECT_TRUE(queues_->ChangeVisibility("jobs", fresh, 0).IsNotFound());
+  EXPECT_TRUE(queues_->RecordFailure("jobs", fresh, "x").IsNotFound());
+
+  EXPECT_EQ(queues_->Delete("jobs", "garbage").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(queues_->ChangeVisibility("jobs", id + "#", 0).code(),
+            StatusCode::kInvalidArgument);
+  Create("other");
+  SendOk("jobs", "n");
+  auto n = ReceiveOk("jobs");
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_EQ(queues_->Delete("other", n[0].receipt_handle).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(queues_->Delete("nope", n[0].receipt_handle).IsNotFound());
+}
+
+TEST_F(QueueTest, PoisonMessageMovesToDeadLetterQueueAndRedriveReturnsIt) {
+  Create("jobs-dlq", 30);
+  Create("jobs", 30, /*max_receive_count=*/2, "jobs-dlq");
+  int64_t sent_at = clock_.NowMicros();
+  std::string poison = SendOk("jobs", "poison");
+  std::string last_receipt;
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    auto got = ReceiveOk("jobs");
+    ASSERT_EQ(got.size(), 1u) << "attempt " << attempt;
+    EXPECT_EQ(got[0].receive_count, attempt);
+    ASSERT_TRUE(queues_
+                    ->RecordFailure("jobs", got[0].receipt_handle,
+                                    "boom " + std::to_string(attempt))
+                    .ok());
+    last_receipt = got[0].receipt_handle;
+    clock_.AdvanceSeconds(30);
+  }
+  std::string good = SendOk("jobs", "good");
+  // The third receive would exceed max_receive_count: the message moves, the good one
+  // is still delivered in the same call.
+  auto got = ReceiveOk("jobs", 10);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].id, good);
+  ASSERT_TRUE(queues_->Delete("jobs", got[0].receipt_handle).ok());
+
+  QueueStats stats = StatsOk("jobs");
+  ASSERT_TRUE(stats.dead_letter_depth.has_value());
+  EXPECT_EQ(*stats.dead_letter_depth, 1);
+  EXPECT_FALSE(StatsOk("jobs-dlq").dead_letter_depth.has_value());
+  EXPECT_TRUE(queues_->Delete("jobs", last_receipt).IsConditionFailed());
+
+  auto dead = queues_->ListDeadLetters("jobs-dlq");
+  ASSERT_TRUE(dead.ok());
+  ASSERT_EQ(dead->size(), 1u);
+  const DeadLetterMessage& d = (*dead)[0];
+  EXPECT_EQ(d.id, poison);
+  EXPECT_EQ(d.body, "poison");
+  EXPECT_EQ(d.receive_count, 2);
+  EXPECT_EQ(d.last_error, "boom 2");
+  EXPECT_EQ(d.sent_micros, sent_at);
+  EXPECT_EQ(d.source_queue, "jobs");
+  EXPECT_EQ(d.dead_lettered_micros, clock_.NowMicros());
+  // Listing does not receive.
+  EXPECT_EQ(queues_->ListDeadLetters("jobs-dlq")->size(), 1u);
+  EXPECT_EQ(StatsOk("jobs-dlq").visible, 1);
+
+  EXPECT_TRUE(
+      queues_->Redrive("jobs-dlq", std::string("00000000-0000-4000-8000-000000000000"))
+          .status()
+          .IsNotFound());
+  auto moved = queues_->Redrive("jobs-dlq");
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(*moved, 1);
+  EXPECT_EQ(*StatsOk("jobs").dead_letter_depth, 0);
+  auto back = ReceiveOk("jobs");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].id, poison);
+  EXPECT_EQ(back[0].receive_count, 1) << "redrive resets the receive count";
+  EXPECT_EQ(back[0].sent_micros, sent_at);
+}
+
+TEST_F(QueueTest, RedriveOneMessageAndPageThroughDeadLetters) {
+  Create("dlq", 30);
+  Create("jobs", 30, 1, "dlq");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(SendOk("jobs", "p" + std::to_string(i)));
+    clock_.Advance(1);
+  }
+  ASSERT_EQ(ReceiveOk("jobs", 10).size(), 3u);
+  clock_.AdvanceSeconds(30);
+  EXPECT_TRUE(ReceiveOk("jobs", 10).empty());
+  ASSERT_EQ(*StatsOk("jobs").dead_letter_depth, 3);
+
+  auto page1 = queues_->ListDeadLetters("dlq", 2);
+  ASSERT_TRUE(page1.ok());
+  ASSERT_EQ(page1->size(), 2u);
+  EXPECT_EQ((*page1)[0].id, ids[0]);
+  EXPECT_EQ((*page1)[1].id, ids[1]);
+  auto page2 = queues_->ListDeadLetters("dlq", 2, (*page1)[1].id);
+  ASSERT_TRUE(page2.ok());
+  ASSERT_EQ(page2->size(), 1u);
+  EXPECT_EQ((*page2)[0].id, ids[2]);
+
+  auto one = queues_->Redrive("dlq", ids[1]);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(*one, 1);
+  EXPECT_EQ(*StatsOk("jobs").dead_letter_depth, 2);
+  auto back = ReceiveOk("jobs", 10);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].id, ids[1]);
+}
+
+TEST_F(QueueTest, RetentionPurgesMessagesOlderThanRetention) {
+  QueueOptions options;
+  options.name = "short";
+  options.retention_s = 60;
+  ASSERT_TRUE(queues_->CreateQueue(options).ok());
+  SendOk("short", "old");
+  clock_.AdvanceSeconds(30);
+  SendOk("short", "young");
+  clock_.AdvanceSeconds(30);
+  EXPECT_EQ(StatsOk("short").oldest_age_s, 60);
+  auto none = queues_->PurgeExpired();
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, 0) << "exactly retention_s old is not yet expired";
+  clock_.Advance(1);
+  auto purged = queues_->PurgeExpired();
+  ASSERT_TRUE(purged.ok());
+  EXPECT_EQ(*purged, 1);
+  EXPECT_EQ(StatsOk("short").visible, 1);
+  EXPECT_EQ(StatsOk("short").oldest_age_s, 30);
+
+  // Receive never delivers an expired message, whether or not a purge ran.
+  clock_.AdvanceSeconds(31);
+  EXPECT_TRUE(ReceiveOk("short", 10).empty());
+  EXPECT_EQ(StatsOk("short").visible, 0);
+}
+
+TEST_F(QueueTest, ConcurrentConsumersReceiveEachMessageOncePerVisibilityPeriod) {
+  Create("jobs", 30);
+  constexpr int kMessages = 100;
+  for (int i = 0; i < kMessages; ++i) SendOk("jobs", "m" + std::to_string(i));
+
+  for (int period = 1; period <= 2; ++period) {
+    std::mutex mu;
+    std::map<std::string, int> deliveries;  // GUARDED_BY(mu)
+    std::atomic<bool> failed{false};
+    std::vector<std::thread> consumers;
+    for (int t = 0; t < 4; ++t) {
+      consumers.emplace_back([&] {
+        while (true) {
+          auto got = queues_->Receive("jobs", 3);
+          if (!got.ok()) {
+            failed = true;
+            return;
+          }
+          if (got->empty()) return;  // time stands still: nothing comes back
+          std::lock_guard<std::mutex> lock(mu);
+          for (const ReceivedMessage& m : *got) {
+            ++deliveries[m.id];
+            if (m.receive_count != period) failed = true;
+          }
+        }
+      });
+    }
+    for (auto& t : consumers) t.join();
+    EXPECT_FALSE(failed) << "period " << period;
+    EXPECT_EQ(deliveries.size(), static_cast<size_t>(kMessages)) << "period " << period;
+    for (const auto& [id, n] : deliveries) EXPECT_EQ(n, 1) << id << " period " << period;
+    clock_.AdvanceSeconds(30);
+  }
+}
+
+TEST_F(QueueTest, MessagesInFlightStateAndReceiveCountsSurviveRestart) {
+  Create("dlq", 30);
+  Create("jobs", 30, 5, "dlq");
+  std::string a = SendOk("jobs", "a");
+  clock_.Advance(1);
+  std::string b = SendOk("jobs", "b");
+  clock_.Advance(1);
+  SendOk("jobs", "c", 60);
+  auto got = ReceiveOk("jobs");
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(got[0].id, a);
+  int64_t first_receive = got[0].first_receive_micros;
+  ASSERT_TRUE(queues_->RecordFailure("jobs", got[0].receipt_handle, "kept").ok());
+
+  Reopen();
+
+  auto options = queues_->GetQueue("jobs");
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->max_receive_count, 5);
+  EXPECT_EQ(options->dead_letter_queue, "dlq");
+  QueueStats stats = StatsOk("jobs");
+  EXPECT_EQ(stats.visible, 1);
+  EXPECT_EQ(stats.in_flight, 1);
+  EXPECT_EQ(stats.delayed, 1);
+  // The receipt handle from before the restart is still the newest.
+  ASSERT_TRUE(queues_->ChangeVisibility("jobs", got[0].receipt_handle, 10).ok());
+  auto next = ReceiveOk("jobs");
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].id, b);
+  clock_.AdvanceSeconds(10);
+  auto again = ReceiveOk("jobs");
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].id, a);
+  EXPECT_EQ(again[0].receive_count, 2);
+  EXPECT_EQ(again[0].first_receive_micros, first_receive);
+}
+
+TEST_F(QueueTest, WaitForMessagesWakesOnSend) {
+  Create("jobs", 30);
+  auto waiter = std::async(std::launch::async, [&] {
+    return queues_->WaitForMessages("jobs", clock_.NowMicros() + 3600 * kSecond);
+  });
+  SendOk("jobs", "m");
+  ASSERT_EQ(waiter.wait_for(kGenerous), std::future_status::ready);
+  auto woke = waiter.get();
+  ASSERT_TRUE(woke.ok());
+  EXPECT_TRUE(*woke);
+  EXPECT_EQ(ReceiveOk("jobs").size(), 1u);
+}
+
+TEST_F(QueueTest, WaitForMessagesWakesWhenVisibilityTimeoutExpires) {
+  Create("jobs", 30);
+  SendOk("jobs", "m");
+  ASSERT_EQ(ReceiveOk("jobs").size(), 1u);
+  const int64_t visible_at = clock_.NowMicros() + 30 * kSecond;
+  auto waiter = std::async(std::launch::async, [&] {
+    auto r = queues_->WaitForMessages("jobs", clock_.NowMicros() + 3600 * kSecond);
+    return std::make_pair(r, clock_.NowMicros());
+  });
+  clock_.AdvanceSeconds(29);
+  // Not ready yet: nothing is visible before the timeout. (Checked without waiting.)
+  EXPECT_NE(waiter.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  clock_.AdvanceSeconds(1);
+  ASSERT_EQ(waiter.wait_for(kGenerous), std::future_status::ready);
+  auto [woke, at] = waiter.get();
+  ASSERT_TRUE(woke.ok());
+  EXPECT_TRUE(*woke);
+  EXPECT_GE(at, visible_at);
+}
+
+TEST_F(QueueTest, WaitForMessagesReturnsFalseAtDeadlineOrWhenWoken) {
+  Create("jobs", 30);
+  const int64_t deadline = clock_.NowMicros() + 5 * kSecond;
+  auto waiter = std::async(std::launch::async,
+                           [&] { return queues_->WaitForMessages("jobs", deadline); });
+  clock_.AdvanceSeconds(5);
+  ASSERT_EQ(waiter.wait_for(kGenerous), std::future_status::ready);
+  auto r = waiter.get();
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
+
+  auto woken = std::async(std::launch::async, [&] {
+    return queues_->WaitForMessages("jobs", clock_.NowMicros() + 3600 * kSecond);
+  });
+  // WakeWaiters only reaches a waiter already blocked; keep waking until it returns.
+  while (woken.wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
+    queues_->WakeWaiters();
+  }
+  auto w = woken.get();
+  ASSERT_TRUE(w.ok());
+  EXPECT_FALSE(*w);
+
+  queues_->Shutdown();
+  EXPECT_EQ(
+      queues_->WaitForMessages("jobs", clock_.NowMicros() + kSecond).status().code(),
+      StatusCode::kUnavailable);
+}
+
+TEST_F(QueueTest, InjectedDuplicateDeliveryRedeliversAndStalesTheFirstHandle) {
+  Create("jobs", 30);
+  std::string id = SendOk("jobs", "m");
+  faults_.Arm("queue.receive.duplicate", FaultSpec{FaultKind::kDuplicate, 1, 1.0, 0});
+  auto first = ReceiveOk("jobs");
+  auto second = ReceiveOk("jobs");
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(first[0].id, id);
+  EXPECT_EQ(second[0].id, id);
+  EXPECT_TRUE(queues_->Delete("jobs", first[0].receipt_handle).IsConditionFailed());
+  EXPECT_TRUE(queues_->Delete("jobs", second[0].receipt_handle).ok());
+}
+
+TEST_F(QueueTest, InjectedSendFaultStoresNothing) {
+  Create("jobs", 30);
+  faults_.Arm("queue.send", FaultSpec{});
+  EXPECT_EQ(queues_->Send("jobs", "m").status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(StatsOk("jobs").visible, 0);
+  EXPECT_TRUE(queues_->Send("jobs", "m").ok());
+  EXPECT_EQ(StatsOk("jobs").visible, 1);
+}
+
+}  // namespace
+}  // namespace sheetlog
