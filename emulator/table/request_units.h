@@ -11,21 +11,28 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
-#include <string>
 #include <map>
+#include <string>
+#include <utility>
 
 namespace sheetlog {
 
 constexpr int64_t kWriteUnitBytes = 1024;
 constexpr int64_t kReadUnitBytes = 4096;
+// DynamoDB's largest item (400 KB) and the most item data one Query/Scan page returns.
+constexpr int64_t kMaxItemBytes = 400 * 1024;
+constexpr int64_t kMaxPageBytes = 1024 * 1024;
 
 // ceil(bytes / 1 KB), at least 1.
 double WriteUnitsForItem(int64_t item_bytes);
 // ceil(total_bytes / 4 KB), at least 1; halved if eventually consistent.
 double ReadUnitsForBytes(int64_t total_bytes, bool strongly_consistent);
 // DynamoDB's size of a number: (significant decimal digits + 1) / 2 + 1 bytes.
+// Leading/trailing zeros, sign, point and exponent are not significant; zero counts
+// as one digit. Examples: "7" -> 2, "1234" -> 3, "-1.50" -> 2, "1000000" -> 2.
 int64_t NumberSize(const std::string& decimal_text);
+// NumberSize(std::to_string(v)) without formatting (the hot path sizes integers).
+int64_t IntegerNumberSize(int64_t v);
 
 // Accumulates the units consumed by one request (or job), by table. Not thread-safe:
 // one request's work runs on one thread at a time.
@@ -42,7 +49,8 @@ struct UnitMeter {
     t.second += wru;
   }
   void Merge(const UnitMeter& other) {
-    for (const auto& [table, units] : other.by_table) Add(table, units.first, units.second);
+    for (const auto& [table, units] : other.by_table)
+      Add(table, units.first, units.second);
   }
 };
 

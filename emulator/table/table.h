@@ -11,12 +11,23 @@
 //
 // Operations take a Connection that is already inside a transaction: Database::Write
 // for writes and strongly consistent reads, Database::Read for eventually consistent
-// reads. A failed operation changes nothing (each write runs in its own SAVEPOINT).
+// reads. A failed operation changes nothing: every single-item write is one SQL
+// statement (preceded, for conditions other than put-if-absent, by a read of the current
+// item: atomic because writes run on the single writer connection inside a
+// transaction), and TransactWrite runs in its own nested SAVEPOINT.
+//
+// Values <-> SQLite: kNull = NULL, kInt = INTEGER, kDouble = REAL, kString = TEXT,
+// kBytes = BLOB, kBool = INTEGER 0/1. SQLite does not remember that an integer was a
+// bool, so a bool reads back as kInt (AsBool() accepts kInt, and conditions compare kBool
+// with kInt as 0/1). Column affinity applies too: 3.0 written to an INTEGER column reads
+// back as kInt 3. An absent attribute is a NULL column: setting an attribute to Null()
+// removes it, and returned Items never contain kNull values.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -35,27 +46,38 @@ class Value {
 
   Value() = default;
   Value(int64_t v) : v_(v) {}  // NOLINT: implicit conversions keep call sites short
-  Value(int v) : v_(static_cast<int64_t>(v)) {}   // NOLINT
-  Value(double v) : v_(v) {}                      // NOLINT
-  Value(bool v) : v_(v) {}                        // NOLINT
-  Value(std::string v) : v_(std::move(v)) {}      // NOLINT
-  Value(const char* v) : v_(std::string(v)) {}    // NOLINT
+  Value(int v) : v_(static_cast<int64_t>(v)) {}  // NOLINT
+  Value(double v) : v_(v) {}                     // NOLINT
+  Value(bool v) : v_(v) {}                       // NOLINT
+  Value(std::string v) : v_(std::move(v)) {}     // NOLINT
+  Value(const char* v) : v_(std::string(v)) {}   // NOLINT
   static Value Bytes(std::string bytes);
   static Value Null() { return Value(); }
 
   Type type() const;
   bool is_null() const { return type() == Type::kNull; }
-  // REQUIRES: the matching type (AsInt also accepts kBool).
+  // REQUIRES: the matching type (AsInt also accepts kBool; AsBool also accepts kInt,
+  // since bools read back from SQLite as integers). A mismatch asserts in debug builds
+  // and returns 0 / false / "" otherwise.
   int64_t AsInt() const;
   double AsDouble() const;  // kInt or kDouble
   bool AsBool() const;
   const std::string& AsString() const;  // kString or kBytes
 
-  // Size in bytes by DynamoDB's rules (see request_units.h).
+  // Size in bytes by DynamoDB's rules (see request_units.h). Null and bool: 1.
   int64_t DynamoSize() const;
 
+  // DynamoDB comparison: numbers (kInt, kDouble, and kBool as 0/1) compare by value,
+  // strings and bytes bytewise; values of different kinds are not comparable
+  // (nullopt). Returns <0, 0 or >0.
+  static std::optional<int> Compare(const Value& a, const Value& b);
+
+  // Equal if comparable and Compare() == 0 (so Value(1) == Value(1.0)); two nulls are
+  // equal.
   bool operator==(const Value& other) const;
-  bool operator<(const Value& other) const;  // same-type ordering for conditions
+  // A total order for containers: by kind (null, number, string, bytes), then Compare.
+  bool operator<(const Value& other) const;
+  // 3, 1.5, "text", b"6869" (hex), true, NULL.
   std::string DebugString() const;
 
  private:
@@ -106,9 +128,16 @@ struct Condition {
   std::string attribute;  // column; unused for kItemExists / kItemNotExists
   Value value;            // comparison operand
 
+  // Evaluated against the current item (nullopt if absent), as DynamoDB does: on an
+  // absent item or attribute, attribute_exists fails, attribute_not_exists holds, `<>`
+  // holds (missing is "not equal"), and =, <, <=, >, >= fail. Values of different kinds
+  // are not equal and never ordered.
+
   static Condition ItemExists() { return {Op::kItemExists, "", {}}; }
   static Condition ItemNotExists() { return {Op::kItemNotExists, "", {}}; }
-  static Condition Exists(std::string a) { return {Op::kAttributeExists, std::move(a), {}}; }
+  static Condition Exists(std::string a) {
+    return {Op::kAttributeExists, std::move(a), {}};
+  }
   static Condition NotExists(std::string a) {
     return {Op::kAttributeNotExists, std::move(a), {}};
   }
@@ -122,34 +151,47 @@ struct Condition {
   std::string ToString() const;
 };
 
+// True if every condition holds on `item` (nullopt = no item). On failure, *failed
+// (if not null) points at the first condition that does not hold.
+bool ConditionsHold(const std::vector<Condition>& conditions,
+                    const std::optional<Item>& item, const Condition** failed);
+
 enum class Consistency { kEventual, kStrong };
 
 struct QueryRequest {
   KeyValues partition;
-  // Inclusive bounds on the sort key tuple; either may be absent.
+  // Inclusive bounds on the sort key tuple; either may be absent. A bound may be a
+  // prefix of the sort key (e.g. {segment} of (segment, entry)): it then bounds those
+  // leading columns only.
   std::optional<KeyValues> sort_from;
   std::optional<KeyValues> sort_to;
   bool forward = true;  // ScanIndexForward
   // Most items to return; 0 = no count limit. Pages also end at 1 MB of items, as on
   // DynamoDB.
   int limit = 0;
-  // The sort key of the last item of the previous page (its last_evaluated).
+  // The sort key of the last item of the previous page (its last_evaluated): a full
+  // sort key.
   std::optional<KeyValues> exclusive_start;
   Consistency consistency = Consistency::kEventual;
 };
 
 struct QueryResult {
   std::vector<Item> items;
-  // Set when more items may follow: pass as exclusive_start to continue.
+  // Set when more items may follow: pass as exclusive_start to continue. As on
+  // DynamoDB it is set whenever the page reached `limit` (even if nothing follows) or
+  // was cut at 1 MB; it is the sort key of the last item (Scan: its full key).
   std::optional<KeyValues> last_evaluated;
 };
 
 struct UpdateRequest {
   Key key;
-  std::map<std::string, Value> set;         // SET attr = value
-  std::vector<std::string> remove;          // REMOVE attr
-  std::map<std::string, int64_t> add;       // ADD attr delta (absent counts as 0)
-  std::vector<Condition> conditions;        // all must hold, else ConditionFailed
+  std::map<std::string, Value> set;    // SET attr = value (Null() removes)
+  std::vector<std::string> remove;     // REMOVE attr
+  std::map<std::string, int64_t> add;  // ADD attr delta (absent counts as 0)
+  // The conditions see the item as it was before this update. Key columns cannot be
+  // updated, and one attribute may appear in only one of set / remove / add
+  // (InvalidArgument otherwise, as DynamoDB's overlapping-paths error).
+  std::vector<Condition> conditions;  // all must hold, else ConditionFailed
   // DynamoDB's UpdateItem creates a missing item; false adds an implicit
   // attribute_exists condition (update only).
   bool create_if_missing = true;
@@ -171,39 +213,56 @@ struct TransactItem {
   static TransactItem Check(const Table& t, Key key, std::vector<Condition> c);
 };
 
+// Thread-safe: a Table holds no per-connection state, so one instance (usually a
+// function-local static) serves every connection. Requires at most 64 attributes.
 class Table {
  public:
+  // A schema that names a key column missing from `attributes`, has no partition key,
+  // repeats a column, or has more than 64 attributes makes every operation fail with
+  // InvalidArgument.
   explicit Table(TableSchema schema);
 
   const TableSchema& schema() const { return schema_; }
   const std::string& name() const { return schema_.table; }
 
-  // PutItem: writes `item` (must hold every key column) if all `conditions` hold.
-  // Fails with ConditionFailed (naming the condition) and changes nothing otherwise.
-  // Write units are charged even when the condition fails, as on DynamoDB.
+  // PutItem: writes `item` (must hold every key column) if all `conditions` hold,
+  // replacing any existing item (columns missing from `item` take their SQL DEFAULT,
+  // usually NULL). Fails with ConditionFailed ("put on <table>: <condition> failed")
+  // and changes nothing otherwise. InvalidArgument for an unknown column or a missing
+  // key; ResourceExhausted above 400 KB. Units: the larger of the old and new item
+  // sizes, rounded up to 1 KB; charged even when the condition fails, as on DynamoDB.
   Status Put(Connection& conn, const Item& item, const std::vector<Condition>& conditions,
              UnitMeter* meter) const;
-  // Put with attribute_not_exists(sk): the seed's conditional append.
+  // Put with attribute_not_exists(sk): the seed's conditional append. One
+  // INSERT ... ON CONFLICT DO NOTHING, no read; units by the new item's size.
   Status PutIfAbsent(Connection& conn, const Item& item, UnitMeter* meter) const {
     return Put(conn, item, {Condition::ItemNotExists()}, meter);
   }
 
-  // GetItem. nullopt if absent.
-  Result<std::optional<Item>> Get(Connection& conn, const Key& key, Consistency consistency,
-                                  UnitMeter* meter) const;
+  // GetItem. nullopt if absent. Units: the item size rounded up to 4 KB (an absent
+  // item still costs the minimum), halved if eventually consistent.
+  Result<std::optional<Item>> Get(Connection& conn, const Key& key,
+                                  Consistency consistency, UnitMeter* meter) const;
 
   // Query: items of one partition in sort-key order (or reverse), bounded, paged.
+  // Units: the sizes of the returned items summed, then rounded up to 4 KB (at least
+  // one unit), halved if eventually consistent.
   Result<QueryResult> Query(Connection& conn, const QueryRequest& request,
                             UnitMeter* meter) const;
 
   // Scan: every item in primary-key order, after `exclusive_start` (a full key: partition
   // values then sort values), at most `limit` (0 = no limit; pages also end at 1 MB).
   // Read units as for Query.
-  Result<QueryResult> Scan(Connection& conn, const std::optional<KeyValues>& exclusive_start,
-                           int limit, Consistency consistency, UnitMeter* meter) const;
+  Result<QueryResult> Scan(Connection& conn,
+                           const std::optional<KeyValues>& exclusive_start, int limit,
+                           Consistency consistency, UnitMeter* meter) const;
 
-  // UpdateItem with ReturnValues=ALL_NEW.
-  Result<Item> Update(Connection& conn, const UpdateRequest& request, UnitMeter* meter) const;
+  // UpdateItem with ReturnValues=ALL_NEW (the row as stored, after column affinity).
+  // ConditionFailed ("update on <table>: <condition> failed") if a condition fails, or
+  // if the item is missing and !create_if_missing (attribute_exists(sk)). Units: the
+  // larger of the sizes before and after, rounded up to 1 KB; charged on failure too.
+  Result<Item> Update(Connection& conn, const UpdateRequest& request,
+                      UnitMeter* meter) const;
 
   // UpdateItem "ADD attr delta" (creating the item if missing) plus optional SETs;
   // returns the attribute's new value. Two concurrent callers never see the same value:
@@ -213,8 +272,9 @@ class Table {
                       UnitMeter* meter) const;
 
   // DeleteItem if all conditions hold. Deleting a missing item is OK (no conditions).
-  Status Delete(Connection& conn, const Key& key, const std::vector<Condition>& conditions,
-                UnitMeter* meter) const;
+  // Units: the deleted (or existing) item's size rounded up to 1 KB, at least 1.
+  Status Delete(Connection& conn, const Key& key,
+                const std::vector<Condition>& conditions, UnitMeter* meter) const;
 
   // Size of `item` in bytes by DynamoDB's rules, with the schema's attribute names.
   int64_t ItemSize(const Item& item) const;
@@ -225,9 +285,60 @@ class Table {
 
  private:
   friend Status TransactWrite(Connection&, const std::vector<TransactItem>&, UnitMeter*);
+  // Adds to `meter` (if not null) and to this table's running totals.
   void Charge(UnitMeter* meter, double read_units, double write_units) const;
 
+  // The operations without charging: *write_units is set even when a condition fails.
+  // A failed condition is ConditionFailed("<condition> failed"); callers add context.
+  Status PutUncharged(Connection& conn, const Item& item,
+                      const std::vector<Condition>& conditions,
+                      double* write_units) const;
+  Result<Item> UpdateUncharged(Connection& conn, const UpdateRequest& request,
+                               double* write_units) const;
+  Status DeleteUncharged(Connection& conn, const Key& key,
+                         const std::vector<Condition>& conditions,
+                         double* write_units) const;
+  Status CheckUncharged(Connection& conn, const Key& key,
+                        const std::vector<Condition>& conditions,
+                        double* write_units) const;
+
+  // Current item (nullopt if absent) and its size; no charge.
+  Result<std::optional<Item>> Load(Connection& conn, const Key& key, int64_t* size) const;
+  Status ValidateKey(const Key& key) const;
+  Status ValidateItem(const Item& item) const;
+  Status ValidateConditions(const std::vector<Condition>& conditions) const;
+  Key KeyOf(const Item& item) const;
+  int ColumnIndex(const std::string& column) const;  // -1 if unknown
+  // Reads the current row of `stmt` (all columns, in schema order) into an Item.
+  Item ReadRow(const Statement& stmt, int64_t* size) const;
+  Result<QueryResult> RunPage(Connection& conn, const std::string& sql,
+                              const std::vector<const Value*>& binds, int limit,
+                              bool full_key, Consistency consistency,
+                              UnitMeter* meter) const;
+
+  // SQL text for an operation shape, built once and kept (Connection::Prepare then
+  // caches the statement per connection).
+  enum class Sql {
+    kGet,
+    kDelete,
+    kInsertIfAbsent,
+    kUpsert,
+    kInsert,
+    kUpdate,
+    kQuery,
+    kScan
+  };
+  const std::string& SqlFor(Sql kind, uint64_t shape) const;
+  std::string BuildSql(Sql kind, uint64_t shape) const;
+
   TableSchema schema_;
+  Status schema_status_;
+  std::map<std::string, int> column_index_;
+  std::vector<int> key_columns_;  // partition key then sort key, as attribute indexes
+  std::string select_list_;       // every column, quoted, in schema order
+  std::string key_where_;         // "pk1" = ? AND ... AND "skN" = ?
+  mutable std::mutex sql_mu_;
+  mutable std::map<std::pair<int, uint64_t>, std::string> sql_;  // GUARDED_BY(sql_mu_)
   mutable std::atomic<double> total_read_units_{0};
   mutable std::atomic<double> total_write_units_{0};
 };
@@ -235,7 +346,12 @@ class Table {
 // TransactWriteItems: every item commits or none does. A failed condition returns
 // ConditionFailed whose message names the item's index, table and condition, e.g.
 // "transaction cancelled: item 1 (segment): attribute_not_exists(sk) failed".
-// Charged at twice the write units of the items, as on DynamoDB.
+// Charged at twice the write units of the items, as on DynamoDB (a condition check
+// counts as a write of the checked item); a cancelled transaction is charged for the
+// items up to and including the one that failed. The caller's transaction continues
+// after a failure: the items run inside a nested SAVEPOINT that is rolled back.
+// InvalidArgument (nothing charged) for more than 100 items, two operations on the
+// same item, or an invalid item.
 Status TransactWrite(Connection& conn, const std::vector<TransactItem>& items,
                      UnitMeter* meter);
 
