@@ -266,6 +266,8 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
       update.create_if_missing = false;
       RETURN_IF_ERROR(SheetTable().Update(conn, update, meter).status());
     }
+    if (request.also_write)
+      RETURN_IF_ERROR(request.also_write(conn, result.entry, meter));
     return Status::OK();
   };
 

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -69,6 +70,10 @@ struct AppendRequest {
   std::optional<int64_t> expect_seq;
   // Set only by the system, to append Snapshot entries.
   bool allow_reserved = false;
+  // More writes that must commit atomically with the entry (e.g. marking an upload as
+  // referenced). Runs in the entry's transaction right after its put; an error undoes
+  // both.
+  std::function<Status(Connection&, const EntryRecord&, UnitMeter*)> also_write;
 };
 
 struct AppendResult {

@@ -1,0 +1,268 @@
+#include "src/log/uploads.h"
+
+#include "emulator/env/uuid.h"
+
+namespace sheetlog {
+
+const Table& UploadTable() {
+  static const Table table(TableSchema{"upload",
+                                       {"upload_id"},
+                                       {},
+                                       {{"upload_id", "U"},
+                                        {"sheet_id", "P"},
+                                        {"blob_key", "K"},
+                                        {"kind", "D"},
+                                        {"type", "T"},
+                                        {"version", "V"},
+                                        {"body", "B"},
+                                        {"content_type", "Y"},
+                                        {"size", "Z"},
+                                        {"created", "C"},
+                                        {"expires", "X"},
+                                        {"entry_seq", "Q"}}});
+  return table;
+}
+
+namespace {
+
+std::optional<std::string> Str(const Item& item, const char* column) {
+  auto it = item.find(column);
+  if (it == item.end() || it->second.is_null()) return std::nullopt;
+  return it->second.AsString();
+}
+
+std::optional<int64_t> Int(const Item& item, const char* column) {
+  auto it = item.find(column);
+  if (it == item.end() || it->second.is_null()) return std::nullopt;
+  return it->second.AsInt();
+}
+
+UploadInfo UploadFromItem(const Item& item) {
+  UploadInfo u;
+  u.upload_id = Str(item, "upload_id").value_or("");
+  u.sheet_id = Str(item, "sheet_id").value_or("");
+  u.blob_key = Str(item, "blob_key").value_or("");
+  u.kind = Str(item, "kind").value_or("");
+  u.type = Str(item, "type").value_or("");
+  u.version = Int(item, "version").value_or(1);
+  u.body = Str(item, "body");
+  u.content_type = Str(item, "content_type");
+  u.size = Int(item, "size");
+  u.created = Int(item, "created").value_or(0);
+  u.expires = Int(item, "expires").value_or(0);
+  u.entry_seq = Int(item, "entry_seq");
+  return u;
+}
+
+Item UploadItem(const UploadInfo& u) {
+  Item item{{"upload_id", u.upload_id}, {"sheet_id", u.sheet_id},
+            {"blob_key", u.blob_key},   {"kind", u.kind},
+            {"type", u.type},           {"version", u.version},
+            {"created", u.created},     {"expires", u.expires}};
+  if (u.body) item["body"] = *u.body;
+  if (u.content_type) item["content_type"] = *u.content_type;
+  if (u.size) item["size"] = *u.size;
+  if (u.entry_seq) item["entry_seq"] = *u.entry_seq;
+  return item;
+}
+
+// Blob keys of external bodies: "<prefix>/<sheet>/<upload id>".
+std::optional<std::string> UploadIdOfKey(const std::string& key) {
+  if (key.rfind("uploads/", 0) != 0 && key.rfind("entries/", 0) != 0) return std::nullopt;
+  size_t slash = key.rfind('/');
+  std::string id = key.substr(slash + 1);
+  if (!IsUuid(id)) return std::nullopt;
+  return id;
+}
+
+}  // namespace
+
+Uploads::Uploads(EventLog* log, BlobStore* blobs, Clock* clock, FaultInjector* faults,
+                 Options options)
+    : log_(log), blobs_(blobs), clock_(clock), faults_(faults), options_(options) {}
+
+Result<std::optional<UploadInfo>> Uploads::Lookup(Connection& conn,
+                                                  const std::string& upload_id,
+                                                  UnitMeter* meter) {
+  ASSIGN_OR_RETURN(
+      std::optional<Item> item,
+      UploadTable().Get(conn, Key{{upload_id}, {}}, Consistency::kStrong, meter));
+  if (!item) return std::optional<UploadInfo>();
+  return std::optional<UploadInfo>(UploadFromItem(*item));
+}
+
+Result<UploadInfo> Uploads::Create(const std::string& sheet_id, const std::string& type,
+                                   int64_t version, std::optional<std::string> body,
+                                   std::optional<std::string> content_type,
+                                   std::optional<int64_t> size, UnitMeter* meter) {
+  RETURN_IF_ERROR(log_->GetSheet(sheet_id, meter).status());
+  UploadInfo u;
+  u.upload_id = NewRandomUuid();
+  u.sheet_id = sheet_id;
+  u.blob_key = "uploads/" + sheet_id + "/" + u.upload_id;
+  u.kind = "client";
+  u.type = type;
+  u.version = version;
+  u.body = std::move(body);
+  u.content_type = std::move(content_type);
+  u.size = size;
+  u.created = clock_->NowSeconds();
+  u.expires = u.created + options_.url_ttl_seconds;
+  RETURN_IF_ERROR(log_->db()->Write([&](Connection& conn) {
+    return UploadTable().PutIfAbsent(conn, UploadItem(u), meter);
+  }));
+  return u;
+}
+
+Result<UploadInfo> Uploads::Get(const std::string& sheet_id, const std::string& upload_id,
+                                UnitMeter* meter) {
+  std::optional<UploadInfo> found;
+  RETURN_IF_ERROR(log_->db()->Read([&](Connection& conn) {
+    ASSIGN_OR_RETURN(found, Lookup(conn, upload_id, meter));
+    return Status::OK();
+  }));
+  if (!found || found->sheet_id != sheet_id) {
+    return NotFound("sheet " + sheet_id + " has no upload " + upload_id);
+  }
+  return *found;
+}
+
+Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
+                                      const std::string& upload_id,
+                                      std::optional<int64_t> expect_seq,
+                                      const Validator& validate, UnitMeter* meter,
+                                      int64_t* next_seq_out, bool* already) {
+  *already = false;
+  ASSIGN_OR_RETURN(UploadInfo upload, Get(sheet_id, upload_id, meter));
+  if (upload.entry_seq) {
+    *already = true;
+    return log_->GetEntry(sheet_id, *upload.entry_seq, meter);
+  }
+  Result<BlobInfo> blob = blobs_->Head(upload.blob_key);
+  if (blob.status().IsNotFound()) {
+    return FailedPrecondition("upload " + upload_id +
+                              " has no body yet: PUT it to the upload URL first");
+  }
+  RETURN_IF_ERROR(blob.status());
+  if (upload.size && *upload.size != blob->size) {
+    return FailedPrecondition("upload " + upload_id + " declared " +
+                              std::to_string(*upload.size) + " bytes but " +
+                              std::to_string(blob->size) + " were uploaded");
+  }
+  if (validate) RETURN_IF_ERROR(validate(upload, *blobs_));
+
+  std::lock_guard<std::mutex> lock(reference_mu_);
+  if (condemned_.count(upload.blob_key)) {
+    return FailedPrecondition(
+        "upload " + upload_id +
+        " is being removed by the lifecycle sweep; start a new upload");
+  }
+  AppendRequest request;
+  request.sheet_id = sheet_id;
+  request.type = upload.type;
+  request.version = upload.version;
+  request.body = upload.body;
+  request.external = upload.blob_key;
+  request.expect_seq = expect_seq;
+  std::optional<int64_t> raced_seq;
+  request.also_write = [&](Connection& conn, const EntryRecord& entry,
+                           UnitMeter* m) -> Status {
+    // The reference and the entry commit together. A concurrent Complete that got here
+    // first makes this condition fail; its entry is the answer.
+    UpdateRequest update;
+    update.key = Key{{upload_id}, {}};
+    update.set = {{"entry_seq", entry.seq}};
+    update.conditions = {Condition::NotExists("entry_seq")};
+    update.create_if_missing = false;
+    Result<Item> updated = UploadTable().Update(conn, update, m);
+    if (updated.status().IsConditionFailed()) {
+      ASSIGN_OR_RETURN(std::optional<UploadInfo> now, Lookup(conn, upload_id, m));
+      if (now && now->entry_seq) raced_seq = now->entry_seq;
+      return Aborted("upload already completed");
+    }
+    return updated.status();
+  };
+  Result<AppendResult> appended = log_->AddEntry(request, meter, next_seq_out);
+  if (!appended.ok() && raced_seq) {
+    *already = true;
+    return log_->GetEntry(sheet_id, *raced_seq, meter);
+  }
+  RETURN_IF_ERROR(appended.status());
+  return appended->entry;
+}
+
+Result<AppendResult> Uploads::AppendLarge(AppendRequest request, UnitMeter* meter,
+                                          int64_t* next_seq_out) {
+  if (!request.body) return InvalidArgument("AppendLarge needs a body");
+  const std::string upload_id = NewRandomUuid();
+  const std::string key = "entries/" + request.sheet_id + "/" + upload_id;
+  // 1. The discardable write: tagged so the sweep removes it if no entry follows.
+  BlobPutOptions put;
+  put.content_type = "application/json";
+  put.tags = {{kAutoDeleteTag, "true"}};
+  RETURN_IF_ERROR(blobs_->Put(key, *request.body, put).status());
+  RETURN_IF_ERROR(faults_->Hit("uploads.after_blob_before_entry"));
+
+  // 2. The linchpin: the entry and its reference row, in one transaction.
+  UploadInfo u;
+  u.upload_id = upload_id;
+  u.sheet_id = request.sheet_id;
+  u.blob_key = key;
+  u.kind = "inline";
+  u.type = request.type;
+  u.version = request.version;
+  u.content_type = "application/json";
+  u.size = static_cast<int64_t>(request.body->size());
+  u.created = clock_->NowSeconds();
+  u.expires = u.created;
+  request.external = key;
+  request.body.reset();
+  request.also_write = [&](Connection& conn, const EntryRecord& entry, UnitMeter* m) {
+    u.entry_seq = entry.seq;
+    return UploadTable().PutIfAbsent(conn, UploadItem(u), m);
+  };
+  std::lock_guard<std::mutex> lock(reference_mu_);
+  return log_->AddEntry(request, meter, next_seq_out);
+  // 3. The untag happens in the change feed's handler (src/effects).
+}
+
+Status Uploads::Untag(const std::string& key) {
+  Result<BlobTags> tags = blobs_->GetTags(key);
+  if (tags.status().IsNotFound()) return Status::OK();
+  RETURN_IF_ERROR(tags.status());
+  if (!tags->count(kAutoDeleteTag)) return Status::OK();
+  tags->erase(kAutoDeleteTag);
+  Status status = blobs_->PutTags(key, *tags);
+  return status.IsNotFound() ? Status::OK() : status;
+}
+
+bool Uploads::KeepForSweep(const std::string& key) {
+  std::lock_guard<std::mutex> lock(reference_mu_);
+  std::optional<std::string> upload_id = UploadIdOfKey(key);
+  if (upload_id) {
+    std::optional<UploadInfo> found;
+    Status status = log_->db()->Read([&](Connection& conn) {
+      ASSIGN_OR_RETURN(found, Lookup(conn, *upload_id, nullptr));
+      return Status::OK();
+    });
+    if (!status.ok()) return true;  // unsure: keep it this time
+    if (found && found->entry_seq) return true;
+  }
+  condemned_.insert(key);
+  return false;
+}
+
+void Uploads::EndSweep() {
+  std::lock_guard<std::mutex> lock(reference_mu_);
+  condemned_.clear();
+}
+
+Result<std::string> Uploads::ReadBody(const std::string& key) { return blobs_->Get(key); }
+
+std::string Uploads::PresignedPath(const std::string& method, const std::string& key,
+                                   int64_t expires) const {
+  return "/v1/blobs/" + key + "?expires=" + std::to_string(expires) +
+         "&signature=" + blobs_->Sign(method, key, expires);
+}
+
+}  // namespace sheetlog

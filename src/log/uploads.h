@@ -1,0 +1,120 @@
+// Large entries, seed 000's playbook: a discardable write of the payload to the blob
+// store (tagged auto-delete=true), then the linchpin write — the entry, referencing the
+// blob — then a side effect (the change feed's untag handler) that removes the tag.
+//
+// Clients do it in three steps (Create -> presigned PUT -> Complete); bodies posted
+// inline that exceed the inline limit take the same path inside the server
+// (AppendLarge).
+//
+// The lifecycle sweep deletes blobs still tagged auto-delete after --orphan-ttl. A blob
+// referenced by an entry must never go, even before its untag has run. The `upload`
+// table records the reference (entry_seq) in the same transaction as the entry, and the
+// sweep asks KeepForSweep() before deleting. The race this closes: the sweep decides a
+// blob is unreferenced, then a Complete appends an entry referencing it, then the sweep
+// deletes it. KeepForSweep() and Complete() serialize on one mutex, and a key found
+// unreferenced is "condemned" until EndSweep(): a Complete of a condemned key is refused
+// (409) instead of referencing a blob that is about to disappear.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "emulator/blob/blob_store.h"
+#include "emulator/env/clock.h"
+#include "emulator/env/faults.h"
+#include "src/log/event_log.h"
+
+namespace sheetlog {
+
+inline constexpr const char* kAutoDeleteTag = "auto-delete";
+
+struct UploadInfo {
+  std::string upload_id;
+  std::string sheet_id;
+  std::string blob_key;
+  std::string kind;  // "client" or "inline"
+  std::string type;
+  int64_t version = 1;
+  std::optional<std::string> body;  // JSON text
+  std::optional<std::string> content_type;
+  std::optional<int64_t> size;
+  int64_t created = 0;
+  int64_t expires = 0;
+  std::optional<int64_t> entry_seq;
+};
+
+class Uploads {
+ public:
+  struct Options {
+    // How long a presigned upload URL stays valid. Default: 1 hour.
+    int64_t url_ttl_seconds = 3600;
+  };
+
+  Uploads(EventLog* log, BlobStore* blobs, Clock* clock, FaultInjector* faults,
+          Options options);
+
+  // Step 1: records the upload; the client PUTs the payload to the presigned URL of
+  // `blob_key` before `expires`. NotFound for an unknown sheet.
+  Result<UploadInfo> Create(const std::string& sheet_id, const std::string& type,
+                            int64_t version, std::optional<std::string> body,
+                            std::optional<std::string> content_type,
+                            std::optional<int64_t> size, UnitMeter* meter);
+  // NotFound if no such upload of that sheet.
+  Result<UploadInfo> Get(const std::string& sheet_id, const std::string& upload_id,
+                         UnitMeter* meter);
+
+  // Step 3: appends the entry with `external` = the blob. Idempotent: completing again
+  // returns the entry appended the first time (`*already` set). Errors: NotFound (no
+  // upload); FailedPrecondition (body not uploaded yet, or the blob is being swept);
+  // ConditionFailed with *next_seq_out (expect_seq); `validate` (may be empty) runs on
+  // the stored payload first and its error refuses the upload with nothing written.
+  using Validator = std::function<Status(const UploadInfo&, BlobStore&)>;
+  Result<EntryRecord> Complete(const std::string& sheet_id, const std::string& upload_id,
+                               std::optional<int64_t> expect_seq,
+                               const Validator& validate, UnitMeter* meter,
+                               int64_t* next_seq_out, bool* already);
+
+  // An inline body too large to keep in the entry: blob first (tagged auto-delete),
+  // then the entry referencing it. `request.body` is moved to the blob.
+  Result<AppendResult> AppendLarge(AppendRequest request, UnitMeter* meter,
+                                   int64_t* next_seq_out);
+
+  // The side effect: removes the auto-delete tag (other tags stay). Idempotent; a
+  // missing blob is OK (the sheet may have been deleted since).
+  Status Untag(const std::string& key);
+
+  // For the lifecycle sweep's keep predicate: true if an entry references `key`.
+  // Otherwise condemns `key` until EndSweep() and returns false.
+  bool KeepForSweep(const std::string& key);
+  void EndSweep();
+
+  // The payload of an external entry.
+  Result<std::string> ReadBody(const std::string& key);
+
+  // Presigned URL path+query for `method` on `key` valid until `expires`.
+  std::string PresignedPath(const std::string& method, const std::string& key,
+                            int64_t expires) const;
+
+  BlobStore* blobs() { return blobs_; }
+
+ private:
+  Result<std::optional<UploadInfo>> Lookup(Connection& conn, const std::string& upload_id,
+                                           UnitMeter* meter);
+
+  EventLog* log_;
+  BlobStore* blobs_;
+  Clock* clock_;
+  FaultInjector* faults_;
+  Options options_;
+
+  std::mutex reference_mu_;          // serializes Complete with KeepForSweep
+  std::set<std::string> condemned_;  // GUARDED_BY(reference_mu_)
+};
+
+// Table of schema/006_upload.sql.
+const Table& UploadTable();
+
+}  // namespace sheetlog
