@@ -1,0 +1,131 @@
+// emulator/stream: the change feed, sheetlog's DynamoDB Streams. Triggers
+// (stream_triggers.h; schema/003_stream.sql for `entry`) write one record per committed
+// change, in the change's own transaction; ChangeFeed reads them per shard in order,
+// keeps per-consumer durable checkpoints, prunes records past the retention window and
+// wakes readers as soon as a write commits.
+//
+// Ordering: within a shard, records are in commit order and sequences increase by one
+// per record (a rolled-back change leaves neither a record nor a gap). Records of one
+// partition key always share a shard (while the shard count is unchanged). Across
+// shards there is no order.
+//
+// Retention: Prune() deletes records older than the retention window (default 24 h) by
+// the Clock, whether or not every consumer has processed them: a record pruned before
+// its consumer read it is lost, as on AWS. The event log stays the source of truth; the
+// reprocess tool (seed 000's manual fallback) repairs missed side effects.
+//
+// Thread-safe. All state is in SQLite except the wake-up machinery.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "emulator/sqlite/database.h"
+#include "emulator/status.h"
+#include "emulator/stream/stream_record.h"
+
+namespace sheetlog {
+
+class Clock;
+
+struct StreamConfig {
+  int shard_count = 4;
+  int64_t retention_micros = 24LL * 3600 * 1000000;
+};
+
+struct ConsumerShardStats {
+  std::string consumer;
+  int64_t checkpoint = 0;   // last processed sequence; 0 = nothing yet
+  int64_t lag_records = 0;  // retained records after the checkpoint
+  // Clock time since the oldest retained record after the checkpoint was written;
+  // 0 when the consumer is caught up.
+  int64_t oldest_unprocessed_age_micros = 0;
+};
+
+struct ShardStats {
+  int shard = 0;
+  int64_t latest_sequence = 0;   // newest record ever written; 0 = none
+  int64_t oldest_sequence = 0;   // oldest retained record; 0 = none retained
+  int64_t retained_records = 0;  // records not yet pruned
+  // Every consumer with a checkpoint in any shard of this stream, ordered by name.
+  std::vector<ConsumerShardStats> consumers;
+};
+
+class ChangeFeed {
+ public:
+  static constexpr int kMaxReadLimit = 10000;
+
+  // The feed of `stream` (the source table's name; `entry` exists from schema 003,
+  // others once AttachStream() ran). `db` and `clock` must outlive this object.
+  // Registers a commit listener on `db`.
+  ChangeFeed(Database* db, Clock* clock, std::string stream = "entry");
+  ~ChangeFeed();
+  ChangeFeed(const ChangeFeed&) = delete;
+  ChangeFeed& operator=(const ChangeFeed&) = delete;
+
+  const std::string& stream() const { return stream_; }
+
+  // NotFound if the stream has no config row (the table is not attached).
+  Result<StreamConfig> Config();
+  // Changes the shard count and retention. Records already written keep their shard;
+  // new ones are spread over the new count, so per-key order across the change holds
+  // only if consumers drained the old records first. InvalidArgument if out of range
+  // (shard_count 1..1024, retention > 0); NotFound if the stream does not exist.
+  Status Configure(const StreamConfig& config);
+
+  // Up to `limit` (1..kMaxReadLimit) records of `shard` with sequence > after_sequence,
+  // in sequence order. Records already pruned are simply not there. An eventually
+  // consistent read: it sees every write committed before the call began.
+  Result<std::vector<StreamRecord>> Read(int shard, int64_t after_sequence, int limit);
+
+  // shard -> newest sequence, for every shard that has ever had a record.
+  Result<std::map<int, int64_t>> LatestSequences();
+
+  // The consumer's checkpoint in `shard`; 0 if it has none.
+  Result<int64_t> Checkpoint(const std::string& consumer, int shard);
+  // shard -> checkpoint, for every shard where the consumer has one.
+  Result<std::map<int, int64_t>> Checkpoints(const std::string& consumer);
+  // Records that `consumer` has processed `shard` up to and including `sequence`.
+  // Durable when this returns OK. Never moves a checkpoint backwards (a smaller value
+  // is ignored), so a slow duplicate cannot undo progress.
+  Status SaveCheckpoint(const std::string& consumer, int shard, int64_t sequence);
+  // Forgets every checkpoint of `consumer`: it starts again from the oldest retained
+  // record (the reprocess tool's reset).
+  Status ResetCheckpoints(const std::string& consumer);
+
+  // Deletes records older than the retention window by the Clock; returns how many.
+  Result<int64_t> Prune();
+
+  // Per shard, for 0..shard_count-1 and any higher shard that still has records.
+  Result<std::vector<ShardStats>> Stats();
+
+  // Wake-ups. The version increases after every committed write of the Database (not
+  // only writes that add records: a woken reader re-reads and may find nothing new).
+  uint64_t ChangeVersion() const;
+  // Blocks until ChangeVersion() > seen_version (returns true), until the clock reaches
+  // `deadline_micros` (returns false; INT64_MAX = no deadline), or until WakeWaiters().
+  bool WaitForChange(uint64_t seen_version, int64_t deadline_micros);
+  // Makes blocked WaitForChange calls return at once.
+  void WakeWaiters();
+  // Calls `callback` after every committed write, on the committing thread: it must be
+  // quick and must not write to the Database. Returns an id for Unsubscribe.
+  int Subscribe(std::function<void()> callback);
+  // After this returns, the callback is not running and will not be called again.
+  void Unsubscribe(int id);
+
+ private:
+  struct Notifier;
+
+  Database* db_;
+  Clock* clock_;
+  std::string stream_;
+  std::shared_ptr<Notifier> notifier_;  // shared with the commit listener
+};
+
+}  // namespace sheetlog
