@@ -1,0 +1,146 @@
+// Execution history with an atomic counter (seed 002): exclusive control for
+// at-least-once delivery. Every unit of work (a stream record, a queue message) has a
+// partition key that is derived from the work itself, never generated per invocation,
+// so a redelivery or a replay finds the earlier attempts. Rows are immutable:
+//
+//   key     seq  atomic_counter  exec_status  created_at
+//   job1    1    1               started      23:02
+//   job1    2    1               failed       23:13     <- replay re-runs only these
+//   job1    3    1               started      23:22
+//   job1    4    1               succeeded    23:26
+//
+// Begin(key) follows the seed step by step:
+//   1. Query the key's rows, newest sequence first (an eventually consistent read).
+//   2. Latest is `succeeded`: a duplicate; do not run (kAlreadySucceeded).
+//      Latest is `started` and younger than the invocation time budget: another
+//      invocation is running it (kRunningElsewhere). An older `started` row belongs to
+//      an invocation that died or ran out of time: run again.
+//   3. "UpdateItem ADD atomic_counter 1" on (key, latest + 1), creating the row as
+//      `started`. Two invocations that both passed step 2 target the same row; exactly
+//      one gets 1 back and proceeds. Any other value: a concurrent duplicate won
+//      (kLostRace): stop.
+// Finish() appends the outcome row (latest + 1 at that moment: normally started + 1).
+//
+// Differences from the seed, on purpose:
+//   - Step 3's update only increments the counter of a row that exists; it does not
+//     SET exec_status/created_at again, so a row written by the winner (even a terminal
+//     row appended meanwhile) is never rewritten. The counter stays the only mutation.
+//   - A fourth status, `deferred`: the invocation ended without finishing and arranged
+//     its own redelivery (seed 000's snapshot worker changing the visibility timeout).
+//     Begin treats it like `failed` (run again); ListFailed does not list it.
+//   - created_at is microseconds since the epoch by the injected Clock.
+//
+// Thread-safe; all state is in SQLite (schema/004_history.sql).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "emulator/sqlite/database.h"
+#include "emulator/status.h"
+
+namespace sheetlog {
+
+class Clock;
+class FaultInjector;
+
+enum class ExecStatus { kStarted, kSucceeded, kFailed, kDeferred };
+
+// "started", "succeeded", "failed", "deferred".
+std::string_view ExecStatusText(ExecStatus status);
+std::optional<ExecStatus> ParseExecStatus(std::string_view text);
+
+struct ExecutionRow {
+  std::string partition_key;
+  int64_t sequence = 0;
+  int64_t atomic_counter = 0;
+  ExecStatus status = ExecStatus::kStarted;
+  int64_t created_at = 0;  // micros
+  std::string error;       // failed / deferred: why; else empty
+  std::string source;      // the event source mapping that ran it
+  std::string invocation_id;
+  std::string detail;  // what the work was, e.g. a stream record's keys JSON
+};
+
+struct BeginRequest {
+  std::string partition_key;
+  std::string source;
+  std::string invocation_id;
+  std::string detail;
+};
+
+enum class BeginOutcome {
+  kProceed,           // run the work, then Finish(claim, ...)
+  kAlreadySucceeded,  // latest row succeeded: a duplicate; treat as done
+  kRunningElsewhere,  // latest row is a young `started`: leave it to that invocation
+  kLostRace,          // the atomic counter came back > 1: a concurrent duplicate won
+};
+
+std::string_view BeginOutcomeText(BeginOutcome outcome);
+
+struct Claim {
+  BeginRequest request;
+  BeginOutcome outcome = BeginOutcome::kProceed;
+  // kProceed: the sequence of our `started` row. kLostRace: the contested sequence.
+  int64_t sequence = 0;
+  // What step 1 saw (nullopt: no history for the key).
+  std::optional<ExecutionRow> latest;
+};
+
+class ExecutionHistory {
+ public:
+  // `db` and `clock` must outlive this object; `faults` may be null.
+  // Fault points: "history.after_read_before_claim" (between steps 1 and 3; an error
+  // fails Begin), "history.finish" (fails Finish before it writes).
+  ExecutionHistory(Database* db, Clock* clock, FaultInjector* faults = nullptr);
+
+  // Steps 1-3 for one key. `time_budget_micros`: how long a `started` row counts as a
+  // running invocation (the invocation time budget). Errors: storage errors, an
+  // armed fault; nothing is claimed then.
+  Result<Claim> Begin(const BeginRequest& request, int64_t time_budget_micros);
+  // Begin for many keys with one read and one write transaction. Claims in input
+  // order. REQUIRES: distinct partition keys.
+  Result<std::vector<Claim>> BeginBatch(const std::vector<BeginRequest>& requests,
+                                        int64_t time_budget_micros);
+
+  // Appends the outcome row (`succeeded`, `failed` or `deferred`) for a claim that
+  // proceeded. InvalidArgument for kStarted or a claim that did not proceed.
+  Status Finish(const Claim& claim, ExecStatus status, std::string_view error = {});
+  struct Outcome {
+    const Claim* claim;
+    ExecStatus status;
+    std::string error;
+  };
+  // Finish for many claims in one transaction.
+  Status FinishBatch(const std::vector<Outcome>& outcomes);
+
+  // Appends a terminal row without a `started` row: work decided without running it,
+  // e.g. a stream record skipped for its age (kFailed with the reason).
+  Status Record(const BeginRequest& request, ExecStatus status, std::string_view error);
+
+  // Seed step 1 alone: the newest row of `key`, or nullopt.
+  Result<std::optional<ExecutionRow>> Latest(const std::string& partition_key);
+  // Seed step 3 alone: ADD 1 to the counter of (key, sequence), creating it as
+  // `started` (counter 1) if absent. Returns the new counter value.
+  Result<int64_t> AddStarted(const BeginRequest& request, int64_t sequence);
+
+  // Every row of `key`, oldest first.
+  Result<std::vector<ExecutionRow>> List(const std::string& partition_key);
+  // Keys whose latest row is `failed`, that row written in [since, until) (micros),
+  // oldest first, at most `limit` (1..10000): what a replay should re-run.
+  Result<std::vector<ExecutionRow>> ListFailed(int64_t since_micros, int64_t until_micros,
+                                               int limit = 1000);
+  // Deletes rows written before `before_micros`; returns how many. History is an
+  // audit trail: callers choose the horizon (longer than any redelivery window).
+  Result<int64_t> DeleteBefore(int64_t before_micros);
+
+ private:
+  Database* db_;
+  Clock* clock_;
+  FaultInjector* faults_;
+};
+
+}  // namespace sheetlog

@@ -1,0 +1,215 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+#include <vector>
+
+#include "emulator/env/clock.h"
+#include "emulator/env/faults.h"
+#include "emulator/runtime/execution_history.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog {
+namespace {
+
+constexpr int64_t kBudget = 900LL * 1000000;
+
+class ExecutionHistoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Database::Options options;
+    options.path = dir_.File("sheetlog.db");
+    options.clock = &clock_;
+    auto db = Database::Open(options);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(db).value();
+    history_ = std::make_unique<ExecutionHistory>(db_.get(), &clock_, &faults_);
+  }
+
+  Claim MustBegin(const std::string& key) {
+    auto claim = history_->Begin({key, "test", "inv", ""}, kBudget);
+    EXPECT_TRUE(claim.ok()) << claim.status().ToString();
+    return claim.ok() ? *claim : Claim{};
+  }
+
+  std::vector<ExecutionRow> Rows(const std::string& key) {
+    auto rows = history_->List(key);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    return rows.ok() ? *rows : std::vector<ExecutionRow>{};
+  }
+
+  testing::TempDir dir_;
+  ManualClock clock_;
+  FaultInjector faults_{&clock_};
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<ExecutionHistory> history_;
+};
+
+TEST_F(ExecutionHistoryTest, SeedTableFailedThenReplayedToSuccess) {
+  const int64_t t0 = clock_.NowMicros();
+  Claim first = MustBegin("job1");
+  ASSERT_EQ(first.outcome, BeginOutcome::kProceed);
+  EXPECT_EQ(first.sequence, 1);
+  EXPECT_FALSE(first.latest.has_value());
+  clock_.AdvanceSeconds(60);
+  ASSERT_TRUE(history_->Finish(first, ExecStatus::kFailed, "boom").ok());
+
+  auto failed = history_->ListFailed(t0, clock_.NowMicros() + 1);
+  ASSERT_TRUE(failed.ok());
+  ASSERT_EQ(failed->size(), 1u);
+  EXPECT_EQ((*failed)[0].partition_key, "job1");
+  EXPECT_EQ((*failed)[0].error, "boom");
+
+  clock_.AdvanceSeconds(60);
+  Claim replay = MustBegin("job1");
+  ASSERT_EQ(replay.outcome, BeginOutcome::kProceed);
+  EXPECT_EQ(replay.sequence, 3);
+  ASSERT_TRUE(history_->Finish(replay, ExecStatus::kSucceeded).ok());
+
+  std::vector<ExecutionRow> rows = Rows("job1");
+  ASSERT_EQ(rows.size(), 4u);
+  const ExecStatus expected[] = {ExecStatus::kStarted, ExecStatus::kFailed,
+                                 ExecStatus::kStarted, ExecStatus::kSucceeded};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].sequence, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(rows[i].atomic_counter, 1);
+    EXPECT_EQ(rows[i].status, expected[i]);
+    EXPECT_EQ(rows[i].source, "test");
+  }
+  EXPECT_EQ(rows[0].created_at, t0);
+  EXPECT_EQ(rows[1].created_at, t0 + 60 * 1000000);
+
+  // The latest row succeeded: no longer failed, and a redelivery is a duplicate.
+  EXPECT_TRUE(history_->ListFailed(t0, clock_.NowMicros() + 1)->empty());
+  Claim duplicate = MustBegin("job1");
+  EXPECT_EQ(duplicate.outcome, BeginOutcome::kAlreadySucceeded);
+  EXPECT_EQ(Rows("job1").size(), 4u);
+}
+
+TEST_F(ExecutionHistoryTest, YoungStartedRowMeansRunningElsewhereOldOneIsTakenOver) {
+  Claim first = MustBegin("job");
+  ASSERT_EQ(first.outcome, BeginOutcome::kProceed);
+  clock_.AdvanceSeconds(899);
+  EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kRunningElsewhere);
+  clock_.AdvanceSeconds(1);  // the first invocation's budget is spent: presumed dead
+  Claim takeover = MustBegin("job");
+  ASSERT_EQ(takeover.outcome, BeginOutcome::kProceed);
+  EXPECT_EQ(takeover.sequence, 2);
+
+  // The first invocation comes back late: its outcome row goes after the takeover's.
+  ASSERT_TRUE(history_->Finish(first, ExecStatus::kSucceeded).ok());
+  ASSERT_TRUE(history_->Finish(takeover, ExecStatus::kSucceeded).ok());
+  std::vector<ExecutionRow> rows = Rows("job");
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[1].status, ExecStatus::kStarted);
+  EXPECT_EQ(rows[2].status, ExecStatus::kSucceeded);
+  EXPECT_EQ(rows[3].status, ExecStatus::kSucceeded);
+}
+
+TEST_F(ExecutionHistoryTest, AtomicCounterStopsTheSecondOfTwoThatPassedTheCheck) {
+  // Both invocations ran step 1 and saw no history; both now claim sequence 1.
+  auto a = history_->AddStarted({"job", "test", "a", ""}, 1);
+  auto b = history_->AddStarted({"job", "test", "b", ""}, 1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, 1);
+  EXPECT_EQ(*b, 2);
+  std::vector<ExecutionRow> rows = Rows("job");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].atomic_counter, 2);
+  EXPECT_EQ(rows[0].invocation_id, "a") << "the loser must not rewrite the row";
+  EXPECT_EQ(rows[0].status, ExecStatus::kStarted);
+}
+
+TEST_F(ExecutionHistoryTest, LateCounterUpdateNeverRewritesAnOutcomeRow) {
+  Claim winner = MustBegin("job");
+  ASSERT_TRUE(history_->Finish(winner, ExecStatus::kSucceeded).ok());
+  // A slow duplicate that read the history before the winner finished targets seq 2.
+  auto counter = history_->AddStarted({"job", "test", "slow", ""}, 2);
+  ASSERT_TRUE(counter.ok());
+  EXPECT_EQ(*counter, 2);
+  std::vector<ExecutionRow> rows = Rows("job");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].status, ExecStatus::kSucceeded);
+  EXPECT_EQ(rows[1].atomic_counter, 2);
+}
+
+TEST_F(ExecutionHistoryTest, ConcurrentBeginsOfOneKeyLetExactlyOneProceed) {
+  constexpr int kThreads = 6, kRounds = 30;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string key = "job-" + std::to_string(round);
+    std::atomic<int> proceeded{0}, stopped{0}, errors{0};
+    std::barrier start(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        start.arrive_and_wait();
+        auto claim = history_->Begin({key, "test", std::to_string(t), ""}, kBudget);
+        if (!claim.ok()) {
+          ++errors;
+        } else if (claim->outcome == BeginOutcome::kProceed) {
+          ++proceeded;
+        } else if (claim->outcome == BeginOutcome::kLostRace ||
+                   claim->outcome == BeginOutcome::kRunningElsewhere) {
+          ++stopped;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(errors.load(), 0);
+    ASSERT_EQ(proceeded.load(), 1) << key;
+    ASSERT_EQ(stopped.load(), kThreads - 1) << key;
+    std::vector<ExecutionRow> rows = Rows(key);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].status, ExecStatus::kStarted);
+  }
+}
+
+TEST_F(ExecutionHistoryTest, DeferredRunsAgainButIsNotListedAsFailed) {
+  const int64_t t0 = clock_.NowMicros();
+  Claim first = MustBegin("job");
+  ASSERT_TRUE(history_->Finish(first, ExecStatus::kDeferred, "waiting for seq 3").ok());
+  EXPECT_TRUE(history_->ListFailed(t0, t0 + 1)->empty());
+  Claim again = MustBegin("job");
+  EXPECT_EQ(again.outcome, BeginOutcome::kProceed);
+  EXPECT_EQ(again.sequence, 3);
+  EXPECT_EQ(history_->Finish(again, ExecStatus::kStarted).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(ExecutionHistoryTest, ListFailedHonoursTheWindowAndTheLatestRow) {
+  const int64_t t0 = clock_.NowMicros();
+  ASSERT_TRUE(
+      history_->Record({"a", "m", "", "{}"}, ExecStatus::kFailed, "too old").ok());
+  clock_.AdvanceSeconds(10);
+  ASSERT_TRUE(history_->Record({"b", "m", "", ""}, ExecStatus::kFailed, "x").ok());
+  clock_.AdvanceSeconds(10);
+  ASSERT_TRUE(history_->Record({"c", "m", "", ""}, ExecStatus::kFailed, "y").ok());
+  ASSERT_TRUE(history_->Record({"c", "m", "", ""}, ExecStatus::kSucceeded, "").ok());
+
+  auto all = history_->ListFailed(t0, clock_.NowMicros() + 1);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);  // c succeeded later
+  EXPECT_EQ((*all)[0].partition_key, "a");
+  EXPECT_EQ((*all)[0].error, "too old");
+  EXPECT_EQ((*all)[0].detail, "{}");
+  EXPECT_EQ((*all)[1].partition_key, "b");
+  auto window = history_->ListFailed(t0 + 5 * 1000000, t0 + 15 * 1000000);
+  ASSERT_EQ(window->size(), 1u);
+  EXPECT_EQ((*window)[0].partition_key, "b");
+  EXPECT_EQ(history_->ListFailed(t0, clock_.NowMicros() + 1, 1)->size(), 1u);
+
+  EXPECT_EQ(*history_->DeleteBefore(t0 + 1), 1);
+  EXPECT_TRUE(Rows("a").empty());
+}
+
+TEST_F(ExecutionHistoryTest, FaultBetweenReadAndClaimClaimsNothing) {
+  faults_.Arm("history.after_read_before_claim", {});
+  auto claim = history_->Begin({"job", "test", "", ""}, kBudget);
+  EXPECT_EQ(claim.status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(Rows("job").empty());
+  EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
+}
+
+}  // namespace
+}  // namespace sheetlog
