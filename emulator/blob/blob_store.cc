@@ -905,9 +905,10 @@ void BlobStore::SweepDir(const std::string& path, const std::string& key,
     SweepDir(path + "/" + child, key.empty() ? child : key + "/" + child, rule, keep,
              cancel, report);
   }
-  // Directories emptied by a crash between a delete's unlinks and its rmdirs. A put
-  // racing this rmdir makes its directory again (see CommitBody).
-  if (!key.empty() && !has_meta && body_count == 0) ::rmdir(path.c_str());
+  // Directories left empty by debris removal above, or by a crash between a delete's
+  // unlinks and its rmdirs. rmdir removes only empty directories; a put racing it makes
+  // its directory again (see CommitBody).
+  if (!key.empty() && !has_meta) ::rmdir(path.c_str());
 }
 
 void BlobStore::SweepObject(const std::string& key, bool has_meta, int64_t body_count,
