@@ -1,0 +1,90 @@
+// Cell values and cells.
+//
+// A CellValue is null (empty), a number (a double: integers are exact up to 2^53), a
+// string, or a boolean. A string that starts with '=' is a formula, kept as text.
+// A Cell is a value plus an optional number/display format ("" = none). A cell with a
+// null value and no format is *empty*: the sheet does not store it, and writing an
+// empty cell clears the position. A null value with a format is a formatted blank cell
+// and is stored.
+//
+// JSON: a value is a JSON number, string, boolean or null; objects and arrays are
+// rejected where a value is expected. A JSON integer that a double cannot represent
+// exactly (beyond 2^53, e.g. 9007199254740993) is rejected rather than silently
+// rounded. A *cell spec* (where the API accepts a cell) is either a bare value or
+// {"value": v, "format"?: str}.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "emulator/status.h"
+
+namespace sheetlog {
+
+class CellValue {
+ public:
+  CellValue() = default;  // null
+  static CellValue Null() { return CellValue(); }
+  static CellValue Number(double v) { return CellValue(Rep(v)); }
+  static CellValue String(std::string v) { return CellValue(Rep(std::move(v))); }
+  static CellValue Boolean(bool v) { return CellValue(Rep(v)); }
+
+  bool is_null() const { return std::holds_alternative<std::monostate>(rep_); }
+  bool is_number() const { return std::holds_alternative<double>(rep_); }
+  bool is_string() const { return std::holds_alternative<std::string>(rep_); }
+  bool is_boolean() const { return std::holds_alternative<bool>(rep_); }
+  // A string beginning with '='.
+  bool is_formula() const {
+    return is_string() && !string().empty() && string()[0] == '=';
+  }
+
+  // REQUIRES: the matching is_*().
+  double number() const { return std::get<double>(rep_); }
+  const std::string& string() const { return std::get<std::string>(rep_); }
+  bool boolean() const { return std::get<bool>(rep_); }
+
+  // Numbers that are integral and within +-2^53 encode as JSON integers (100, not
+  // 100.0), others as JSON floats.
+  nlohmann::json ToJson() const;
+  // InvalidArgument for objects, arrays, inexact integers, non-finite numbers. The
+  // message does not name a field; callers add that context.
+  static Result<CellValue> FromJson(const nlohmann::json& j);
+
+  // Numbers compare by value (0.0 == -0.0).
+  bool operator==(const CellValue&) const = default;
+
+  // For test failure messages: 1.5, "text", true, null.
+  std::string DebugString() const;
+
+ private:
+  using Rep = std::variant<std::monostate, double, bool, std::string>;
+  explicit CellValue(Rep rep) : rep_(std::move(rep)) {}
+  Rep rep_;
+};
+
+struct Cell {
+  CellValue value;
+  std::string format;  // "" = no format
+
+  // Null value and no format: not stored; writing it clears the position.
+  bool empty() const { return value.is_null() && format.empty(); }
+
+  // Canonical cell spec: the bare value without a format, else {"value", "format"}.
+  nlohmann::json ToJson() const;
+  // Accepts a bare value or {"value": v, "format"?: str} (no other fields).
+  static Result<Cell> FromJson(const nlohmann::json& j);
+
+  bool operator==(const Cell&) const = default;
+  std::string DebugString() const;
+};
+
+// "number", "string", "boolean", "null", "object", "array": for error messages.
+std::string_view JsonTypeName(const nlohmann::json& j);
+
+// gtest printers.
+void PrintTo(const CellValue& value, std::ostream* os);
+void PrintTo(const Cell& cell, std::ostream* os);
+
+}  // namespace sheetlog
