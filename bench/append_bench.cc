@@ -85,7 +85,7 @@ Result RawSqlite(const std::string& sync, double seconds) {
 
 Result Http(const std::string& sync, int clients, double seconds) {
   TempDir dir;
-  ServerProcess server(ServerOptions{dir.path(), false, {"--sync", sync}});
+  ServerProcess server(ServerOptions(dir.path(), {"--sync", sync}));
   if (!server.Start()) {
     std::fprintf(stderr, "server failed: %s\n", server.error().c_str());
     std::exit(1);

@@ -24,8 +24,10 @@ ApiServer::ApiServer(App* app, ServerOptions options)
       http_(std::make_unique<httplib::Server>()) {
   int threads = options_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_tcp_nodelay(true);  // replies are small: do not wait for delayed ACKs
   http_->set_keep_alive_max_count(100000);
-  http_->set_keep_alive_timeout(5);
+  http_->set_keep_alive_timeout(
+      2);  // bounds how long a stop waits on idle keep-alive connections
   http_->set_read_timeout(30);
   http_->set_write_timeout(30);
   // Bodies of JSON routes are checked against max_request_bytes before they are read
@@ -40,6 +42,8 @@ ApiServer::ApiServer(App* app, ServerOptions options)
           auto length = ParseInt(req.get_header_value("Content-Length"));
           if (length && *length > max_request) {
             WriteError(res, ApiError::PayloadTooLarge(max_request));
+            // The body is refused unread: this connection cannot carry another request.
+            res.set_header("Connection", "close");
             return httplib::Server::HandlerResponse::Handled;
           }
         }
@@ -66,10 +70,10 @@ ApiServer::ApiServer(App* app, ServerOptions options)
 ApiServer::~ApiServer() { Stop(); }
 
 void ApiServer::RegisterRoutes() {
-  Router router(http_.get(), options_.token, app_->metrics());
-  RegisterOpsRoutes(router, *app_);
-  RegisterSheetRoutes(router, *app_);
-  RegisterAdminControlRoutes(router, *app_);
+  router_ = std::make_unique<Router>(http_.get(), options_.token, app_->metrics());
+  RegisterOpsRoutes(*router_, *app_);
+  RegisterSheetRoutes(*router_, *app_);
+  RegisterAdminControlRoutes(*router_, *app_);
 }
 
 Status ApiServer::Bind() {

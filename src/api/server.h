@@ -37,7 +37,7 @@ struct ServerOptions {
   int threads = 64;
 };
 
-class RequestContext;
+class Router;
 
 class ApiServer {
  public:
@@ -62,6 +62,8 @@ class ApiServer {
   App* app_;
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
+  // Route handlers refer to the router (auth, metrics): it lives as long as the server.
+  std::unique_ptr<Router> router_;
   int bound_port_ = 0;
 };
 

@@ -281,6 +281,8 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
     // The seed's literal form: eventually consistent reads, then a conditional write.
     status =
         db_->Read([&](Connection& conn) { return plan(conn, Consistency::kEventual); });
+    if (status.ok() && options_.test_between_read_and_put)
+      options_.test_between_read_and_put();
     if (status.ok()) status = db_->Write(put);
   }
   if (status.ok()) return result;
@@ -324,6 +326,7 @@ Result<AppendResult> EventLog::AddEntry(const AppendRequest& request, UnitMeter*
         result.status().message() != "lost race") {
       return result.status();
     }
+    retries_.fetch_add(1, std::memory_order_relaxed);
     clock_->SleepForMicros(BackoffMicros(attempt, options_.backoff_base_micros,
                                          options_.backoff_cap_micros));
   }

@@ -113,6 +113,9 @@ class EventLog {
     // connection, then the conditional put — where concurrent appenders race and retry.
     // Default: true.
     bool reads_in_write_transaction = true;
+    // Test hook, literal form only: runs between the reads and the conditional put,
+    // where another writer may slip in.
+    std::function<void()> test_between_read_and_put;
   };
 
   EventLog(Database* db, Clock* clock, FaultInjector* faults, Options options);

@@ -39,7 +39,7 @@ void CrashWhileAppending(uint32_t seed) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   TempDir dir;
-  auto server = std::make_unique<ServerProcess>(ServerOptions{dir.path()});
+  auto server = std::make_unique<ServerProcess>(ServerOptions(dir.path()));
   ASSERT_TRUE(server->Start()) << server->error();
   std::string sheet;
   {
@@ -81,7 +81,7 @@ void CrashWhileAppending(uint32_t seed) {
   stop = true;
   for (auto& t : clients) t.join();
 
-  ServerProcess restarted(ServerOptions{dir.path()});
+  ServerProcess restarted(ServerOptions(dir.path()));
   ASSERT_TRUE(restarted.Start()) << restarted.error();
   std::vector<json> entries = ReadAll(restarted, sheet);
   std::map<std::string, int64_t> stored;  // marker -> seq

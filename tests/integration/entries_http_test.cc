@@ -18,7 +18,7 @@ using nlohmann::json;
 class EntriesHttpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(ServerOptions{dir_.path()});
+    server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.path()));
     ASSERT_TRUE(server_->Start()) << server_->error();
   }
 

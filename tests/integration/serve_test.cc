@@ -27,7 +27,7 @@ std::string IntegrityCheck(const std::string& path) {
 
 TEST(ServeTest, StartsAnswersReadyzAndStopsCleanlyOnSigterm) {
   TempDir dir;
-  ServerProcess server({dir.path()});
+  ServerProcess server(ServerOptions(dir.path()));
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
   JsonResponse health = Get(client, "/healthz");
@@ -48,7 +48,7 @@ TEST(ServeTest, StartsAnswersReadyzAndStopsCleanlyOnSigterm) {
 }
 
 TEST(ServeTest, InMemoryStartsAndLeavesNothingBehind) {
-  ServerProcess server({"", /*in_memory=*/true});
+  ServerProcess server(ServerOptions::InMemory());
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
   EXPECT_EQ(Post(client, "/v1/sheets", nlohmann::json::object()).status, 201);
@@ -59,14 +59,14 @@ TEST(ServeTest, InMemoryStartsAndLeavesNothingBehind) {
 
 TEST(ServeTest, RefusesNonLoopbackWithoutToken) {
   TempDir dir;
-  ServerProcess server({dir.path(), false, {"--listen", "0.0.0.0:0"}});
+  ServerProcess server(ServerOptions(dir.path(), {"--listen", "0.0.0.0:0"}));
   EXPECT_FALSE(server.Start());
   EXPECT_NE(server.error().find("without a token"), std::string::npos) << server.error();
 }
 
 TEST(ServeTest, TokenIsRequiredOnV1ButNotOnHealth) {
   TempDir dir;
-  ServerProcess server({dir.path(), false, {}, "s3cret"});
+  ServerProcess server(ServerOptions(dir.path(), {}, "s3cret"));
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client anonymous("127.0.0.1", server.port());
   EXPECT_EQ(Get(anonymous, "/healthz").status, 200);

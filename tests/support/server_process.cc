@@ -134,6 +134,7 @@ void ServerProcess::Kill() {
 httplib::Client ServerProcess::Client() const {
   httplib::Client client("127.0.0.1", port_);
   client.set_keep_alive(true);
+  client.set_tcp_nodelay(true);
   client.set_read_timeout(60);
   client.set_write_timeout(60);
   if (!options_.token.empty()) client.set_bearer_token_auth(options_.token.c_str());

@@ -13,6 +13,18 @@
 namespace sheetlog::testing {
 
 struct ServerOptions {
+  ServerOptions() = default;
+  explicit ServerOptions(std::string dir, std::vector<std::string> extra_flags = {},
+                         std::string bearer_token = "")
+      : data_dir(std::move(dir)),
+        extra(std::move(extra_flags)),
+        token(std::move(bearer_token)) {}
+  static ServerOptions InMemory(std::vector<std::string> extra_flags = {}) {
+    ServerOptions o("", std::move(extra_flags));
+    o.in_memory = true;
+    return o;
+  }
+
   std::string data_dir;  // required unless in_memory
   bool in_memory = false;
   std::vector<std::string> extra;  // more `serve` flags

@@ -146,7 +146,34 @@ TEST_F(EventLogTest, SeedLiteralAddEntryRetriesLostConditionsWithoutGaps) {
     if (i > 0) bodies.insert(*entries[i].body);
   }
   EXPECT_EQ(bodies.size(), static_cast<size_t>(kThreads * kPerThread));
-  EXPECT_GT(log_->retries(), 0);  // the race really happened and was retried
+  // Whether threads interleave between read and put is up to the scheduler; the next
+  // test forces the interleaving.
+}
+
+TEST_F(EventLogTest,
+       SeedLiteralAddEntryLosesTheConditionToAnInterleavedWriterAndRetries) {
+  EventLog::Options options;
+  options.reads_in_write_transaction = false;
+  int interleaved = 0;
+  std::string sheet;
+  options.test_between_read_and_put = [&] {
+    if (interleaved++ > 0) return;  // only the first attempt is overtaken
+    // Another client appends between our read of the head and our conditional put.
+    AppendRequest other;
+    other.sheet_id = sheet;
+    other.type = "Other";
+    ASSERT_TRUE(log_->AddEntry(other, nullptr).ok());
+  };
+  Open(options);
+  sheet = NewSheet();
+  auto r = Append(sheet, "mine");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(log_->retries(), 1);  // step 4: the put lost, back to step 1
+  EXPECT_EQ(r->entry.seq, 2);     // after the interleaved writer's entry
+  std::vector<EntryRecord> entries = ReadAll(sheet);
+  ASSERT_EQ(entries.size(), 3u);
+  EXPECT_EQ(entries[1].type, "Other");
+  EXPECT_EQ(*entries[2].body, "mine");
 }
 
 TEST_F(EventLogTest, AddEntryGivesUpWithUnavailableAfterMaxAttempts) {

@@ -1,0 +1,590 @@
+// FunctionRuntime stream event source mappings over the real `entry` change feed.
+// Time is a ManualClock that only the test moves; background progress is awaited on
+// conditions signalled by the runtime's observer and the handlers (bounded in real time).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "emulator/env/clock.h"
+#include "emulator/env/faults.h"
+#include "emulator/runtime/function_runtime.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto kPatience = 30s;  // real-time bound on waiting for background threads
+
+// Everything the runtime reported, awaitable.
+class EventLog {
+ public:
+  void Add(const RuntimeEvent& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(e);
+    cv_.notify_all();
+  }
+  template <typename Pred>
+  bool WaitFor(Pred pred) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kPatience, [&] { return pred(events_); });
+  }
+  bool WaitForCheckpoint(const std::string& mapping, int shard, int64_t sequence) {
+    return WaitFor([&](const std::vector<RuntimeEvent>& events) {
+      for (const RuntimeEvent& e : events) {
+        if (e.mapping == mapping && e.shard == shard && e.last_sequence >= sequence &&
+            (e.kind == RuntimeEvent::Kind::kBatchSucceeded ||
+             e.kind == RuntimeEvent::Kind::kRecordsSkipped ||
+             e.kind == RuntimeEvent::Kind::kRecordsFiltered)) {
+          return true;
+        }
+      }
+      return false;
+    });
+  }
+  int Count(RuntimeEvent::Kind kind, int shard = -1) {
+    std::lock_guard<std::mutex> lock(mu_);
+    int n = 0;
+    for (const RuntimeEvent& e : events_)
+      n += e.kind == kind && (shard < 0 || e.shard == shard);
+    return n;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RuntimeEvent> events_;
+};
+
+// What handlers were given: one entry per invocation.
+struct Invocation {
+  int shard;
+  std::vector<int64_t> sequences;
+  std::vector<std::string> types;
+  std::vector<std::string> keys;
+};
+
+class Calls {
+ public:
+  void Add(const std::vector<StreamRecord>& batch, const InvocationContext& ctx) {
+    Invocation inv{batch.front().shard, {}, {}, ctx.history_keys()};
+    for (const StreamRecord& r : batch) {
+      inv.sequences.push_back(r.sequence);
+      inv.types.push_back(r.new_image.value("type", ""));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back(std::move(inv));
+    cv_.notify_all();
+  }
+  std::vector<Invocation> Get() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+  bool WaitForCount(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kPatience, [&] { return calls_.size() >= n; });
+  }
+  // Sequences of `shard` in delivery order (every invocation, failed ones included).
+  std::vector<int64_t> Delivered(int shard) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<int64_t> out;
+    for (const Invocation& c : calls_) {
+      if (c.shard == shard) out.insert(out.end(), c.sequences.begin(), c.sequences.end());
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Invocation> calls_;
+};
+
+// A gate a handler waits at until the test opens it.
+class Gate {
+ public:
+  void Arrive() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++waiting_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+  }
+  bool WaitForArrivals(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kPatience, [&] { return waiting_ >= n; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  bool open_ = false;
+};
+
+class StreamMappingTest : public ::testing::Test {
+ protected:
+  void SetUp() override { OpenDatabase(); }
+
+  void OpenDatabase() {
+    runtime_.reset();
+    feed_.reset();
+    db_.reset();
+    Database::Options options;
+    options.path = dir_.File("sheetlog.db");
+    options.clock = &clock_;
+    auto db = Database::Open(options);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(db).value();
+    feed_ = std::make_unique<ChangeFeed>(db_.get(), &clock_);
+  }
+
+  // A runtime with no pruning (so nothing but commits and the test's clock moves it).
+  FunctionRuntime& NewRuntime(int workers = 4) {
+    FunctionRuntime::Options options;
+    options.stream_workers = workers;
+    options.prune_interval_micros = 0;
+    options.observer = [this](const RuntimeEvent& e) { events_.Add(e); };
+    runtime_ = std::make_unique<FunctionRuntime>(db_.get(), &clock_, &faults_, options);
+    return *runtime_;
+  }
+
+  StreamMapping Mapping(StreamHandler handler) {
+    StreamMapping m;
+    m.name = "effects";
+    m.feed = feed_.get();
+    m.handler = std::move(handler);
+    return m;
+  }
+
+  void Insert(const std::string& sheet, int64_t num, const std::string& type = "SetCell",
+              bool external = false) {
+    Status s = db_->Write([&](Connection& c) -> Status {
+      ASSIGN_OR_RETURN(
+          Statement st,
+          c.Prepare("INSERT INTO entry (sheet_id, segment, num, seq, created, "
+                    "external, type, version, body) VALUES (?, 0, ?, ?, 1, ?, "
+                    "?, 1, NULL)"));
+      st.Bind(1, sheet).Bind(2, num).Bind(3, num).Bind(5, type);
+      if (external) {
+        st.Bind(4, "blob/" + sheet + "/" + std::to_string(num));
+      } else {
+        st.BindNull(4);
+      }
+      return st.Run();
+    });
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  int ShardOf(const std::string& sheet) {
+    int shard = -1;
+    EXPECT_TRUE(db_->Read([&](Connection& c) -> Status {
+                     ASSIGN_OR_RETURN(Statement s,
+                                      c.Prepare("SELECT sheetlog_hash(?, 0) % 4"));
+                     s.Bind(1, sheet);
+                     ASSIGN_OR_RETURN(bool row, s.Step());
+                     shard = row ? static_cast<int>(s.ColumnInt(0)) : -1;
+                     return Status::OK();
+                   })
+                    .ok());
+    return shard;
+  }
+
+  // Two sheets whose entries land in different shards.
+  std::pair<std::string, std::string> SheetsInTwoShards() {
+    std::string first = "sheet-0";
+    for (int i = 1; i < 100; ++i) {
+      std::string other = "sheet-" + std::to_string(i);
+      if (ShardOf(other) != ShardOf(first)) return {first, other};
+    }
+    ADD_FAILURE() << "no two shards";
+    return {};
+  }
+
+  int64_t Checkpoint(int shard, const std::string& consumer = "effects") {
+    auto cp = feed_->Checkpoint(consumer, shard);
+    EXPECT_TRUE(cp.ok()) << cp.status().ToString();
+    return cp.ok() ? *cp : -1;
+  }
+
+  testing::TempDir dir_;
+  ManualClock clock_;
+  FaultInjector faults_{&clock_};
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<ChangeFeed> feed_;
+  EventLog events_;
+  Calls calls_;
+  std::unique_ptr<FunctionRuntime> runtime_;
+};
+
+TEST_F(StreamMappingTest, DeliversInOrderWithoutPollingAndCheckpoints) {
+  FunctionRuntime& rt = NewRuntime();
+  StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
+    calls_.Add(batch, ctx);
+    EXPECT_EQ(ctx.RemainingMicros(), kDefaultTimeBudgetMicros);  // the clock stands still
+    EXPECT_FALSE(ctx.invocation_id().empty());
+    return Status::OK();
+  });
+  m.batch_size = 2;
+  ASSERT_TRUE(rt.AddStreamMapping(std::move(m)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  const int shard = ShardOf("s");
+  for (int num = 0; num < 5; ++num) Insert("s", num);  // after Start: woken by commits
+
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 5));
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  for (const Invocation& inv : calls_.Get()) EXPECT_LE(inv.sequences.size(), 2u);
+  EXPECT_EQ(Checkpoint(shard), 5);
+  // Each record has its started + succeeded history under the default key.
+  const std::string key = "effects:" + std::to_string(shard) + ":3";
+  auto rows = rt.history().List(key);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[1].status, ExecStatus::kSucceeded);
+  EXPECT_EQ((*rows)[1].detail, R"({"num":3,"segment":0,"sheet_id":"s"})");
+}
+
+TEST_F(StreamMappingTest, FilterDeliversOnlyMatchingRecordsAndSkipsTheRest) {
+  FunctionRuntime& rt = NewRuntime();
+  StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
+    calls_.Add(batch, ctx);
+    return Status::OK();
+  });
+  m.filter = EventFilter{{
+      FilterPattern{{StreamEventName::kInsert},
+                    {AttributeTest::Equals("type", {"Snapshot"})}},
+      FilterPattern{{StreamEventName::kInsert}, {AttributeTest::Exists("external")}},
+  }};
+  ASSERT_TRUE(rt.AddStreamMapping(std::move(m)).ok());
+  const int shard = ShardOf("s");
+  Insert("s", 0, "Snapshot");
+  Insert("s", 1, "SetCell");
+  Insert("s", 2, "SetCell", /*external=*/true);
+  Insert("s", 3, "SetCell");
+  // A MODIFY of the Snapshot entry does not match (patterns want INSERT).
+  ASSERT_TRUE(db_->Write([](Connection& c) {
+                   return c.Exec("UPDATE entry SET snapshot_root = 'r' WHERE num = 0");
+                 })
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 5));
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1, 3}));
+  std::vector<Invocation> calls = calls_.Get();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].types, (std::vector<std::string>{"Snapshot", "SetCell"}));
+  EXPECT_EQ(Checkpoint(shard), 5);
+
+  // A shard with nothing matching still moves its checkpoint.
+  auto [a, b] = SheetsInTwoShards();
+  const std::string other = ShardOf(a) == shard ? b : a;
+  Insert(other, 0, "SetCell");
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", ShardOf(other), 1));
+  EXPECT_EQ(Checkpoint(ShardOf(other)), 1);
+  EXPECT_EQ(calls_.Get().size(), 1u);
+}
+
+TEST_F(StreamMappingTest, FailingBatchRetriesAfterBackoffAndBlocksOnlyItsShard) {
+  auto [sick, healthy] = SheetsInTwoShards();
+  const int sick_shard = ShardOf(sick), healthy_shard = ShardOf(healthy);
+  std::atomic<bool> failing{true};
+  FunctionRuntime& rt = NewRuntime();
+  StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
+    calls_.Add(batch, ctx);
+    if (batch.front().shard == sick_shard && failing)
+      return Unavailable("downstream down");
+    return Status::OK();
+  });
+  m.retry_base_micros = 2 * 1000000;
+  ASSERT_TRUE(rt.AddStreamMapping(std::move(m)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+
+  Insert(sick, 0);
+  ASSERT_TRUE(events_.WaitFor([&](const auto& events) {
+    for (const auto& e : events) {
+      if (e.kind == RuntimeEvent::Kind::kBatchFailed && e.shard == sick_shard)
+        return true;
+    }
+    return false;
+  }));
+  // The other shard keeps flowing while the sick one waits for its backoff.
+  Insert(healthy, 0);
+  Insert(sick, 1);
+  Insert(healthy, 1);
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", healthy_shard, 2));
+  EXPECT_EQ(Checkpoint(healthy_shard), 2);
+  EXPECT_EQ(Checkpoint(sick_shard), 0);
+  // No time has passed: no retry yet.
+  EXPECT_EQ(calls_.Delivered(sick_shard), (std::vector<int64_t>{1}));
+
+  // The retry is the same batch (record 1 alone), after the 2 s backoff.
+  failing = false;
+  clock_.AdvanceSeconds(1);
+  EXPECT_EQ(calls_.Delivered(sick_shard), (std::vector<int64_t>{1}));
+  clock_.AdvanceSeconds(1);
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", sick_shard, 2));
+  EXPECT_EQ(calls_.Delivered(sick_shard), (std::vector<int64_t>{1, 1, 2}));
+  EXPECT_EQ(Checkpoint(sick_shard), 2);
+  // History: the failed attempt and the successful retry of record 1.
+  auto rows = rt.history().List("effects:" + std::to_string(sick_shard) + ":1");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 4u);
+  EXPECT_EQ((*rows)[1].status, ExecStatus::kFailed);
+  EXPECT_NE((*rows)[1].error.find("downstream down"), std::string::npos);
+  EXPECT_EQ((*rows)[3].status, ExecStatus::kSucceeded);
+}
+
+TEST_F(StreamMappingTest, RecordOlderThanMaxAgeIsSkippedAndListedAsFailed) {
+  const int64_t t0 = clock_.NowMicros();
+  FunctionRuntime& rt = NewRuntime();
+  StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
+    calls_.Add(batch, ctx);
+    if (batch.front().new_image.value("type", "") == "Poison")
+      return Internal("bad record");
+    return Status::OK();
+  });
+  m.max_record_age_micros = 10 * 1000000;
+  ASSERT_TRUE(rt.AddStreamMapping(std::move(m)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  const int shard = ShardOf("s");
+  Insert("s", 0, "Poison");
+  ASSERT_TRUE(calls_.WaitForCount(1));
+
+  clock_.AdvanceSeconds(11);  // past the backoff and past the maximum age
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 1));
+  EXPECT_EQ(events_.Count(RuntimeEvent::Kind::kRecordsSkipped, shard), 1);
+  EXPECT_EQ(calls_.Get().size(), 1u) << "a too-old record is not retried";
+  EXPECT_EQ(Checkpoint(shard), 1);
+  auto failed = rt.history().ListFailed(t0, clock_.NowMicros() + 1);
+  ASSERT_TRUE(failed.ok());
+  ASSERT_EQ(failed->size(), 1u);
+  EXPECT_EQ((*failed)[0].partition_key, "effects:" + std::to_string(shard) + ":1");
+  EXPECT_NE((*failed)[0].error.find("exceeds the maximum"), std::string::npos);
+  EXPECT_NE((*failed)[0].error.find("bad record"), std::string::npos);
+
+  // The shard moves on.
+  Insert("s", 1);
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 2));
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(rt.Stats()[0].skipped, 1);
+}
+
+TEST_F(StreamMappingTest, BisectIsolatesThePoisonRecord) {
+  const int64_t t0 = clock_.NowMicros();
+  const int shard = ShardOf("s");
+  for (int num = 0; num < 8; ++num) Insert("s", num, num == 5 ? "Poison" : "SetCell");
+  std::mutex mu;
+  std::vector<int64_t> succeeded;
+  FunctionRuntime& rt = NewRuntime();
+  StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
+    calls_.Add(batch, ctx);
+    for (const StreamRecord& r : batch) {
+      if (r.new_image.value("type", "") == "Poison") return Internal("poison");
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    for (const StreamRecord& r : batch) succeeded.push_back(r.sequence);
+    return Status::OK();
+  });
+  m.batch_size = 8;
+  m.bisect_on_error = true;
+  m.max_retry_attempts = 0;
+  ASSERT_TRUE(rt.AddStreamMapping(std::move(m)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 8));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(succeeded, (std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8}));
+  }
+  // [1..8] fails, [1..4] ok, [5..8] fails, [5,6] fails, [6] poison fails alone (record
+  // 6 is num 5), skipped; [7] ... wait: halves of [5,6] are [5] ok and [6] poison.
+  std::vector<Invocation> calls = calls_.Get();
+  ASSERT_FALSE(calls.empty());
+  EXPECT_EQ(calls.front().sequences.size(), 8u);
+  EXPECT_EQ(calls.back().sequences, (std::vector<int64_t>{7, 8}));
+  auto failed = rt.history().ListFailed(t0, clock_.NowMicros() + 1);
+  ASSERT_TRUE(failed.ok());
+  ASSERT_EQ(failed->size(), 1u);
+  EXPECT_EQ((*failed)[0].partition_key, "effects:" + std::to_string(shard) + ":6");
+  EXPECT_EQ(Checkpoint(shard), 8);
+}
+
+TEST_F(StreamMappingTest, CheckpointsSurviveARestart) {
+  const int shard = ShardOf("s");
+  {
+    FunctionRuntime& rt = NewRuntime();
+    ASSERT_TRUE(
+        rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
+            calls_.Add(batch, ctx);
+            return Status::OK();
+          }))
+            .ok());
+    ASSERT_TRUE(rt.Start().ok());
+    for (int num = 0; num < 3; ++num) Insert("s", num);
+    ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 3));
+    rt.Stop();
+  }
+  OpenDatabase();  // a new process, as far as SQLite is concerned
+  Calls second;
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
+                  second.Add(batch, ctx);
+                  return Status::OK();
+                }))
+                  .ok());
+  Insert("s", 3);
+  Insert("s", 4);
+  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 5));
+  EXPECT_EQ(second.Delivered(shard), (std::vector<int64_t>{4, 5}));
+}
+
+TEST_F(StreamMappingTest, StartingAtLatestIgnoresEarlierRecords) {
+  const int shard = ShardOf("s");
+  Insert("s", 0);
+  FunctionRuntime& rt = NewRuntime();
+  StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
+    calls_.Add(batch, ctx);
+    return Status::OK();
+  });
+  m.starting_position = StreamMapping::StartingPosition::kLatest;
+  ASSERT_TRUE(rt.AddStreamMapping(std::move(m)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  Insert("s", 1);
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 2));
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{2}));
+}
+
+TEST_F(StreamMappingTest, DuplicateDeliveryIsCaughtByTheHistory) {
+  faults_.Arm("runtime.stream.duplicate", {FaultKind::kDuplicate, -1});
+  const int shard = ShardOf("s");
+  Calls unguarded;
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
+                  calls_.Add(batch, ctx);
+                  return Status::OK();
+                }))
+                  .ok());
+  StreamMapping raw = Mapping([&](const auto& batch, InvocationContext& ctx) {
+    unguarded.Add(batch, ctx);
+    return Status::OK();
+  });
+  raw.name = "no-history";
+  raw.keep_history = false;
+  ASSERT_TRUE(rt.AddStreamMapping(std::move(raw)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  Insert("s", 0);
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 1));
+  ASSERT_TRUE(events_.WaitForCheckpoint("no-history", shard, 1));
+  EXPECT_GE(faults_.FiredCount("runtime.stream.duplicate"), 2);
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1}));
+  EXPECT_EQ(unguarded.Delivered(shard), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(rt.Stats()[0].duplicates, 1);
+}
+
+TEST_F(StreamMappingTest, CrashBeforeCheckpointRedeliversButDoesNotRerun) {
+  faults_.Arm("runtime.after_handler_before_checkpoint", {});
+  const int shard = ShardOf("s");
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
+                  calls_.Add(batch, ctx);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  Insert("s", 0);
+  ASSERT_TRUE(events_.WaitFor([&](const auto& events) {
+    for (const auto& e : events) {
+      if (e.kind == RuntimeEvent::Kind::kBatchFailed) return true;
+    }
+    return false;
+  }));
+  EXPECT_EQ(Checkpoint(shard), 0);
+  clock_.AdvanceSeconds(1);  // the retry: history says succeeded, the handler is skipped
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 1));
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1}));
+  EXPECT_EQ(Checkpoint(shard), 1);
+}
+
+TEST_F(StreamMappingTest, ShardsRunInParallelAndStopDrainsTheInFlightBatch) {
+  auto [slow, fast] = SheetsInTwoShards();
+  const int slow_shard = ShardOf(slow), fast_shard = ShardOf(fast);
+  Gate gate;
+  FunctionRuntime& rt = NewRuntime(/*workers=*/2);
+  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
+                  if (batch.front().shard == slow_shard) gate.Arrive();
+                  calls_.Add(batch, ctx);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  Insert(slow, 0);
+  ASSERT_TRUE(gate.WaitForArrivals(1));
+  Insert(fast, 0);  // handled while the slow shard's handler is still running
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", fast_shard, 1));
+
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    rt.Stop();
+    stopped = true;
+  });
+  // Stop cannot return while a handler runs; it must wait for it.
+  EXPECT_FALSE(stopped.load());
+  gate.Open();
+  stopper.join();
+  EXPECT_EQ(calls_.Delivered(slow_shard), (std::vector<int64_t>{1}));
+  EXPECT_EQ(Checkpoint(slow_shard), 1) << "the drained batch completed its checkpoint";
+  const size_t before = calls_.Get().size();
+  Insert(slow, 1);  // nothing runs any more
+  EXPECT_EQ(calls_.Get().size(), before);
+  EXPECT_EQ(Checkpoint(slow_shard), 1);
+}
+
+TEST_F(StreamMappingTest, PrunedRecordsAreReportedLostAndSkipped) {
+  const int shard = ShardOf("s");
+  Insert("s", 0);
+  Insert("s", 1);
+  clock_.AdvanceSeconds(25 * 3600);
+  ASSERT_EQ(*feed_->Prune(), 2);
+  Insert("s", 2);
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
+                  calls_.Add(batch, ctx);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 3));
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{3}));
+  EXPECT_EQ(events_.Count(RuntimeEvent::Kind::kRecordsLost, shard), 1);
+}
+
+TEST_F(StreamMappingTest, RejectsBadMappings) {
+  FunctionRuntime& rt = NewRuntime();
+  StreamMapping no_feed = Mapping([](const auto&, auto&) { return Status::OK(); });
+  no_feed.feed = nullptr;
+  EXPECT_EQ(rt.AddStreamMapping(no_feed).code(), StatusCode::kInvalidArgument);
+  StreamMapping big = Mapping([](const auto&, auto&) { return Status::OK(); });
+  big.batch_size = 0;
+  EXPECT_EQ(rt.AddStreamMapping(big).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(
+      rt.AddStreamMapping(Mapping([](const auto&, auto&) { return Status::OK(); })).ok());
+  EXPECT_EQ(rt.AddStreamMapping(Mapping([](const auto&, auto&) { return Status::OK(); }))
+                .code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_TRUE(rt.Start().ok());
+  EXPECT_EQ(rt.Start().code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace sheetlog
