@@ -5,7 +5,16 @@
 #include <filesystem>
 #include <system_error>
 
+#include "emulator/blob/blob_lifecycle.h"
+#include "emulator/blob/blob_store.h"
+#include "emulator/queue/queue.h"
+#include "emulator/runtime/function_runtime.h"
+#include "emulator/stream/change_feed.h"
+#include "src/effects/entry_effects.h"
 #include "src/log/event_log.h"
+#include "src/log/uploads.h"
+#include "src/snapshot/build_factory.h"
+#include "src/snapshot/worker.h"
 
 namespace sheetlog {
 
@@ -15,6 +24,14 @@ App::App(const AppOptions& options) : options_(options) {}
 
 App::~App() {
   Stop();
+  // Reverse order of construction: workers before the services they use.
+  sweeper_.reset();
+  runtime_.reset();
+  snapshot_worker_.reset();
+  uploads_.reset();
+  feed_.reset();
+  queues_.reset();
+  blobs_.reset();
   log_.reset();
   db_.reset();
   if (remove_data_dir_) {
@@ -57,20 +74,110 @@ Status App::Init() {
     if (ec)
       return Internal("cannot create data directory " + data_dir_ + ": " + ec.message());
   }
+  const bool sync = !options_.in_memory;
 
   Database::Options db_options;
   db_options.path = (fs::path(data_dir_) / "sheetlog.db").string();
-  db_options.sync = options_.in_memory ? SyncMode::kOff : options_.sync;
+  db_options.sync = sync ? options_.sync : SyncMode::kOff;
   db_options.clock = clock_;
   ASSIGN_OR_RETURN(db_, Database::Open(db_options));
 
-  EventLog::Options log_options;
-  log_ = std::make_unique<EventLog>(db_.get(), clock_, faults_.get(), log_options);
+  BlobStoreOptions blob_options;
+  blob_options.root = (fs::path(data_dir_) / "blobs").string();
+  blob_options.sync = sync;
+  ASSIGN_OR_RETURN(blobs_, BlobStore::Open(blob_options, clock_, faults_.get()));
+
+  log_ =
+      std::make_unique<EventLog>(db_.get(), clock_, faults_.get(), EventLog::Options{});
+  queues_ = std::make_unique<QueueService>(db_.get(), clock_, faults_.get());
+  feed_ = std::make_unique<ChangeFeed>(db_.get(), clock_, "entry");
+  uploads_ = std::make_unique<Uploads>(log_.get(), blobs_.get(), clock_, faults_.get(),
+                                       Uploads::Options{});
+
+  QueueOptions dlq;
+  dlq.name = kSnapshotDeadLetterQueue;
+  RETURN_IF_ERROR(queues_->CreateQueue(dlq));
+  QueueOptions snapshots;
+  snapshots.name = kSnapshotQueue;
+  snapshots.visibility_timeout_s = 60;
+  snapshots.max_receive_count = options_.snapshot_max_receives;
+  snapshots.dead_letter_queue = kSnapshotDeadLetterQueue;
+  RETURN_IF_ERROR(queues_->CreateQueue(snapshots));
+
+  snapshot_worker_ = std::make_unique<SnapshotWorker>(
+      log_.get(), clock_, faults_.get(),
+      MakeSnapshotBuildFactory(blobs_.get(), uploads_.get()), SnapshotWorker::Options{});
+
+  LifecycleSweeperOptions sweep;
+  sweep.rule.tag_key = kAutoDeleteTag;
+  sweep.rule.tag_value = "true";
+  sweep.rule.max_age_micros = options_.orphan_ttl_seconds * 1000000;
+  Uploads* uploads = uploads_.get();
+  sweeper_ = std::make_unique<LifecycleSweeper>(
+      blobs_.get(), clock_, sweep,
+      [uploads](const std::string& key) { return uploads->KeepForSweep(key); });
+
+  runtime_ = std::make_unique<FunctionRuntime>(db_.get(), clock_, faults_.get());
+  RETURN_IF_ERROR(AddMappings());
+  AddCollectors();
   return Status::OK();
+}
+
+Status App::AddMappings() {
+  StreamMapping effects;
+  effects.name = "entry-effects";
+  effects.feed = feed_.get();
+  effects.filter = EntryEffectsFilter();
+  effects.handler = MakeEntryEffectsHandler(queues_.get(), kSnapshotQueue, uploads_.get(),
+                                            faults_.get());
+  effects.batch_size = 100;
+  RETURN_IF_ERROR(runtime_->AddStreamMapping(std::move(effects)));
+
+  QueueMapping worker;
+  worker.name = "snapshot-worker";
+  worker.queues = queues_.get();
+  worker.queue = kSnapshotQueue;
+  worker.handler =
+      MakeSnapshotQueueHandler(snapshot_worker_.get(), queues_.get(), kSnapshotQueue);
+  worker.concurrency = 2;
+  worker.time_budget_micros = options_.snapshot_time_budget_seconds * 1000000;
+  return runtime_->AddQueueMapping(std::move(worker));
+}
+
+void App::AddCollectors() {
+  metrics_.AddCollector([this](MetricsRegistry& m) {
+    BlobStats blobs = blobs_->Stats();
+    m.Gauge("sheetlog_blob_objects", "Objects in the blob store.").Set({}, blobs.objects);
+    m.Gauge("sheetlog_blob_bytes", "Bytes of object bodies in the blob store.")
+        .Set({}, blobs.bytes);
+    for (const char* name : {kSnapshotQueue, kSnapshotDeadLetterQueue}) {
+      Result<QueueStats> stats = queues_->Stats(name);
+      if (!stats.ok()) continue;
+      m.Gauge("sheetlog_queue_visible", "Messages receivable now.", {"queue"})
+          .Set({name}, stats->visible);
+      m.Gauge("sheetlog_queue_in_flight", "Messages received and hidden.", {"queue"})
+          .Set({name}, stats->in_flight);
+      m.Gauge("sheetlog_queue_delayed", "Messages not yet due.", {"queue"})
+          .Set({name}, stats->delayed);
+      m.Gauge("sheetlog_queue_oldest_age_seconds", "Age of the oldest message.",
+              {"queue"})
+          .Set({name}, stats->oldest_age_s);
+    }
+    LifecycleSweeperCounters sweeps = sweeper_->counters();
+    m.Gauge("sheetlog_sweeper_deleted_objects", "Objects deleted by the lifecycle sweep.")
+        .Set({}, sweeps.deleted);
+    m.Gauge("sheetlog_sweeper_sweeps", "Lifecycle sweeps run.").Set({}, sweeps.sweeps);
+    m.Gauge("sheetlog_add_entry_retries", "Add Entry attempts that lost their condition.")
+        .Set({}, log_->retries());
+  });
 }
 
 Status App::Start() {
   if (started_) return Status::OK();
+  if (options_.workers) {
+    RETURN_IF_ERROR(runtime_->Start());
+    RETURN_IF_ERROR(sweeper_->Start());
+  }
   started_ = true;
   ready_ = true;
   return Status::OK();
@@ -79,6 +186,9 @@ Status App::Start() {
 void App::Stop() {
   if (!started_) return;
   ready_ = false;
+  if (sweeper_) sweeper_->Stop();
+  if (queues_) queues_->WakeWaiters();
+  if (runtime_) runtime_->Stop();
   started_ = false;
 }
 

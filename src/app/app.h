@@ -17,7 +17,18 @@
 
 namespace sheetlog {
 
+class BlobStore;
+class ChangeFeed;
 class EventLog;
+class FunctionRuntime;
+class LifecycleSweeper;
+class QueueService;
+class SnapshotWorker;
+class Uploads;
+
+// Queue names of the snapshot pipeline.
+inline constexpr const char* kSnapshotQueue = "snapshots";
+inline constexpr const char* kSnapshotDeadLetterQueue = "snapshots-dlq";
 
 struct AppOptions {
   // Where sheetlog.db and blobs/ live. Default: ./data
@@ -36,6 +47,13 @@ struct AppOptions {
   int64_t inline_limit = 16 * 1024;
   // Uploads never completed are swept after this long. Default: 3 days.
   int64_t orphan_ttl_seconds = 3 * 24 * 3600;
+  // Run the background workers (change feed handlers, snapshot worker, sweeper).
+  // Offline commands open the App without them. Default: true.
+  bool workers = true;
+  // Lambda time budget of a snapshot worker invocation. Default: 900 s.
+  int64_t snapshot_time_budget_seconds = 900;
+  // Receives of a snapshot message before it goes to the dead-letter queue. Default: 10.
+  int64_t snapshot_max_receives = 10;
 };
 
 class App {
@@ -58,10 +76,19 @@ class App {
   Database* db() { return db_.get(); }
   EventLog* log() { return log_.get(); }
   MetricsRegistry* metrics() { return &metrics_; }
+  BlobStore* blobs() { return blobs_.get(); }
+  QueueService* queues() { return queues_.get(); }
+  ChangeFeed* feed() { return feed_.get(); }
+  FunctionRuntime* runtime() { return runtime_.get(); }
+  Uploads* uploads() { return uploads_.get(); }
+  LifecycleSweeper* sweeper() { return sweeper_.get(); }
+  SnapshotWorker* snapshot_worker() { return snapshot_worker_.get(); }
 
  private:
   explicit App(const AppOptions& options);
   Status Init();
+  Status AddMappings();
+  void AddCollectors();
 
   AppOptions options_;
   std::string data_dir_;
@@ -72,6 +99,13 @@ class App {
   MetricsRegistry metrics_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<EventLog> log_;
+  std::unique_ptr<BlobStore> blobs_;
+  std::unique_ptr<QueueService> queues_;
+  std::unique_ptr<ChangeFeed> feed_;
+  std::unique_ptr<Uploads> uploads_;
+  std::unique_ptr<SnapshotWorker> snapshot_worker_;
+  std::unique_ptr<FunctionRuntime> runtime_;
+  std::unique_ptr<LifecycleSweeper> sweeper_;
   std::atomic<bool> ready_{false};
   bool started_ = false;
 };

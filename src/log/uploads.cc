@@ -252,11 +252,6 @@ bool Uploads::KeepForSweep(const std::string& key) {
   return false;
 }
 
-void Uploads::EndSweep() {
-  std::lock_guard<std::mutex> lock(reference_mu_);
-  condemned_.clear();
-}
-
 Result<std::string> Uploads::ReadBody(const std::string& key) { return blobs_->Get(key); }
 
 std::string Uploads::PresignedPath(const std::string& method, const std::string& key,

@@ -12,7 +12,7 @@
 // sweep asks KeepForSweep() before deleting. The race this closes: the sweep decides a
 // blob is unreferenced, then a Complete appends an entry referencing it, then the sweep
 // deletes it. KeepForSweep() and Complete() serialize on one mutex, and a key found
-// unreferenced is "condemned" until EndSweep(): a Complete of a condemned key is refused
+// unreferenced is "condemned": a Complete of a condemned key is refused
 // (409) instead of referencing a blob that is about to disappear.
 #pragma once
 
@@ -87,9 +87,9 @@ class Uploads {
   Status Untag(const std::string& key);
 
   // For the lifecycle sweep's keep predicate: true if an entry references `key`.
-  // Otherwise condemns `key` until EndSweep() and returns false.
+  // Otherwise condemns `key` (for good: it is older than the orphan TTL and about to be
+  // deleted) and returns false.
   bool KeepForSweep(const std::string& key);
-  void EndSweep();
 
   // The payload of an external entry.
   Result<std::string> ReadBody(const std::string& key);

@@ -1,0 +1,40 @@
+// The side effects of the event log, run from the change feed (seed 000): a Lambda on
+// the entry table's stream, filtered so it sees only the records that need work —
+//   - a new Snapshot entry  -> send a snapshot job to the snapshot queue (duplicates are
+//                              fine: the snapshot worker is idempotent);
+//   - a new entry with an external body -> remove the blob's auto-delete tag.
+// And the snapshot queue's consumer, which hands each message to the SnapshotWorker.
+#pragma once
+
+#include "emulator/queue/queue.h"
+#include "emulator/runtime/function_runtime.h"
+#include "src/log/uploads.h"
+#include "src/snapshot/worker.h"
+
+namespace sheetlog {
+
+// INSERTs of Snapshot entries, and INSERTs of entries with `external`.
+EventFilter EntryEffectsFilter();
+
+StreamHandler MakeEntryEffectsHandler(QueueService* queues,
+                                      const std::string& snapshot_queue, Uploads* uploads,
+                                      FaultInjector* faults);
+
+QueueHandler MakeSnapshotQueueHandler(SnapshotWorker* worker, QueueService* queues,
+                                      const std::string& snapshot_queue);
+
+// MessageControl over a received queue message.
+class QueueMessageControl : public MessageControl {
+ public:
+  QueueMessageControl(QueueService* queues, std::string queue, std::string receipt_handle)
+      : queues_(queues), queue_(std::move(queue)), receipt_(std::move(receipt_handle)) {}
+  Status ChangeVisibility(int64_t seconds) override;
+  Status Delete() override;
+
+ private:
+  QueueService* queues_;
+  std::string queue_;
+  std::string receipt_;
+};
+
+}  // namespace sheetlog
