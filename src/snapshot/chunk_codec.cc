@@ -13,7 +13,7 @@ using namespace snapshot_coding;  // NOLINT: the codec's own helpers
 namespace {
 
 constexpr std::string_view kMagic = "SLSC";
-constexpr size_t kPrefixBytes = 5;  // magic + version byte
+constexpr size_t kPrefixBytes = 5;   // magic + version byte
 constexpr size_t kTrailerBytes = 4;  // CRC-32
 // Anything larger cannot be a real coordinate and would overflow int64 arithmetic.
 constexpr uint64_t kMaxCoordinate = uint64_t{1} << 62;
@@ -91,8 +91,7 @@ int64_t ChunkEncoder::SizeWith(size_t closed_header, size_t open_entry, int64_t 
 
 int64_t ChunkEncoder::EncodedSize() const {
   const int64_t open_body = has_open_ ? static_cast<int64_t>(open_.body.size()) : 0;
-  return SizeWith(closed_header_bytes_,
-                  has_open_ ? EntrySize(open_.info, open_body) : 0,
+  return SizeWith(closed_header_bytes_, has_open_ ? EntrySize(open_.info, open_body) : 0,
                   static_cast<int64_t>(closed_bodies_.size()) + open_body,
                   static_cast<int64_t>(closed_.size()) + (has_open_ ? 1 : 0));
 }
@@ -229,18 +228,17 @@ Result<ChunkHeader> DecodeChunkHeader(std::string_view prefix, int64_t* needed) 
         !h.GetVarint(&col_span) || !h.GetVarint(&cells) || !h.GetVarint(&body_len)) {
       return bad("truncated tile entry");
     }
-    if (first_row < 1 || col_lo < 1 || first_row > kMaxCoordinate || row_span > kMaxCoordinate ||
-        col_lo > kMaxCoordinate || col_span > kMaxCoordinate || cells == 0 ||
-        cells > body_len || body_len > (uint64_t{1} << 40)) {
+    if (first_row < 1 || col_lo < 1 || first_row > kMaxCoordinate ||
+        row_span > kMaxCoordinate || col_lo > kMaxCoordinate ||
+        col_span > kMaxCoordinate || cells == 0 || cells > body_len ||
+        body_len > (uint64_t{1} << 40)) {
       return bad("tile entry out of range");
     }
-    TileInfo t{static_cast<int64_t>(first_row),
-               static_cast<int64_t>(first_row + row_span),
-               static_cast<int64_t>(col_lo),
-               static_cast<int64_t>(col_lo + col_span),
-               static_cast<int64_t>(cells),
-               offset,
-               static_cast<int64_t>(body_len)};
+    TileInfo t{
+        static_cast<int64_t>(first_row), static_cast<int64_t>(first_row + row_span),
+        static_cast<int64_t>(col_lo),    static_cast<int64_t>(col_lo + col_span),
+        static_cast<int64_t>(cells),     offset,
+        static_cast<int64_t>(body_len)};
     offset += t.length;
     result.cells += t.cells;
     result.tiles.push_back(t);
@@ -294,8 +292,9 @@ Result<bool> TileDecoder::Next(PlacedCell* out) {
   const bool first = decoded_ == 0;
   PlacedCell cell;
   cell.ref.row = (first ? tile_.first_row : last_.row) + static_cast<int64_t>(row_delta);
-  cell.ref.col = (!first && row_delta == 0) ? last_.col + 1 + static_cast<int64_t>(col_code)
-                                            : static_cast<int64_t>(col_code);
+  cell.ref.col = (!first && row_delta == 0)
+                     ? last_.col + 1 + static_cast<int64_t>(col_code)
+                     : static_cast<int64_t>(col_code);
   if (cell.ref.row > tile_.last_row || cell.ref.col < tile_.col_lo ||
       cell.ref.col > tile_.col_hi || (!first && !(last_ < cell.ref))) {
     return bad("cell outside its tile or out of order");

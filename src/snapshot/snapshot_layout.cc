@@ -26,9 +26,8 @@ std::string SnapshotManifest::ToJson() const {
   for (const ChunkInfo& chunk : chunks) {
     json tile_list = json::array();
     for (const TileInfo& t : chunk.tiles) {
-      tile_list.push_back(
-          json::array({t.first_row, t.last_row, t.col_lo, t.col_hi, t.cells, t.offset,
-                       t.length}));
+      tile_list.push_back(json::array(
+          {t.first_row, t.last_row, t.col_lo, t.col_hi, t.cells, t.offset, t.length}));
     }
     chunk_list.push_back(json{{"key", chunk.key},
                               {"bytes", chunk.bytes},

@@ -4,8 +4,8 @@
 
 namespace sheetlog {
 
-Result<std::unique_ptr<SnapshotReader>> SnapshotReader::Open(BlobStore* store,
-                                                             const std::string& root_key) {
+Result<std::unique_ptr<SnapshotReader>> SnapshotReader::Open(
+    BlobStore* store, const std::string& root_key) {
   Result<std::string> text = store->Get(root_key);
   if (!text.ok()) return text.status().Annotate("reading snapshot root " + root_key);
   Result<SnapshotManifest> manifest = SnapshotManifest::FromJson(*text);
@@ -141,8 +141,7 @@ Result<bool> SnapshotReader::Cursor::Next(PlacedCell* cell) {
     }
     if (chunk_ >= chunks.size()) return false;
     const ChunkInfo& chunk = chunks[chunk_];
-    if (chunk.tiles.empty() ||
-        (after_ && chunk.tiles.back().LastKeyBound() <= *after_)) {
+    if (chunk.tiles.empty() || (after_ && chunk.tiles.back().LastKeyBound() <= *after_)) {
       ++chunk_;
       continue;
     }

@@ -14,9 +14,8 @@
 #include "emulator/blob/blob_store.h"
 #include "emulator/status.h"
 #include "src/sheet/a1.h"
-#include "src/snapshot/chunk_codec.h"
-#include "src/sheet/a1.h"
 #include "src/sheet/sheet_edit.h"
+#include "src/snapshot/chunk_codec.h"
 #include "src/snapshot/snapshot_layout.h"
 
 namespace sheetlog {
@@ -31,8 +30,8 @@ class AxisSpans {
     s.Add(lo, hi);
     return s;
   }
-  // REQUIRES: lo <= hi, and lo greater than every earlier hi + 0 (adjacent intervals
-  // are merged).
+  // Appends [lo, hi]. REQUIRES: lo <= hi; intervals are added in increasing order of
+  // lo (one that overlaps or touches the previous one merges into it).
   void Add(int64_t lo, int64_t hi);
   // True if some interval meets [lo, hi].
   bool Meets(int64_t lo, int64_t hi) const;

@@ -1,0 +1,101 @@
+#include "src/snapshot/cells_at.h"
+
+#include <algorithm>
+
+namespace sheetlog {
+
+namespace {
+
+// The old positions whose new positions fall in [lo, hi], as increasing intervals.
+AxisSpans SourceSpans(const AxisMap& map, int64_t lo, int64_t hi) {
+  AxisSpans spans;
+  map.ForEachBackwardRun(lo, hi,
+                         [&](int64_t new_begin, int64_t new_end, int64_t old_begin) {
+                           spans.Add(old_begin, old_begin + (new_end - new_begin));
+                         });
+  return spans;
+}
+
+}  // namespace
+
+Result<std::vector<PlacedCell>> CellsInRange(const SnapshotReader* snapshot,
+                                             const SheetDelta& delta,
+                                             const CellRange& range) {
+  // Older cells that land in the range, mapped to their new positions (still sorted:
+  // the transform preserves order).
+  std::vector<PlacedCell> base;
+  if (snapshot != nullptr && !delta.replaced()) {
+    const RowColumnTransform& transform = delta.transform();
+    AxisSpans rows = SourceSpans(transform.rows(), range.first.row, range.last.row);
+    AxisSpans cols = SourceSpans(transform.columns(), range.first.col, range.last.col);
+    ASSIGN_OR_RETURN(base, snapshot->ReadRegion(rows, cols));
+    for (PlacedCell& cell : base) {
+      // Every source position read maps into the range by construction.
+      cell.ref = *transform.Forward(cell.ref);
+    }
+  }
+
+  // The overlay's writes inside the range, in order.
+  std::vector<std::pair<CellRef, const Cell*>> writes;
+  const auto& rows = delta.overlay().rows();
+  for (auto it = rows.lower_bound(range.first.row);
+       it != rows.end() && it->first <= range.last.row; ++it) {
+    const Overlay::Row& row = it->second;
+    auto col = std::lower_bound(
+        row.begin(), row.end(), range.first.col,
+        [](const std::pair<int64_t, Cell>& entry, int64_t c) { return entry.first < c; });
+    for (; col != row.end() && col->first <= range.last.col; ++col) {
+      writes.emplace_back(CellRef{it->first, col->first}, &col->second);
+    }
+  }
+
+  // Merge: the overlay wins at the same position, and a clear removes.
+  std::vector<PlacedCell> out;
+  out.reserve(base.size() + writes.size());
+  size_t b = 0;
+  for (const auto& [ref, cell] : writes) {
+    while (b < base.size() && base[b].ref < ref) out.push_back(std::move(base[b++]));
+    if (b < base.size() && base[b].ref == ref) ++b;
+    if (!cell->empty()) out.push_back(PlacedCell{ref, *cell});
+  }
+  while (b < base.size()) out.push_back(std::move(base[b++]));
+  return out;
+}
+
+Result<std::vector<PlacedCell>> CellsInRange(const SnapshotReader* snapshot,
+                                             const std::vector<SheetEdit>& edits_after,
+                                             const CellRange& range) {
+  SheetDelta delta;
+  for (const SheetEdit& edit : edits_after) delta.Apply(edit);
+  return CellsInRange(snapshot, delta, range);
+}
+
+Result<Sheet::RangeValues> RangeValuesOf(const CellRange& range,
+                                         const std::vector<PlacedCell>& cells,
+                                         int64_t max_cells) {
+  const int64_t rows = range.rows();
+  const int64_t cols = range.columns();
+  if (rows <= 0 || cols <= 0 || rows > max_cells / cols) {
+    return InvalidArgument("range " + FormatRange(range) + " spans more than " +
+                           std::to_string(max_cells) + " cells");
+  }
+  Sheet::RangeValues out;
+  out.range = range;
+  out.values.assign(rows, std::vector<CellValue>(cols));
+  for (const PlacedCell& c : cells) {
+    if (!range.Contains(c.ref)) continue;
+    const int64_t r = c.ref.row - range.first.row;
+    const int64_t k = c.ref.col - range.first.col;
+    out.values[r][k] = c.cell.value;
+    if (!c.cell.format.empty()) {
+      if (!out.has_formats) {
+        out.formats.assign(rows, std::vector<std::string>(cols));
+        out.has_formats = true;
+      }
+      out.formats[r][k] = c.cell.format;
+    }
+  }
+  return out;
+}
+
+}  // namespace sheetlog
