@@ -1,34 +1,34 @@
-// Entry bodies: validation at append time, and external (blob-stored) bodies.
+// Entry bodies: validation at append time, and bodies too large to keep inline.
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/log/tables.h"
+#include "src/sheet/sheet_edit.h"
 
 namespace sheetlog::api {
 
 void PrepareEntryBody(App& app, const std::string& type, int64_t version,
                       const json& body, AppendRequest* request, UnitMeter* meter) {
   (void)app;
-  (void)type;
-  (void)version;
   (void)meter;
+  // Built-in types must parse now: a bad body is a 400 here, never a failure later in
+  // the snapshot pipeline.
+  Check(ValidateAppend(type, version, body));
   if (!body.is_null()) request->body = body.dump();
 }
 
-json ExternalJson(App& app, const std::string& key) {
-  (void)app;
-  return json{{"key", key}, {"size", nullptr}, {"url", nullptr}};
+Result<AppendResult> AppendPrepared(App& app, AppendRequest request, UnitMeter* meter,
+                                    int64_t* next_seq_out) {
+  if (request.body &&
+      static_cast<int64_t>(request.body->size()) > app.options().inline_limit) {
+    // Seed 001's break-even: larger bodies are cheaper in the blob store.
+    return app.uploads()->AppendLarge(std::move(request), meter, next_seq_out);
+  }
+  return app.log()->AddEntry(request, meter, next_seq_out);
 }
 
-json InlineExternalBody(App& app, const EntryRecord& entry, UnitMeter* meter) {
+Uploads::Validator CompletionValidator(App& app) {
   (void)app;
-  (void)entry;
-  (void)meter;
-  return nullptr;
-}
-
-std::string ManifestUrl(App& app, const std::string& root) {
-  (void)app;
-  return "/v1/blobs/" + root;
+  return {};
 }
 
 int64_t PendingSnapshotCount(App& app, const std::string& sheet_id, UnitMeter* meter) {
@@ -42,11 +42,6 @@ int64_t PendingSnapshotCount(App& app, const std::string& sheet_id, UnitMeter* m
   });
   Check(status);
   return count;
-}
-
-void DeleteBlobsBestEffort(App& app, const std::vector<std::string>& keys) {
-  (void)app;
-  (void)keys;
 }
 
 }  // namespace sheetlog::api

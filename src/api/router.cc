@@ -195,6 +195,15 @@ void Router::Post(const std::string& p, Handler h, RouteOptions o) {
 void Router::Put(const std::string& p, Handler h, RouteOptions o) {
   http_->Put(p, Wrap("PUT", p, std::move(h), o));
 }
+void Router::PutStreaming(const std::string& p, StreamingHandler h, RouteOptions o) {
+  http_->Put(p, [this, p, h = std::move(h), o](const httplib::Request& req,
+                                               httplib::Response& res,
+                                               const httplib::ContentReader& reader) {
+    Wrap(
+        "PUT", p, [&](Call& call) { h(call, reader); }, o)(req, res);
+  });
+}
+
 void Router::Delete(const std::string& p, Handler h, RouteOptions o) {
   http_->Delete(p, Wrap("DELETE", p, std::move(h), o));
 }

@@ -70,6 +70,8 @@ struct RouteOptions {
 };
 
 using Handler = std::function<void(Call&)>;
+// A handler that reads the request body itself, in pieces (blob uploads).
+using StreamingHandler = std::function<void(Call&, const httplib::ContentReader&)>;
 
 class Router {
  public:
@@ -80,6 +82,7 @@ class Router {
   void Post(const std::string& pattern, Handler h, RouteOptions o = {});
   void Put(const std::string& pattern, Handler h, RouteOptions o = {});
   void Delete(const std::string& pattern, Handler h, RouteOptions o = {});
+  void PutStreaming(const std::string& pattern, StreamingHandler h, RouteOptions o = {});
 
   // Wraps `h` with auth, error mapping, request-unit reporting and metrics.
   httplib::Server::Handler Wrap(const std::string& method, const std::string& pattern,

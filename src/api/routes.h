@@ -8,6 +8,7 @@
 
 #include "src/api/router.h"
 #include "src/log/event_log.h"
+#include "src/log/uploads.h"
 
 namespace sheetlog {
 class App;
@@ -18,6 +19,16 @@ namespace sheetlog::api {
 void RegisterOpsRoutes(Router& router, App& app);
 void RegisterSheetRoutes(Router& router, App& app);
 void RegisterAdminControlRoutes(Router& router, App& app);
+void RegisterBlobRoutes(Router& router, App& app);
+
+// {"seq", "segment", "num", "created", "external"} of an appended entry.
+json AppendResultJson(const AppendResult& result);
+// Checks an upload's payload before Complete appends its entry (e.g. an Import file
+// must parse), so a bad payload is refused with nothing written.
+Uploads::Validator CompletionValidator(App& app);
+// Appends `request`, moving a body over the inline limit to the blob store first.
+Result<AppendResult> AppendPrepared(App& app, AppendRequest request, UnitMeter* meter,
+                                    int64_t* next_seq_out);
 
 // An entry as api.md shows it.
 json EntryJson(App& app, const EntryRecord& entry);
@@ -33,8 +44,7 @@ int64_t PendingSnapshotCount(App& app, const std::string& sheet_id, UnitMeter* m
 void DeleteBlobsBestEffort(App& app, const std::vector<std::string>& keys);
 
 // Validates an entry body before anything is written (built-in types must parse) and
-// fills request->body, or moves a body over the inline limit to the blob store (with
-// the auto-delete tag) and sets request->external.
+// fills request->body with its canonical encoding.
 void PrepareEntryBody(App& app, const std::string& type, int64_t version,
                       const json& body, AppendRequest* request, UnitMeter* meter);
 

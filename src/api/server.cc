@@ -74,6 +74,7 @@ void ApiServer::RegisterRoutes() {
   RegisterOpsRoutes(*router_, *app_);
   RegisterSheetRoutes(*router_, *app_);
   RegisterAdminControlRoutes(*router_, *app_);
+  RegisterBlobRoutes(*router_, *app_);
 }
 
 Status ApiServer::Bind() {

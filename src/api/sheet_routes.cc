@@ -181,7 +181,8 @@ void RegisterSheetRoutes(Router& router, App& app) {
     PrepareEntryBody(app, *type, version, entry_body.value_or(json(nullptr)), &request,
                      &call.meter);
     int64_t next_seq = -1;
-    Result<AppendResult> result = log.AddEntry(request, &call.meter, &next_seq);
+    Result<AppendResult> result =
+        AppendPrepared(app, std::move(request), &call.meter, &next_seq);
     if (!result.ok()) Fail(result.status(), next_seq);
     call.Reply(201, AppendResultJson(*result));
   });

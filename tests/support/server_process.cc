@@ -143,6 +143,17 @@ httplib::Client ServerProcess::Client() const {
 
 std::string ServerProcess::Log() const { return ReadFile(log_path_); }
 
+bool Eventually(const std::function<bool()>& condition, int real_seconds) {
+  time_t deadline = time(nullptr) + real_seconds;
+  while (time(nullptr) <= deadline) {
+    if (condition()) return true;
+    // Yield the core to the server between checks (no fixed delay).
+    pollfd none{-1, 0, 0};
+    poll(&none, 0, 5);
+  }
+  return condition();
+}
+
 JsonResponse Request(httplib::Client& client, const std::string& method,
                      const std::string& path, const std::string& body,
                      const httplib::Headers& headers) {

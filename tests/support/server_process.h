@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -46,6 +47,7 @@ class ServerProcess {
   bool running() const { return pid_ > 0; }
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   const std::string& error() const { return error_; }
   // A new client for this server (keep-alive capable), with the token if any.
   httplib::Client Client() const;
@@ -72,6 +74,10 @@ struct JsonResponse {
 JsonResponse Request(httplib::Client& client, const std::string& method,
                      const std::string& path, const std::string& body = "",
                      const httplib::Headers& headers = {});
+// Re-evaluates `condition` until it holds or `real_seconds` of real time pass; for
+// waiting on the server's background work (each check is a request, which paces it).
+bool Eventually(const std::function<bool()>& condition, int real_seconds = 30);
+
 inline JsonResponse Get(httplib::Client& c, const std::string& path) {
   return Request(c, "GET", path);
 }

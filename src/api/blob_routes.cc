@@ -1,0 +1,272 @@
+// Routes of api.md "Blob store" (the S3 stand-in) and "Large entries" (uploads).
+#include "emulator/blob/blob_lifecycle.h"
+#include "emulator/blob/blob_store.h"
+#include "emulator/env/uuid.h"
+#include "src/api/routes.h"
+#include "src/app/app.h"
+#include "src/log/uploads.h"
+#include "src/sheet/sheet_edit.h"
+
+namespace sheetlog::api {
+
+namespace {
+
+constexpr int64_t kReadChunkBytes = 1 << 20;
+constexpr int64_t kPresignedGetSeconds = 3600;
+
+json BlobInfoJson(const BlobInfo& info) {
+  return json{{"key", info.key},
+              {"size", info.size},
+              {"etag", info.etag},
+              {"created", info.created_micros / 1000000},
+              {"content_type", info.content_type},
+              {"tags", info.tags}};
+}
+
+// A presigned request carries ?expires=&signature=; anything else needs the token.
+// Returns true if the request is presigned (and valid for `method`).
+bool CheckBlobAccess(Call& call, const Router& router, App& app,
+                     const std::string& method, const std::string& key) {
+  auto signature = call.Query("signature");
+  auto expires = call.Query("expires");
+  if (!signature && !expires) {
+    if (!router.Authorized(call.req)) {
+      throw ApiError::Unauthorized(
+          "missing or wrong bearer token (or use a presigned URL)");
+    }
+    return false;
+  }
+  std::optional<int64_t> expiry = expires ? ParseInt(*expires) : std::nullopt;
+  if (!signature || !expiry) {
+    throw ApiError::Forbidden("a presigned URL needs both expires and signature");
+  }
+  Check(app.blobs()->VerifyPresigned(method, key, *expiry, *signature));
+  return true;
+}
+
+std::string KeyOf(Call& call) {
+  std::string key = call.Path(1);
+  Check(BlobStore::ValidateKey(key));
+  return key;
+}
+
+// "http://host:port" of this request, for absolute URLs in responses.
+std::string BaseUrl(const Call& call) {
+  std::string host = call.req.get_header_value("Host");
+  return host.empty() ? "" : "http://" + host;
+}
+
+}  // namespace
+
+json ExternalJson(App& app, const std::string& key) {
+  json out{{"key", key}, {"size", nullptr}, {"url", nullptr}};
+  Result<BlobInfo> info = app.blobs()->Head(key);
+  if (info.ok()) out["size"] = info->size;
+  int64_t expires = app.clock()->NowSeconds() + kPresignedGetSeconds;
+  out["url"] = app.uploads()->PresignedPath("GET", key, expires);
+  return out;
+}
+
+json InlineExternalBody(App& app, const EntryRecord& entry, UnitMeter* meter) {
+  (void)meter;
+  Result<std::string> body = app.uploads()->ReadBody(*entry.external);
+  if (!body.ok()) throw ApiError::FromStatus(body.status());
+  json parsed = json::parse(*body, nullptr, false);
+  return parsed.is_discarded() ? json(*body) : parsed;
+}
+
+std::string ManifestUrl(App& app, const std::string& root) {
+  return app.uploads()->PresignedPath("GET", root,
+                                      app.clock()->NowSeconds() + kPresignedGetSeconds);
+}
+
+void DeleteBlobsBestEffort(App& app, const std::vector<std::string>& keys) {
+  for (const std::string& key : keys) (void)app.blobs()->Delete(key);
+}
+
+void RegisterBlobRoutes(Router& router, App& app) {
+  BlobStore& blobs = *app.blobs();
+  // Auth is checked per request: a presigned URL replaces the token.
+  RouteOptions self_auth{/*auth=*/false, /*storage=*/true};
+
+  router.PutStreaming(
+      R"(/v1/blobs/(.+))",
+      [&](Call& call, const httplib::ContentReader& reader) {
+        std::string key = KeyOf(call);
+        bool presigned = CheckBlobAccess(call, router, app, "PUT", key);
+        if (call.req.has_param("tagging")) {
+          if (presigned) throw ApiError::Forbidden("presigned URLs cannot change tags");
+          std::string body;
+          reader([&](const char* data, size_t n) {
+            body.append(data, n);
+            return body.size() <= (1 << 16);
+          });
+          json parsed = json::parse(body, nullptr, false);
+          if (parsed.is_discarded()) throw ApiError::Validation("malformed JSON tag set");
+          FieldReader fields(parsed, "request body");
+          std::optional<json> tags = fields.Any("tags");
+          fields.Finish();
+          if (!tags || !tags->is_object())
+            throw ApiError::Validation("field 'tags' must be an object");
+          BlobTags tag_set;
+          for (auto it = tags->begin(); it != tags->end(); ++it) {
+            if (!it->is_string())
+              throw ApiError::Validation("tag values must be strings");
+            tag_set[it.key()] = it->get<std::string>();
+          }
+          Check(blobs.PutTags(key, tag_set));
+          call.Reply(200, json{{"tags", tag_set}});
+          return;
+        }
+        BlobPutOptions options;
+        options.content_type = call.req.get_header_value("Content-Type");
+        if (options.content_type.empty())
+          options.content_type = "application/octet-stream";
+        // A presigned upload is seed 000's discardable write: tagged for auto-delete
+        // until an entry references it and the change feed removes the tag.
+        if (presigned) options.tags[kAutoDeleteTag] = "true";
+        std::unique_ptr<BlobWriter> writer = Check(blobs.BeginPut(key, options));
+        Status append_status;
+        bool read_ok = reader([&](const char* data, size_t n) {
+          append_status = writer->Append(std::string_view(data, n));
+          return append_status.ok();
+        });
+        if (!append_status.ok()) {
+          writer->Abort();
+          throw ApiError::FromStatus(append_status);
+        }
+        if (!read_ok) {
+          writer->Abort();
+          throw ApiError::Validation("the request body ended early");
+        }
+        BlobInfo info = Check(writer->Commit());
+        call.Reply(200, BlobInfoJson(info));
+      },
+      self_auth);
+
+  router.Get(
+      R"(/v1/blobs/(.+))",
+      [&](Call& call) {
+        std::string key = KeyOf(call);
+        CheckBlobAccess(call, router, app, "GET", key);
+        if (call.req.has_param("tagging")) {
+          call.Reply(200, json{{"tags", Check(blobs.GetTags(key))}});
+          return;
+        }
+        std::shared_ptr<BlobReader> reader(Check(blobs.OpenReader(key)).release());
+        const BlobInfo& info = reader->info();
+        call.res.status = 200;
+        call.res.set_header("ETag", "\"" + info.etag + "\"");
+        call.res.set_header("X-Sheetlog-Tag-Count", std::to_string(info.tags.size()));
+        call.res.set_content_provider(
+            static_cast<size_t>(info.size), info.content_type,
+            [reader](size_t offset, size_t length, httplib::DataSink& sink) {
+              Result<std::string> piece = reader->ReadAt(
+                  static_cast<int64_t>(offset),
+                  std::min<int64_t>(static_cast<int64_t>(length), kReadChunkBytes));
+              if (!piece.ok() || piece->empty()) return false;
+              return sink.write(piece->data(), piece->size());
+            });
+      },
+      self_auth);
+
+  router.Delete(R"(/v1/blobs/(.+))",
+                [&](Call& call) {
+                  std::string key = KeyOf(call);
+                  CheckBlobAccess(call, router, app, "DELETE", key);
+                  Check(blobs.Delete(key));
+                  call.NoContent();
+                },
+                self_auth);
+
+  router.Get("/v1/blobs", [&](Call& call) {
+    BlobListOptions options;
+    options.prefix = call.Query("prefix").value_or("");
+    options.delimiter = call.Query("delimiter").value_or("");
+    options.continuation = call.Query("continuation").value_or("");
+    if (auto limit = call.Query("limit")) {
+      auto parsed = ParseInt(*limit);
+      if (!parsed || *parsed < 1 || *parsed > 1000) {
+        throw ApiError::Validation("limit must be an integer in 1..1000");
+      }
+      options.limit = static_cast<int>(*parsed);
+    }
+    BlobListResult page = Check(blobs.List(options));
+    json keys = json::array();
+    for (const BlobInfo& info : page.keys) keys.push_back(BlobInfoJson(info));
+    call.Reply(200, json{{"keys", keys},
+                         {"prefixes", page.prefixes},
+                         {"continuation",
+                          page.continuation ? json(*page.continuation) : json(nullptr)}});
+  });
+
+  // --- Large entries: seed 000's three steps. ---
+
+  router.Post(R"(/v1/sheets/([^/]+)/uploads)", [&](Call& call) {
+    std::string sheet = call.Path(1);
+    if (!IsUuid(sheet)) throw ApiError::NotFound("no sheet '" + sheet + "'");
+    json body = call.Body();
+    FieldReader fields(body, "request body");
+    std::optional<std::string> type = fields.String("type");
+    int64_t version = fields.Int("version", 1);
+    std::optional<json> entry_body = fields.Any("body");
+    std::optional<std::string> content_type = fields.String("content_type");
+    std::optional<int64_t> size = fields.Int("size");
+    fields.Finish();
+    if (!type || type->empty()) throw ApiError::Validation("field 'type' is required");
+    if (size && (*size < 0 || *size > blobs.options().max_object_bytes)) {
+      throw ApiError::PayloadTooLarge(blobs.options().max_object_bytes);
+    }
+    // The small declared body is checked now, like an inline append's.
+    Check(ValidateAppend(*type, version, entry_body.value_or(json(nullptr))));
+    std::optional<std::string> encoded;
+    if (entry_body && !entry_body->is_null()) encoded = entry_body->dump();
+    UploadInfo upload = Check(app.uploads()->Create(sheet, *type, version, encoded,
+                                                    content_type, size, &call.meter));
+    call.Reply(201,
+               json{{"upload_id", upload.upload_id},
+                    {"key", upload.blob_key},
+                    {"url", BaseUrl(call) + app.uploads()->PresignedPath(
+                                                "PUT", upload.blob_key, upload.expires)},
+                    {"expires", upload.expires}});
+  });
+
+  router.Post(R"(/v1/sheets/([^/]+)/uploads/([^/]+)/complete)", [&](Call& call) {
+    std::string sheet = call.Path(1);
+    std::string upload_id = call.Path(2);
+    if (!IsUuid(sheet)) throw ApiError::NotFound("no sheet '" + sheet + "'");
+    if (!IsUuid(upload_id)) throw ApiError::NotFound("no upload '" + upload_id + "'");
+    json body = call.Body();
+    FieldReader fields(body, "request body");
+    std::optional<int64_t> expect_seq = fields.Int("expect_seq");
+    fields.Finish();
+    int64_t next_seq = -1;
+    bool already = false;
+    Result<EntryRecord> entry =
+        app.uploads()->Complete(sheet, upload_id, expect_seq, CompletionValidator(app),
+                                &call.meter, &next_seq, &already);
+    if (!entry.ok()) {
+      json extra = json::object();
+      if (entry.status().IsConditionFailed() && next_seq >= 0)
+        extra["next_seq"] = next_seq;
+      throw ApiError::FromStatus(entry.status(), extra);
+    }
+    json out = AppendResultJson(AppendResult{*entry});
+    out["already_completed"] = already;
+    call.Reply(201, out);
+  });
+
+  router.Post("/v1/admin/sweep", [&](Call& call) {
+    SweepReport report = Check(app.sweeper()->RunNow());
+    call.Reply(200, json{{"examined", report.examined},
+                         {"matched", report.matched},
+                         {"too_young", report.too_young},
+                         {"kept_by_predicate", report.kept_by_predicate},
+                         {"deleted", report.deleted},
+                         {"deleted_bytes", report.deleted_bytes},
+                         {"deleted_keys", report.deleted_keys},
+                         {"errors", report.errors}});
+  });
+}
+
+}  // namespace sheetlog::api
