@@ -251,7 +251,8 @@ TEST_F(StreamMappingTest, DeliversInOrderWithoutPollingAndCheckpoints) {
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 2u);
   EXPECT_EQ((*rows)[1].status, ExecStatus::kSucceeded);
-  EXPECT_EQ((*rows)[1].detail, R"({"num":3,"segment":0,"sheet_id":"s"})");
+  EXPECT_EQ((*rows)[1].detail,
+            R"({"num":2,"segment":0,"sheet_id":"s"})");  // seq 3 = num 2
 }
 
 TEST_F(StreamMappingTest, FilterDeliversOnlyMatchingRecordsAndSkipsTheRest) {
@@ -358,7 +359,12 @@ TEST_F(StreamMappingTest, RecordOlderThanMaxAgeIsSkippedAndListedAsFailed) {
   ASSERT_TRUE(rt.Start().ok());
   const int shard = ShardOf("s");
   Insert("s", 0, "Poison");
-  ASSERT_TRUE(calls_.WaitForCount(1));
+  ASSERT_TRUE(events_.WaitFor([&](const auto& events) {  // the backoff is now scheduled
+    for (const auto& e : events) {
+      if (e.kind == RuntimeEvent::Kind::kBatchFailed) return true;
+    }
+    return false;
+  }));
 
   clock_.AdvanceSeconds(11);  // past the backoff and past the maximum age
   ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 1));
@@ -406,8 +412,8 @@ TEST_F(StreamMappingTest, BisectIsolatesThePoisonRecord) {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(succeeded, (std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8}));
   }
-  // [1..8] fails, [1..4] ok, [5..8] fails, [5,6] fails, [6] poison fails alone (record
-  // 6 is num 5), skipped; [7] ... wait: halves of [5,6] are [5] ok and [6] poison.
+  // Sequence 6 is the poison (num 5). [1..8] fails; [1..4] ok; [5..8] fails; [5,6]
+  // fails; [5] ok; [6] fails alone, is out of retries and skipped; [7,8] ok.
   std::vector<Invocation> calls = calls_.Get();
   ASSERT_FALSE(calls.empty());
   EXPECT_EQ(calls.front().sequences.size(), 8u);

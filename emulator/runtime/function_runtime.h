@@ -1,0 +1,246 @@
+// emulator/runtime: the Lambda stand-in. Event source mappings connect a change feed
+// (stream mapping) or a queue (queue mapping) to a handler, run it on bounded worker
+// threads with Lambda's delivery rules, and keep seed 002's execution history so that
+// duplicate deliveries are detected and failures can be replayed.
+//
+// Stream mappings (Lambda + DynamoDB Streams):
+//   - Per shard, at most one batch in flight per mapping, so a shard's records are
+//     handled in order; different shards (and mappings) run in parallel on
+//     `Options::stream_workers` threads.
+//   - Records that match no filter pattern are skipped; the checkpoint moves past them.
+//   - A failed batch is retried with exponential backoff by the Clock (the same batch),
+//     blocking only its own shard, until it succeeds, its oldest record is older than
+//     max_record_age (default: the stream's retention), or max_retry_attempts is spent.
+//     Then it is skipped: each record gets a `failed` history row naming the reason,
+//     and the checkpoint moves past it (nothing is lost for good: the history lists it
+//     for replay, and the event log is the source of truth).
+//   - bisect_on_error splits a failing batch in halves (without waiting) until the
+//     failing record is alone, so one poison record does not hold back its neighbours.
+//   - The checkpoint (ChangeFeed::SaveCheckpoint, consumer = mapping name) advances only
+//     after success or a skip. A crash in between means redelivery, which the history
+//     turns into a no-op.
+//   - New records wake the mapping at once (commit listener); there is no polling delay.
+//
+// Queue mappings (Lambda + SQS):
+//   - `concurrency` consumer threads each receive up to batch_size messages and invoke
+//     the handler. On success the runtime deletes each message; on failure it records
+//     the error (QueueService::RecordFailure) and leaves the message, which reappears
+//     after its visibility timeout (and reaches the dead-letter queue after the queue's
+//     max_receive_count). A handler can take over a message's fate with
+//     InvocationContext::MarkMessageHandled (it deleted it, or changed its visibility to
+//     defer it) or fail single messages with ReportItemFailure.
+//
+// Execution history (seed 002), for both kinds when keep_history is set: before the
+// handler sees a record/message, its key (default "<mapping>:<shard>:<sequence>" for a
+// record, "<mapping>:<message id>" for a message; a mapping may derive its own) goes
+// through ExecutionHistory::BeginBatch:
+//   - already succeeded: a duplicate. Stream: dropped from the batch (counts as done).
+//     Queue: the message is deleted without running the handler.
+//   - running elsewhere / lost the atomic-counter race: a concurrent duplicate.
+//     Stream: the batch is retried later (backoff). Queue: the message is left alone.
+// After the handler, one row per key records succeeded, failed (+ error) or deferred.
+//
+// Fault points (FaultInjector): "runtime.before_handler" (error = the invocation
+// fails), "runtime.after_handler_before_history",
+// "runtime.after_handler_before_checkpoint", "runtime.queue.after_history_before_delete";
+// duplicate delivery (kDuplicate): "runtime.stream.duplicate" delivers a successful batch
+// a second time, "runtime.queue.duplicate" delivers received messages a second time.
+//
+// Lifecycle: Add*Mapping(), then Start(); Stop() (also run by the destructor) lets every
+// handler already running finish (and its message delete or checkpoint complete),
+// starts no new invocation, and joins every thread. A message received but not finished
+// by an abandoned consumer simply reappears after its visibility timeout.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "emulator/queue/queue.h"
+#include "emulator/runtime/event_filter.h"
+#include "emulator/runtime/execution_history.h"
+#include "emulator/runtime/invocation_context.h"
+#include "emulator/sqlite/database.h"
+#include "emulator/status.h"
+#include "emulator/stream/change_feed.h"
+
+namespace sheetlog {
+
+class Clock;
+class FaultInjector;
+
+using StreamHandler =
+    std::function<Status(const std::vector<StreamRecord>& batch, InvocationContext& ctx)>;
+using QueueHandler = std::function<Status(const std::vector<ReceivedMessage>& messages,
+                                          InvocationContext& ctx)>;
+
+inline constexpr int64_t kDefaultTimeBudgetMicros = 900LL * 1000000;  // Lambda's max
+
+struct StreamMapping {
+  // Unique among the runtime's mappings: the checkpoint consumer and history source.
+  std::string name;
+  ChangeFeed* feed = nullptr;  // must outlive the runtime
+  StreamHandler handler;
+  EventFilter filter;  // default: every record
+  // Most records per invocation, 1..10000. Default: 100.
+  int batch_size = 100;
+  // Records older than this (clock time since the change) are skipped rather than
+  // (re)tried. -1: the stream's retention (Lambda's default: retry until expiry).
+  int64_t max_record_age_micros = -1;
+  // Retries of a failed batch before it is skipped; -1: unlimited (until max age).
+  int max_retry_attempts = -1;
+  bool bisect_on_error = false;
+  // Backoff before retry n (n >= 1): min(retry_base << (n - 1), retry_max).
+  int64_t retry_base_micros = 1000000;
+  int64_t retry_max_micros = 300LL * 1000000;
+  // Invocation time budget (InvocationContext deadline). Default: 900 s.
+  int64_t time_budget_micros = kDefaultTimeBudgetMicros;
+  bool keep_history = true;
+  // Execution-history key of a record. Default: "<name>:<shard>:<sequence>".
+  std::function<std::string(const StreamRecord&)> history_key;
+  // Where a mapping with no checkpoint at all starts: the oldest retained record
+  // (TRIM_HORIZON, default) or the newest (LATEST: only changes from now on).
+  enum class StartingPosition { kTrimHorizon, kLatest };
+  StartingPosition starting_position = StartingPosition::kTrimHorizon;
+};
+
+struct QueueMapping {
+  std::string name;  // unique among the runtime's mappings; the history source
+  QueueService* queues = nullptr;  // must outlive the runtime
+  std::string queue;
+  QueueHandler handler;
+  // Consumer threads, 1..64. Default: 1.
+  int concurrency = 1;
+  // Messages per invocation, 1..10. Default: 1.
+  int batch_size = 1;
+  // Visibility timeout for received messages; default: the queue's.
+  std::optional<int64_t> visibility_timeout_s;
+  int64_t time_budget_micros = kDefaultTimeBudgetMicros;
+  bool keep_history = true;
+  // Execution-history key of a message. Default: "<name>:<message id>".
+  std::function<std::string(const ReceivedMessage&)> history_key;
+  // Clock time to wait after a queue service error before trying again.
+  int64_t error_backoff_micros = 1000000;
+};
+
+// Reported to Options::observer after each step (for metrics, logs and tests).
+struct RuntimeEvent {
+  enum class Kind {
+    kBatchSucceeded,    // stream: batch handled (or all duplicates); checkpoint moved
+    kBatchFailed,       // stream: batch failed; retried after backoff, or bisected
+    kRecordsSkipped,    // stream: too old / out of retries; checkpoint moved past them
+    kRecordsFiltered,   // stream: records matched no pattern; checkpoint moved
+    kRecordsLost,       // stream: records pruned before this mapping read them
+    kMessageSucceeded,  // queue: handled and deleted
+    kMessageFailed,     // queue: left for redelivery after its visibility timeout
+    kMessageHandled,    // queue: the handler took care of it (MarkMessageHandled)
+    kMessageDuplicate,  // queue: history says it already succeeded; deleted
+    kMessageBusy,       // queue: a concurrent duplicate is running it; left alone
+  };
+  Kind kind;
+  std::string mapping;
+  int shard = -1;              // stream events
+  int64_t first_sequence = 0;  // stream events: records covered
+  int64_t last_sequence = 0;   // stream events: the checkpoint for success/skip/filter
+  size_t count = 0;            // records / messages concerned
+  std::string message_id;      // queue events
+  Status status;               // failures: why
+};
+
+struct MappingStats {
+  std::string name;
+  int64_t invocations = 0;  // handler calls
+  int64_t failures = 0;     // failed invocations (stream) / failed messages (queue)
+  int64_t skipped = 0;      // stream records skipped after retries / age
+  int64_t duplicates = 0;   // records / messages found already succeeded in history
+};
+
+class FunctionRuntime {
+ public:
+  struct Options {
+    // Threads running stream batches, shared by all stream mappings. Default: 4.
+    int stream_workers = 4;
+    // How often (clock time) the runtime prunes its feeds' expired records;
+    // 0 = never. Default: 60 s.
+    int64_t prune_interval_micros = 60LL * 1000000;
+    // Called after each step, on a worker thread, without locks held. Must be quick.
+    std::function<void(const RuntimeEvent&)> observer;
+  };
+
+  // `db`, `clock` must outlive the runtime; `faults` may be null.
+  FunctionRuntime(Database* db, Clock* clock, FaultInjector* faults);
+  FunctionRuntime(Database* db, Clock* clock, FaultInjector* faults, Options options);
+  ~FunctionRuntime();
+  FunctionRuntime(const FunctionRuntime&) = delete;
+  FunctionRuntime& operator=(const FunctionRuntime&) = delete;
+
+  // InvalidArgument for a bad or duplicate mapping; FailedPrecondition after Start().
+  Status AddStreamMapping(StreamMapping mapping);
+  Status AddQueueMapping(QueueMapping mapping);
+
+  // Loads checkpoints and starts the threads. FailedPrecondition if already started
+  // (a stopped runtime cannot be restarted: make a new one). Storage errors while
+  // loading checkpoints are returned and nothing starts.
+  Status Start();
+  // Drains and joins (see the file comment). Idempotent.
+  void Stop();
+
+  ExecutionHistory& history() { return history_; }
+  std::vector<MappingStats> Stats() const;
+
+ private:
+  struct ShardState;
+  struct StreamState;
+  struct QueueState;
+  struct Task {
+    StreamState* mapping;
+    int shard;
+    int64_t head;
+  };
+
+  void DispatchLoop();
+  void WorkerLoop();
+  void ConsumerLoop(QueueState* mapping);
+  // Runs one step of a shard: read a batch or (re)try the pending one.
+  void RunShardStep(StreamState& mapping, int shard, ShardState& state, int64_t head);
+  Status InvokeStream(StreamState& mapping, int shard,
+                      const std::vector<StreamRecord>& batch);
+  void SkipRecords(StreamState& mapping, int shard, ShardState& state,
+                   const std::vector<StreamRecord>& batch, const std::string& reason);
+  void Advance(StreamState& mapping, int shard, ShardState& state, int64_t sequence);
+  void ProcessMessages(QueueState& mapping, const std::vector<ReceivedMessage>& messages);
+  void Notify(const RuntimeEvent& event);
+  // Waits on the stop condition until `deadline_micros` or Stop(). False once stopping.
+  bool PauseUntil(int64_t deadline_micros);
+
+  Database* db_;
+  Clock* clock_;
+  FaultInjector* faults_;
+  Options options_;
+  ExecutionHistory history_;
+
+  mutable std::mutex mu_;
+  std::condition_variable dispatch_cv_;  // dispatcher: new records, finished tasks, stop
+  std::condition_variable work_cv_;      // stream workers: tasks, stop
+  std::condition_variable stop_cv_;      // queue consumers pausing after errors
+  bool started_ = false;                 // GUARDED_BY(mu_)
+  bool stopping_ = false;                // GUARDED_BY(mu_)
+  bool wake_ = true;                     // GUARDED_BY(mu_): re-evaluate shards
+  bool heads_dirty_ = true;              // GUARDED_BY(mu_): re-read feed heads
+  std::deque<Task> tasks_;               // GUARDED_BY(mu_)
+  int consumers_running_ = 0;            // GUARDED_BY(mu_)
+
+  std::vector<std::unique_ptr<StreamState>> streams_;  // fixed after Start()
+  std::vector<std::unique_ptr<QueueState>> queues_;    // fixed after Start()
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace sheetlog
