@@ -1,0 +1,386 @@
+// FunctionRuntime queue event source mappings over the real QueueService. Time is a
+// ManualClock; background progress is awaited on conditions (bounded in real time).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "emulator/env/clock.h"
+#include "emulator/env/faults.h"
+#include "emulator/runtime/function_runtime.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto kPatience = 30s;
+
+class Recorder {
+ public:
+  void Add(const RuntimeEvent& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(e);
+    cv_.notify_all();
+  }
+  void Call(const ReceivedMessage& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back(m);
+    cv_.notify_all();
+  }
+  // Waits until `n` events of `kind` have been reported.
+  bool WaitForEvents(RuntimeEvent::Kind kind, int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kPatience, [&] { return CountLocked(kind) >= n; });
+  }
+  bool WaitForCalls(size_t n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kPatience, [&] { return calls_.size() >= n; });
+  }
+  int Count(RuntimeEvent::Kind kind) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return CountLocked(kind);
+  }
+  std::vector<ReceivedMessage> Calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
+
+ private:
+  int CountLocked(RuntimeEvent::Kind kind) {
+    int n = 0;
+    for (const RuntimeEvent& e : events_) n += e.kind == kind;
+    return n;
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RuntimeEvent> events_;
+  std::vector<ReceivedMessage> calls_;
+};
+
+class Gate {
+ public:
+  void Arrive() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++waiting_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return open_; });
+  }
+  bool WaitForArrivals(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, kPatience, [&] { return waiting_ >= n; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  bool open_ = false;
+};
+
+class QueueMappingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Database::Options options;
+    options.path = dir_.File("sheetlog.db");
+    options.clock = &clock_;
+    auto db = Database::Open(options);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(db).value();
+    queues_ = std::make_unique<QueueService>(db_.get(), &clock_, &faults_);
+    QueueOptions q;
+    q.name = "jobs";
+    q.visibility_timeout_s = 30;
+    ASSERT_TRUE(queues_->CreateQueue(q).ok());
+  }
+  void TearDown() override { runtime_.reset(); }
+
+  FunctionRuntime& NewRuntime() {
+    FunctionRuntime::Options options;
+    options.prune_interval_micros = 0;
+    options.observer = [this](const RuntimeEvent& e) { recorder_.Add(e); };
+    runtime_ = std::make_unique<FunctionRuntime>(db_.get(), &clock_, &faults_, options);
+    return *runtime_;
+  }
+
+  QueueMapping Mapping(QueueHandler handler) {
+    QueueMapping m;
+    m.name = "worker";
+    m.queues = queues_.get();
+    m.queue = "jobs";
+    m.handler = std::move(handler);
+    return m;
+  }
+
+  std::string Send(const std::string& body) {
+    auto id = queues_->Send("jobs", body);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : "";
+  }
+
+  QueueStats Stats() {
+    auto stats = queues_->Stats("jobs");
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    return stats.ok() ? *stats : QueueStats{};
+  }
+
+  testing::TempDir dir_;
+  ManualClock clock_;
+  FaultInjector faults_{&clock_};
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<QueueService> queues_;
+  Recorder recorder_;
+  std::unique_ptr<FunctionRuntime> runtime_;
+};
+
+TEST_F(QueueMappingTest, SuccessDeletesTheMessageAndRecordsHistory) {
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext& ctx) {
+                  EXPECT_EQ(ctx.history_key(), "worker:" + msgs[0].id);
+                  recorder_.Call(msgs[0]);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  const std::string id = Send("snapshot sheet-1 0 100");
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
+  EXPECT_EQ(recorder_.Calls()[0].body, "snapshot sheet-1 0 100");
+  QueueStats stats = Stats();
+  EXPECT_EQ(stats.visible + stats.in_flight + stats.delayed, 0) << "deleted";
+  auto latest = rt.history().Latest("worker:" + id);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ((*latest)->status, ExecStatus::kSucceeded);
+  EXPECT_EQ((*latest)->sequence, 2);
+}
+
+TEST_F(QueueMappingTest, FailureLeavesTheMessageUntilItsVisibilityTimeout) {
+  std::atomic<int> attempts{0};
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
+                  recorder_.Call(msgs[0]);
+                  if (attempts.fetch_add(1) == 0) return Unavailable("blob store down");
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  const std::string id = Send("job");
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageFailed, 1));
+  QueueStats stats = Stats();
+  EXPECT_EQ(stats.in_flight, 1) << "left in the queue, hidden until the timeout";
+  // The failure is kept on the message (shown if it is dead-lettered later).
+  auto listed = queues_->ListDeadLetters("jobs");
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_NE((*listed)[0].last_error.find("blob store down"), std::string::npos);
+
+  clock_.AdvanceSeconds(29);
+  EXPECT_EQ(recorder_.Calls().size(), 1u);
+  clock_.AdvanceSeconds(2);  // past the 30 s visibility timeout
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
+  std::vector<ReceivedMessage> calls = recorder_.Calls();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].id, id);
+  EXPECT_EQ(calls[1].receive_count, 2);
+  auto rows = rt.history().List("worker:" + id);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 4u);
+  EXPECT_EQ((*rows)[1].status, ExecStatus::kFailed);
+  EXPECT_EQ((*rows)[3].status, ExecStatus::kSucceeded);
+}
+
+TEST_F(QueueMappingTest, HandlerCanDeferAMessageItself) {
+  std::atomic<int> attempts{0};
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext& ctx) {
+                  recorder_.Call(msgs[0]);
+                  if (attempts.fetch_add(1) == 0) {
+                    // Seed 000: an earlier snapshot is pending; come back in 60 s.
+                    Status s =
+                        queues_->ChangeVisibility("jobs", msgs[0].receipt_handle, 60);
+                    if (!s.ok()) return s;
+                    ctx.MarkMessageHandled(msgs[0].id);
+                  }
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  const std::string id = Send("job");
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageHandled, 1));
+  EXPECT_EQ(Stats().in_flight, 1) << "neither deleted nor failed";
+  auto latest = rt.history().Latest("worker:" + id);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ((*latest)->status, ExecStatus::kDeferred);
+
+  clock_.AdvanceSeconds(
+      31);  // the runtime's 30 s would have passed; the handler's 60 not
+  EXPECT_EQ(recorder_.Calls().size(), 1u);
+  clock_.AdvanceSeconds(30);
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
+  EXPECT_EQ(recorder_.Calls().size(), 2u);
+  EXPECT_EQ(recorder_.Count(RuntimeEvent::Kind::kMessageFailed), 0);
+}
+
+TEST_F(QueueMappingTest, PartialBatchFailureKeepsOnlyTheFailedMessage) {
+  FunctionRuntime& rt = NewRuntime();
+  QueueMapping m = Mapping([&](const auto& msgs, InvocationContext& ctx) {
+    for (const ReceivedMessage& msg : msgs) {
+      recorder_.Call(msg);
+      if (msg.body == "bad") ctx.ReportItemFailure(msg.id, "cannot parse");
+    }
+    return Status::OK();
+  });
+  m.batch_size = 10;
+  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
+  ASSERT_TRUE(queues_->SendBatch("jobs", {"good-1", "bad", "good-2"}).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 2));
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageFailed, 1));
+  QueueStats stats = Stats();
+  EXPECT_EQ(stats.in_flight, 1);
+  EXPECT_EQ(stats.visible, 0);
+}
+
+TEST_F(QueueMappingTest, DuplicateDeliveryIsDeletedWithoutRunningAgain) {
+  faults_.Arm("runtime.queue.duplicate", {FaultKind::kDuplicate, 1});
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
+                  recorder_.Call(msgs[0]);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  Send("job");
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageDuplicate, 1));
+  EXPECT_EQ(faults_.FiredCount("runtime.queue.duplicate"), 1);
+  EXPECT_EQ(recorder_.Calls().size(), 1u);
+  EXPECT_EQ(rt.Stats()[0].duplicates, 1);
+}
+
+TEST_F(QueueMappingTest, ConcurrentDuplicateFoundInHistoryIsLeftAlone) {
+  FunctionRuntime& rt = NewRuntime();
+  QueueMapping m = Mapping([&](const auto& msgs, InvocationContext&) {
+    recorder_.Call(msgs[0]);
+    return Status::OK();
+  });
+  // The key comes from the work (the body), so a second message for the same job is
+  // recognised as the same work.
+  m.history_key = [](const ReceivedMessage& msg) { return "snapshot:" + msg.body; };
+  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
+  // Another invocation (say, another process) is working on the job right now.
+  auto other = rt.history().Begin({"snapshot:s1", "elsewhere", "other", ""},
+                                  kDefaultTimeBudgetMicros);
+  ASSERT_TRUE(other.ok() && other->outcome == BeginOutcome::kProceed);
+  ASSERT_TRUE(rt.Start().ok());
+  Send("s1");
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageBusy, 1));
+  EXPECT_EQ(recorder_.Calls().size(), 0u);
+  EXPECT_EQ(Stats().in_flight, 1) << "not deleted: the other invocation may still fail";
+
+  // The other invocation succeeds; the redelivery is then a duplicate and is deleted.
+  ASSERT_TRUE(rt.history().Finish(*other, ExecStatus::kSucceeded).ok());
+  clock_.AdvanceSeconds(31);
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageDuplicate, 1));
+  EXPECT_EQ(recorder_.Calls().size(), 0u);
+  QueueStats stats = Stats();
+  EXPECT_EQ(stats.visible + stats.in_flight, 0);
+}
+
+TEST_F(QueueMappingTest, ConsumersRunConcurrently) {
+  Gate gate;
+  FunctionRuntime& rt = NewRuntime();
+  QueueMapping m = Mapping([&](const auto& msgs, InvocationContext&) {
+    gate.Arrive();  // returns only once all three are in handlers at the same time
+    recorder_.Call(msgs[0]);
+    return Status::OK();
+  });
+  m.concurrency = 3;
+  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  for (int i = 0; i < 3; ++i) Send("job-" + std::to_string(i));
+  ASSERT_TRUE(gate.WaitForArrivals(3));
+  gate.Open();
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 3));
+}
+
+TEST_F(QueueMappingTest, MessageOfAnAbandonedConsumerReappearsAfterItsTimeout) {
+  const std::string id = Send("job");
+  // A consumer receives the message and dies without deleting it.
+  auto taken = queues_->Receive("jobs", 1);
+  ASSERT_TRUE(taken.ok());
+  ASSERT_EQ(taken->size(), 1u);
+
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
+                  recorder_.Call(msgs[0]);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  Send("other");  // proves the runtime is receiving while the first one is hidden
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
+  EXPECT_EQ(recorder_.Calls().size(), 1u);
+  EXPECT_EQ(recorder_.Calls()[0].body, "other");
+
+  clock_.AdvanceSeconds(31);
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 2));
+  EXPECT_EQ(recorder_.Calls()[1].id, id);
+  EXPECT_EQ(recorder_.Calls()[1].receive_count, 2);
+}
+
+TEST_F(QueueMappingTest, StopDrainsTheInFlightHandlerAndStartsNoNewOne) {
+  Gate gate;
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
+                  gate.Arrive();
+                  recorder_.Call(msgs[0]);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  Send("job");
+  ASSERT_TRUE(gate.WaitForArrivals(1));
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    rt.Stop();
+    stopped = true;
+  });
+  EXPECT_FALSE(stopped.load()) << "Stop returned while a handler was running";
+  gate.Open();
+  stopper.join();
+  EXPECT_EQ(recorder_.Count(RuntimeEvent::Kind::kMessageSucceeded), 1);
+  EXPECT_EQ(Stats().in_flight, 0) << "the drained invocation deleted its message";
+
+  Send("late");
+  EXPECT_EQ(recorder_.Calls().size(), 1u);
+  EXPECT_EQ(Stats().visible, 1) << "no consumer after Stop";
+}
+
+TEST_F(QueueMappingTest, FaultBeforeDeleteLeavesAMessageThatIsThenDeletedAsDuplicate) {
+  faults_.Arm("runtime.queue.after_history_before_delete", {});
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
+                  recorder_.Call(msgs[0]);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  Send("job");
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
+  EXPECT_EQ(Stats().in_flight, 1) << "the delete did not happen";
+  clock_.AdvanceSeconds(31);
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageDuplicate, 1));
+  EXPECT_EQ(recorder_.Calls().size(), 1u);
+  QueueStats stats = Stats();
+  EXPECT_EQ(stats.visible + stats.in_flight, 0);
+}
+
+}  // namespace
+}  // namespace sheetlog
