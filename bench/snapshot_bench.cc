@@ -13,6 +13,7 @@
 // (ReadRange, and CellsInRange through a delta), reporting latency and chunks fetched.
 //
 // Prints a markdown table (copy it into bench/README.md with the date and machine).
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +57,15 @@ double StatusMb(const char* field) {
     }
   }
   return -1;
+}
+
+// User + system CPU seconds of this process so far: less sensitive than wall time to
+// other work on a shared machine.
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 std::unique_ptr<BlobStore> OpenStore(const std::string& dir) {
@@ -149,6 +159,7 @@ int Build(int64_t cells, const std::string& dir) {
   SnapshotBuilder builder(store.get(), kNextId, SnapshotRootKey(kBaseId),
                           std::move(delta), {});
   const auto start = Steady::now();
+  const double cpu_start = CpuSeconds();
   int64_t chunks = 0;
   while (true) {
     auto done = builder.WriteNextChunk();
@@ -162,10 +173,12 @@ int Build(int64_t cells, const std::string& dir) {
   }
   auto root = builder.Finish();
   const double seconds = Seconds(start);
+  const double cpu = CpuSeconds() - cpu_start;
   if (!root.ok()) return 1;
   std::printf(
-      "seconds=%.3f cells=%lld chunks=%lld bytes=%lld rss_before_mb=%.1f hwm_mb=%.1f\n",
-      seconds, static_cast<long long>(builder.manifest().cells),
+      "seconds=%.3f cpu=%.3f cells=%lld chunks=%lld bytes=%lld rss_before_mb=%.1f "
+      "hwm_mb=%.1f\n",
+      seconds, cpu, static_cast<long long>(builder.manifest().cells),
       static_cast<long long>(builder.manifest().chunks.size()),
       static_cast<long long>(store->Stats().bytes), rss_before, StatusMb("VmHWM:"));
   return 0;
@@ -264,9 +277,10 @@ int main(int argc, char** argv) {
     while (std::getline(list, item, ',')) sizes.push_back(std::atoll(item.c_str()));
   }
   std::printf(
-      "| cells | chunks | snapshot MB | build s | cells/s | RSS before build MB | peak "
-      "RSS (VmHWM) MB |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+      "| cells | chunks | snapshot MB | build s (wall) | build s (CPU) | cells/s (wall) "
+      "| "
+      "cells/s (CPU) | RSS before build MB | peak RSS (VmHWM) MB |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   std::string range_line;
   for (int64_t n : sizes) {
     testing::TempDir dir;
@@ -275,11 +289,12 @@ int main(int argc, char** argv) {
     const std::string line =
         RunChild({"snapshot_bench", "--build", std::to_string(n), store});
     const double seconds = Field(line, "seconds");
-    std::printf("| %lld | %.0f | %.1f | %.2f | %.2fM | %.1f | %.1f |\n",
+    const double cpu = Field(line, "cpu");
+    std::printf("| %lld | %.0f | %.1f | %.2f | %.2f | %.2fM | %.2fM | %.1f | %.1f |\n",
                 static_cast<long long>(n), Field(line, "chunks"),
-                Field(line, "bytes") / 2 / 1048576.0, seconds,
-                Field(line, "cells") / seconds / 1e6, Field(line, "rss_before_mb"),
-                Field(line, "hwm_mb"));
+                Field(line, "bytes") / 2 / 1048576.0, seconds, cpu,
+                Field(line, "cells") / seconds / 1e6, Field(line, "cells") / cpu / 1e6,
+                Field(line, "rss_before_mb"), Field(line, "hwm_mb"));
     std::fflush(stdout);
     if (n == 1000000) range_line = RunChild({"snapshot_bench", "--range", store});
   }
