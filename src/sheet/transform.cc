@@ -116,9 +116,12 @@ std::string AxisMap::DebugString() const {
   std::string out;
   for (const Piece& p : pieces_) {
     if (!out.empty()) out += ' ';
-    out += "[" + std::to_string(p.old_begin) + ".." +
-           std::to_string(p.old_begin + p.length - 1) + "]->" +
-           std::to_string(p.new_begin);
+    out += '[';
+    out += std::to_string(p.old_begin);
+    out += "..";
+    out += std::to_string(p.old_begin + p.length - 1);
+    out += "]->";
+    out += std::to_string(p.new_begin);
   }
   return out;
 }

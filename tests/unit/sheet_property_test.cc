@@ -226,7 +226,10 @@ SheetEdit RandomSmallEdit(Random& rnd, int64_t rows, int64_t cols) {
 std::string Describe(const std::vector<PlacedCell>& cells) {
   std::string out;
   for (const PlacedCell& c : cells) {
-    out += " " + FormatCellRef(c.ref) + "=" + c.cell.DebugString();
+    out += ' ';  // appends: GCC 12 -O3 warns (-Wrestrict) on " " + std::string
+    out += FormatCellRef(c.ref);
+    out += '=';
+    out += c.cell.DebugString();
   }
   return out.empty() ? " (empty)" : out;
 }
