@@ -489,5 +489,55 @@ TEST_F(SnapshotBuilderTest, InsertsMoveCellsAcrossChunksInOrder) {
             static_cast<int64_t>((*prev)->manifest().chunks.size()));
 }
 
+TEST_F(SnapshotBuilderTest, CellsInRangeFetchesOnlyWhatTheMappedRangeNeeds) {
+  SheetDelta first;
+  Sheet sheet;
+  for (int64_t r = 1; r <= 4000; ++r) {
+    for (int64_t c = 1; c <= 5; ++c) {
+      SetCellEdit e{{r, c}, Cell{CellValue::Number(r * 10 + c), c == 2 ? "0.0" : ""}};
+      first.Apply(e);
+      sheet.Apply(e);
+    }
+  }
+  const std::string root =
+      BuildAll(store_.get(), {"sheet", 0, 0, 0}, std::nullopt, first, SmallLayout());
+  auto reader = SnapshotReader::Open(store_.get(), root);
+  ASSERT_TRUE(reader.ok());
+  ASSERT_GT((*reader)->manifest().chunks.size(), 100u);
+  // Rows 3000.. now live a million rows further down, column B is gone, and two writes.
+  std::vector<SheetEdit> after{
+      InsertRowsEdit{2999, 1000000, {}}, DeleteColumnsEdit{2, 1},
+      SetCellEdit{{1003001, 1}, Cell{CellValue::String("w"), ""}},
+      SetCellEdit{{1003002, 2}, Cell{}}};
+  for (const SheetEdit& e : after) sheet.Apply(e);
+  const CellRange range{{1002995, 1}, {1003010, 3}};
+  auto got = CellsInRange(reader->get(), after, range);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  std::vector<PlacedCell> expected;
+  sheet.ForEachCell([&](const CellRef& ref, const Cell& cell) {
+    if (range.Contains(ref)) expected.push_back({ref, cell});
+  });
+  EXPECT_EQ(*got, expected);
+  EXPECT_EQ(got->size(), 11u * 3 - 1);
+  EXPECT_LE((*reader)->chunks_fetched(), 2);  // source rows 3000..3010 only
+
+  // The dense grid of GET .../cells.
+  auto grid = RangeValuesOf(range, *got);
+  ASSERT_TRUE(grid.ok());
+  ASSERT_EQ(grid->values.size(), 16u);
+  EXPECT_TRUE(grid->values[0][0].is_null());  // inserted rows are empty
+  EXPECT_EQ(grid->values[6][0], CellValue::String("w"));
+  EXPECT_EQ(grid->values[6][1], CellValue::Number(30013));  // old column C moved to B
+  EXPECT_FALSE(grid->has_formats);  // the formatted column B was deleted
+  EXPECT_EQ(RangeValuesOf({{1, 1}, {3000, 3000}}, {}, 1000000).status().code(),
+            StatusCode::kInvalidArgument);
+  auto formatted =
+      RangeValuesOf({{1, 1}, {1, 2}}, {{{1, 2}, Cell{CellValue::Null(), "0%"}}});
+  ASSERT_TRUE(formatted.ok());
+  EXPECT_TRUE(formatted->has_formats);
+  EXPECT_EQ(formatted->formats[0][1], "0%");
+  EXPECT_EQ(formatted->formats[0][0], "");
+}
+
 }  // namespace
 }  // namespace sheetlog
