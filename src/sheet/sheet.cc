@@ -1,7 +1,6 @@
 #include "src/sheet/sheet.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace sheetlog {
 namespace {
@@ -53,6 +52,13 @@ void Sheet::MergeIntoBase(std::vector<PlacedCell> cells, bool replace) {
 
 void Sheet::Apply(const SheetEdit& edit) {
   stats_.Count(edit);
+  if (std::holds_alternative<InsertRowsEdit>(edit) ||
+      std::holds_alternative<DeleteRowsEdit>(edit)) {
+    rekey_work_ += delta_.overlay().rows().size() + delta_.transform().piece_count();
+  } else if (std::holds_alternative<InsertColumnsEdit>(edit) ||
+             std::holds_alternative<DeleteColumnsEdit>(edit)) {
+    rekey_work_ += delta_.overlay().size() + delta_.transform().piece_count();
+  }
   if (const auto* import = std::get_if<ImportEdit>(&edit)) {
     ApplyImport(*import);
   } else {
@@ -64,7 +70,7 @@ void Sheet::Apply(const SheetEdit& edit) {
 void Sheet::ApplyImport(const ImportEdit& edit) {
   size_t n = edit.cells ? edit.cells->size() : 0;
   bool replace = edit.mode == ImportEdit::Mode::kReplace;
-  if (!replace && n <= options_.min_overlay_writes) {
+  if (!replace && n <= options_.compaction_floor) {
     delta_.Apply(edit);  // small merges are ordinary writes
     return;
   }
@@ -80,6 +86,7 @@ void Sheet::ApplyImport(const ImportEdit& edit) {
   }
   if (replace) {
     delta_.Reset();
+    rekey_work_ = 0;
   } else {
     Compact();
   }
@@ -87,10 +94,10 @@ void Sheet::ApplyImport(const ImportEdit& edit) {
 }
 
 void Sheet::MaybeCompact() {
-  size_t overlay_bound =
-      std::max(options_.min_overlay_writes,
-               static_cast<size_t>(8 * std::sqrt(static_cast<double>(base_.size()))));
-  if (delta_.overlay().size() > overlay_bound ||
+  if (delta_.IsNoop()) return;
+  size_t floor = options_.compaction_floor;
+  if (floor == 0 || delta_.overlay().size() > std::max(floor, base_.size() / 2) ||
+      rekey_work_ > std::max(floor, 3 * base_.size()) ||
       delta_.transform().piece_count() > options_.max_transform_pieces) {
     Compact();
   }
@@ -109,6 +116,7 @@ void Sheet::Compact() {
   merger.Finish();
   base_ = std::move(next);
   delta_.Reset();
+  rekey_work_ = 0;
   ++compactions_;
 }
 

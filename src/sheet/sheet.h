@@ -31,12 +31,16 @@ class Sheet {
     // edges with small edits.
     int64_t row_limit = kMaxRow;
     int64_t col_limit = kMaxColumn;
-    // Compact when the delta holds more than max(min_overlay_writes,
-    // 8 * sqrt(base cells)) writes, balancing the cost of re-keying the overlay on
-    // each structural edit against the cost of rewriting the base. Default: 4096.
-    size_t min_overlay_writes = 4096;
-    // Compact when the transform has more pieces than this (each structural edit costs
-    // O(pieces)). Default: 4096.
+    // Compaction policy (README.md). With B = cells in the base, compact when
+    //   - the overlay holds more than max(compaction_floor, B / 2) writes (bounds the
+    //     memory of the pending writes; the base doubles in amortized O(1) per write), or
+    //   - re-keying the overlay and transform on structural edits since the last
+    //     compaction has cost more than max(compaction_floor, 3 * B) steps: by then a
+    //     compaction (O(B), but each step moves a whole cell) has paid for itself
+    //     (rent-or-buy; the factor 3 was measured, bench/README.md), or
+    //   - the transform has more than max_transform_pieces pieces.
+    // 0 for compaction_floor compacts after every edit (tests). Defaults: 4096, 4096.
+    size_t compaction_floor = 4096;
     size_t max_transform_pieces = 4096;
   };
 
@@ -106,6 +110,9 @@ class Sheet {
   Options options_;
   std::vector<PlacedCell> base_;  // sorted by ref, no empty cells
   SheetDelta delta_;              // applied after base_
+  // Overlay rows/cells and transform pieces touched by structural edits since the last
+  // compaction: the cost a compaction would stop paying.
+  size_t rekey_work_ = 0;
   ReplayStats stats_;
   int64_t compactions_ = 0;
 };

@@ -272,11 +272,9 @@ TEST(SheetPropertyTest, ReducerDeltaAndTransformAgreeWithTheDenseModel) {
     options.row_limit = rows;
     options.col_limit = cols;
     // Compaction at random moments, from every edit to never.
-    options.min_overlay_writes =
-        static_cast<size_t>(rnd.In(0, 2) == 0 ? 0 : rnd.In(1, 6));
+    options.compaction_floor = static_cast<size_t>(rnd.In(0, 2) == 0 ? 0 : rnd.In(1, 6));
     options.max_transform_pieces = static_cast<size_t>(rnd.OneIn(3) ? 0 : rnd.In(2, 12));
-    if (rnd.OneIn(4))
-      options.min_overlay_writes = options.max_transform_pieces = 1u << 30;
+    if (rnd.OneIn(4)) options.compaction_floor = options.max_transform_pieces = 1u << 30;
     Sheet sheet = Sheet::FromCells(old_cells, options);
     SheetDelta delta(rows, cols);
     bool replaced = false;
@@ -497,7 +495,7 @@ TEST(SheetPropertyTest, FarEdgesOfTheRealGridThroughTheCodecs) {
     }
     const std::vector<PlacedCell> old_cells = model.Cells();
     Sheet::Options options;
-    if (rnd.OneIn(2)) options.min_overlay_writes = options.max_transform_pieces = 0;
+    if (rnd.OneIn(2)) options.compaction_floor = options.max_transform_pieces = 0;
     Sheet sheet = Sheet::FromCells(old_cells, options);
     SheetDelta delta;
     std::string history = "seed " + std::to_string(seed) + " round " +

@@ -44,7 +44,7 @@ class SheetTest : public testing::TestWithParam<bool> {
   Sheet::Options Options() const {
     Sheet::Options o;
     if (GetParam()) {
-      o.min_overlay_writes = 0;
+      o.compaction_floor = 0;
       o.max_transform_pieces = 0;
     }
     return o;
@@ -269,11 +269,11 @@ INSTANTIATE_TEST_SUITE_P(Compaction, SheetTest, testing::Bool(),
 
 TEST(SheetCompactionTest, CompactsWhenTheDeltaGrowsAndKeepsContent) {
   Sheet::Options options;
-  options.min_overlay_writes = 8;
+  options.compaction_floor = 8;
   options.max_transform_pieces = 6;
   Sheet sheet(options);
   Sheet reference(
-      Sheet::Options{.min_overlay_writes = 1u << 30, .max_transform_pieces = 1u << 30});
+      Sheet::Options{.compaction_floor = 1u << 30, .max_transform_pieces = 1u << 30});
   for (int i = 1; i <= 40; ++i) {
     // Writes far apart (row 5i) and inserts between them, so that the overlay grows
     // and the inserts split transform pieces once there is a base.
