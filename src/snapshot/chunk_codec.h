@@ -25,7 +25,8 @@ class ChunkEncoder {
   // Appends `cell` unless that would make the chunk larger than layout.chunk_bytes
   // while it already holds a cell; then returns false and leaves the chunk unchanged
   // (the caller writes this chunk and starts the next one with `cell`).
-  // REQUIRES: cell.ref is greater than the previous cell's key; row, col >= 1.
+  // REQUIRES: cell.ref is greater than the previous cell's key; row, col >= 1; the
+  // cell is not empty (Cell::empty()).
   bool TryAdd(const PlacedCell& cell);
 
   bool empty() const { return cells_ == 0; }

@@ -234,7 +234,7 @@ TEST_F(SnapshotBuilderTest, RoundTripsRandomSheetsBuiltFromEmpty) {
 }
 
 TEST_F(SnapshotBuilderTest, IncrementalChainEqualsReplayAtEveryStep) {
-  for (uint64_t seed = 100; seed < 104; ++seed) {
+  for (uint64_t seed = 100; seed < 110; ++seed) {
     EditGenerator gen(seed, 120, 16);
     Sheet sheet;
     std::optional<std::string> previous;
