@@ -8,7 +8,8 @@
 // Compact() folds it into a new base in one ordered pass. Reads look in the overlay
 // first, then map the position back through the transform into the base.
 //
-// Not thread-safe: one owner applies and reads (a replay is single-threaded).
+// Thread safety: const methods do not mutate (no lazy compaction), so concurrent reads
+// are safe; Apply and Compact need exclusive access.
 #pragma once
 
 #include <cstdint>

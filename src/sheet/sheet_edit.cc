@@ -4,7 +4,6 @@
 #include <array>
 #include <cstdint>
 #include <limits>
-#include <set>
 
 namespace sheetlog {
 namespace {
