@@ -52,9 +52,12 @@ void LifecycleSweeper::Run() {
       while (!stop_ && clock_->NowMicros() < next) clock_->WaitUntil(cv_, lock, next);
       if (stop_) return;
     }
+    // Scheduled from the start of this sweep, read before the sweep is counted: time
+    // that passes while (or right after) it runs counts toward the next one. A sweep
+    // longer than the period is followed by the next at once.
+    next = clock_->NowMicros() + options_.period_micros;
     // Errors are recorded in the counters; the worker keeps its schedule.
     (void)SweepOnce(&stop_);
-    next = clock_->NowMicros() + options_.period_micros;
   }
 }
 

@@ -28,7 +28,8 @@ class Clock;
 struct LifecycleSweeperOptions {
   // Default: tag auto-delete=true, older than 3 days.
   LifecycleRule rule;
-  // Time between the end of one sweep and the start of the next. Default: 1 hour.
+  // Time between the starts of two sweeps (a sweep longer than this is followed by the
+  // next at once). Default: 1 hour.
   int64_t period_micros = 3600LL * 1000000;
   // Sweep as soon as the worker starts (so a server restarted more often than the
   // period still sweeps). Default: true.
