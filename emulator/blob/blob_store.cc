@@ -436,8 +436,13 @@ Result<BlobInfo> BlobStore::CommitBody(const std::string& key,
   meta.tags = options.tags;
   Status committed = WriteMeta(key, meta);  // the commit point
   if (!committed.ok()) {
-    discard_body();
-    return committed;
+    // The rename may have happened with only the directory sync failing: then the new
+    // metadata is in place and its body must stay.
+    Result<StoredMeta> now = ReadMeta(key);
+    if (!now.ok() || now->body_id != body_id) {
+      discard_body();
+      return committed;
+    }
   }
   if (old.ok()) {
     byte_count_ += size - old->size;
@@ -447,6 +452,7 @@ Result<BlobInfo> BlobStore::CommitBody(const std::string& key,
   }
   // Committed: an error from here on still leaves the new object in place (a client
   // seeing it would retry the put, which is idempotent).
+  RETURN_IF_ERROR(committed);
   RETURN_IF_ERROR(Fault("blob.put.after_commit"));
   RemoveBodiesExceptLocked(key, body_id);
   return meta.ToInfo(key);
@@ -627,10 +633,10 @@ Result<std::optional<int64_t>> BlobStore::DeleteLocked(const std::string& key) {
   Result<StoredMeta> meta = ReadMeta(key);
   std::optional<int64_t> deleted;
   if (::unlink(meta_path.c_str()) == 0) {  // the commit point of a delete
-    if (options_.sync) RETURN_IF_ERROR(blob_files::SyncPath(dir));
     deleted = meta.ok() ? meta->size : 0;
     --object_count_;
     byte_count_ -= *deleted;
+    if (options_.sync) RETURN_IF_ERROR(blob_files::SyncPath(dir));
   } else if (errno != ENOENT && errno != ENOTDIR) {
     return ErrnoStatus("unlink", meta_path, errno);
   }

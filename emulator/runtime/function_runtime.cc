@@ -197,12 +197,9 @@ Status FunctionRuntime::Start() {
 void FunctionRuntime::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!started_ || stopping_) {
-      stopping_ = true;
-      if (threads_.empty()) return;
-    }
-    stopping_ = true;
-    tasks_.clear();  // queued shard steps never start
+    stopping_ = true;              // also makes a later Start() fail
+    if (threads_.empty()) return;  // never started, or already stopped
+    tasks_.clear();                // queued shard steps never start
   }
   dispatch_cv_.notify_all();
   work_cv_.notify_all();
