@@ -632,6 +632,23 @@ Status ConditionFailedStatus(const Condition& c) {
   return ConditionFailed(c.ToString() + " failed");
 }
 
+// SqliteStatus maps every SQLITE_CONSTRAINT to ConditionFailed. A conflict (a unique
+// index, a trigger's RAISE) is a lost race; a NOT NULL, CHECK or type violation is a
+// malformed item that no retry will fix: InvalidArgument, so callers that retry on
+// ConditionFailed do not loop.
+Status WriteStatus(Connection& conn, Status status) {
+  if (status.code() != StatusCode::kConditionFailed) return status;
+  switch (sqlite3_extended_errcode(conn.raw())) {
+    case SQLITE_CONSTRAINT_NOTNULL:
+    case SQLITE_CONSTRAINT_CHECK:
+    case SQLITE_CONSTRAINT_DATATYPE:
+    case SQLITE_CONSTRAINT_FOREIGNKEY:
+      return InvalidArgument(status.message());
+    default:
+      return status;
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -653,7 +670,7 @@ Status Table::PutUncharged(Connection& conn, const Item& item,
     ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(SqlFor(Sql::kInsertIfAbsent, mask)));
     int bind = 1;
     BindMasked(stmt, &bind, mask, schema_.attributes, item);
-    RETURN_IF_ERROR(stmt.Run());
+    RETURN_IF_ERROR(WriteStatus(conn, stmt.Run()));
     if (conn.Changes() == 0) return ConditionFailedStatus(conditions[0]);
     return Status::OK();
   }
@@ -667,7 +684,7 @@ Status Table::PutUncharged(Connection& conn, const Item& item,
   ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(SqlFor(Sql::kUpsert, mask)));
   int bind = 1;
   BindMasked(stmt, &bind, mask, schema_.attributes, item);
-  return stmt.Run();
+  return WriteStatus(conn, stmt.Run());
 }
 
 Result<Item> Table::UpdateUncharged(Connection& conn, const UpdateRequest& request,
@@ -764,8 +781,9 @@ Result<Item> Table::UpdateUncharged(Connection& conn, const UpdateRequest& reque
     for (const Value& v : request.key.partition) BindValue(stmt, bind++, v);
     for (const Value& v : request.key.sort) BindValue(stmt, bind++, v);
   }
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) return Internal("table " + name() + ": write returned no row");
+  Result<bool> row = stmt.Step();
+  if (!row.ok()) return WriteStatus(conn, row.status());
+  if (!*row) return Internal("table " + name() + ": write returned no row");
   int64_t stored_size = 0;
   Item stored = ReadRow(stmt, &stored_size);
   RETURN_IF_ERROR(stmt.Run());  // finish the statement
@@ -792,9 +810,10 @@ Status Table::DeleteUncharged(Connection& conn, const Key& key,
   int bind = 1;
   for (const Value& v : key.partition) BindValue(stmt, bind++, v);
   for (const Value& v : key.sort) BindValue(stmt, bind++, v);
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
+  Result<bool> row = stmt.Step();
+  if (!row.ok()) return WriteStatus(conn, row.status());
   int64_t deleted_size = 0;
-  if (row) ReadRow(stmt, &deleted_size);
+  if (*row) ReadRow(stmt, &deleted_size);
   RETURN_IF_ERROR(stmt.Run());
   *write_units = WriteUnitsForItem(deleted_size);
   return Status::OK();

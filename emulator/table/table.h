@@ -228,9 +228,11 @@ class Table {
   // PutItem: writes `item` (must hold every key column) if all `conditions` hold,
   // replacing any existing item (columns missing from `item` take their SQL DEFAULT,
   // usually NULL). Fails with ConditionFailed ("put on <table>: <condition> failed")
-  // and changes nothing otherwise. InvalidArgument for an unknown column or a missing
-  // key; ResourceExhausted above 400 KB. Units: the larger of the old and new item
-  // sizes, rounded up to 1 KB; charged even when the condition fails, as on DynamoDB.
+  // and changes nothing otherwise. InvalidArgument for an unknown column, a missing
+  // key, or a row the SQL schema refuses (NOT NULL, CHECK); a conflict on another
+  // unique index is ConditionFailed. ResourceExhausted above 400 KB. Units: the larger of
+  // the old and new item sizes, rounded up to 1 KB; charged even when the condition
+  // fails, as on DynamoDB.
   Status Put(Connection& conn, const Item& item, const std::vector<Condition>& conditions,
              UnitMeter* meter) const;
   // Put with attribute_not_exists(sk): the seed's conditional append. One
@@ -276,7 +278,9 @@ class Table {
   Status Delete(Connection& conn, const Key& key,
                 const std::vector<Condition>& conditions, UnitMeter* meter) const;
 
-  // Size of `item` in bytes by DynamoDB's rules, with the schema's attribute names.
+  // Size of `item` in bytes by DynamoDB's rules, with the schema's attribute names:
+  // sum of (dynamo_name length + value size). A Null() value is an absent attribute
+  // (a NULL column) and counts 0; an unknown column counts with its SQL name.
   int64_t ItemSize(const Item& item) const;
 
   // Units consumed through this table since start (for /metrics and cost).

@@ -654,7 +654,14 @@ TEST_F(TableTest, UpdateFailuresChangeNothing) {
   add_to_string.add = {{"body", 1}};
   EXPECT_EQ(update(add_to_string).code(), StatusCode::kInvalidArgument);
 
+  // label is NOT NULL: removing it is a malformed item, not a lost race.
+  UpdateRequest remove_required;
+  remove_required.remove = {"label"};
+  Status s = update(remove_required);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+
   auto item = GetLog("u", 1);
+  EXPECT_EQ(item->at("label").AsString(), "none");
   EXPECT_EQ(item->at("counter").AsInt(), 1);
   EXPECT_EQ(item->at("body").AsString(), "text");
 }
