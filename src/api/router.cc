@@ -199,8 +199,22 @@ void Router::PutStreaming(const std::string& p, StreamingHandler h, RouteOptions
   http_->Put(p, [this, p, h = std::move(h), o](const httplib::Request& req,
                                                httplib::Response& res,
                                                const httplib::ContentReader& reader) {
+    bool consumed = false;
+    httplib::ContentReader tracking(
+        [&](httplib::ContentReceiver receiver) {
+          consumed = true;
+          return reader(std::move(receiver));
+        },
+        [&](httplib::MultipartContentHeader header, httplib::ContentReceiver receiver) {
+          consumed = true;
+          return reader(std::move(header), std::move(receiver));
+        });
     Wrap(
-        "PUT", p, [&](Call& call) { h(call, reader); }, o)(req, res);
+        "PUT", p, [&](Call& call) { h(call, tracking); }, o)(req, res);
+    // A handler that refused the request before reading its body (bad signature,
+    // missing token) leaves the body on the connection, where the server would parse
+    // it as the start of the client's next keep-alive request. Read it and drop it.
+    if (!consumed) reader([](const char*, size_t) { return true; });
   });
 }
 
