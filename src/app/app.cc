@@ -105,8 +105,8 @@ Status App::Init() {
   RETURN_IF_ERROR(queues_->CreateQueue(snapshots));
 
   snapshot_worker_ = std::make_unique<SnapshotWorker>(
-      log_.get(), clock_, faults_.get(),
-      MakeSnapshotBuildFactory(blobs_.get(), uploads_.get()), SnapshotWorker::Options{});
+      log_.get(), clock_, faults_.get(), MakeSnapshotBuildFactory(blobs_.get()),
+      SnapshotWorker::Options{});
 
   LifecycleSweeperOptions sweep;
   sweep.rule.tag_key = kAutoDeleteTag;

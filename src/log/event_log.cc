@@ -231,7 +231,7 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
       return ConditionFailed("expect_seq " + std::to_string(*request.expect_seq) +
                              " is not the next seq " + std::to_string(next));
     }
-    if (is_snapshot && request.allow_reserved &&
+    if (is_snapshot && request.allow_reserved && request.only_if_due &&
         (snapshot_every <= 0 || next - snapshot_entry_seq <= snapshot_every)) {
       // Policy append: another writer already added the Snapshot entry that was due.
       outcome = AppendOutcome::kNotDue;
@@ -353,6 +353,7 @@ void EventLog::RunPolicies(const std::string& sheet_id, const SheetConfig& confi
     snapshot.sheet_id = sheet_id;
     snapshot.type = kSnapshotType;
     snapshot.allow_reserved = true;
+    snapshot.only_if_due = true;
     Result<AppendResult> appended = AddEntry(snapshot, nullptr);
     result->snapshot_appended = appended.ok();
   }

@@ -1,15 +1,27 @@
-// The SnapshotWorker's builds, over src/snapshot's streaming builder: the entries since
-// the previous snapshot become a SheetDelta (external bodies read from the blob store),
-// and the builder walks the previous snapshot through it, chunk by chunk.
+// The SnapshotWorker's builds over src/snapshot's streaming builder, and the step they
+// share with GET .../cells: log entries -> sheet edits (external bodies read from the
+// blob store).
 #pragma once
 
+#include <vector>
+
 #include "emulator/blob/blob_store.h"
+#include "src/log/event_log.h"
+#include "src/sheet/sheet_edit.h"
+#include "src/snapshot/snapshot_builder.h"
 #include "src/snapshot/worker.h"
 
 namespace sheetlog {
 
-class Uploads;
+// The edits of `entries` in order. Snapshot/EndSegment and unknown types become
+// SkippedEdit. An entry whose body does not parse is an Internal error: bodies were
+// validated at append time, so it means the log was damaged.
+Result<std::vector<SheetEdit>> EditsOfEntries(const std::vector<EntryRecord>& entries,
+                                              BlobStore* blobs);
 
-SnapshotBuildFactory MakeSnapshotBuildFactory(BlobStore* blobs, Uploads* uploads);
+// Builds write to `blobs` with `options` (tests shrink the chunk size to make a small
+// sheet span many chunks and invocations).
+SnapshotBuildFactory MakeSnapshotBuildFactory(BlobStore* blobs,
+                                              SnapshotBuilder::Options options = {});
 
 }  // namespace sheetlog

@@ -97,6 +97,11 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     Status deleted = message.Delete();
     return deleted.ok() ? outcome : fail(deleted.Annotate("deleting the message"));
   };
+  auto race_point = [&](const char* step) {
+    if (options_.test_before_conditional_write) {
+      options_.test_before_conditional_write(step);
+    }
+  };
   auto defer = [&](Outcome outcome, int64_t seconds) {
     Status changed = message.ChangeVisibility(seconds);
     return changed.ok() ? outcome : fail(changed.Annotate("changing visibility"));
@@ -136,6 +141,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
                    std::max<int64_t>(1, options_.stale_seconds - age));
     }
     const int64_t seen = IntOf(*existing, "increment");
+    race_point("claim");
     Status claim =
         UpdatePending(db, key, seen, {{"active", 1}, {"modified", now}}, meter);
     if (claim.IsConditionFailed()) return done_with_message(Outcome::kDuplicateLostClaim);
@@ -171,6 +177,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     // 3. No pending entry, and the snapshot is already done: a late duplicate.
     if (already_complete) return done_with_message(Outcome::kLateDuplicate);
     // 4. Formally start: create the pending entry, conditional on it not existing.
+    race_point("create");
     Status created = db->Write([&](Connection& conn) {
       return pending.PutIfAbsent(conn,
                                  Item{{"log_id", job.sheet_id},
@@ -230,7 +237,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   std::optional<std::string> previous_root;
   if (previous) previous_root = previous->snapshot_root;
   Result<std::unique_ptr<SnapshotBuild>> build =
-      build_factory_(job, previous_root, entries, checkpoint);
+      build_factory_(job, job_seq, previous_root, entries, checkpoint);
   if (!build.ok()) return fail(build.status());
   while (true) {
     Result<bool> done = (*build)->WriteNextChunk();
@@ -241,6 +248,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     }
     Status fault = faults_->Hit("snapshot.after_chunk");
     if (!fault.ok()) return fail(fault);
+    race_point("checkpoint");
     Status saved = UpdatePending(
         db, key, increment,
         {{"state", (*build)->Checkpoint().dump()}, {"modified", clock_->NowSeconds()}},

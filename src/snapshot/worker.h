@@ -78,10 +78,12 @@ class SnapshotBuild {
   virtual Result<std::string> Finish() = 0;
 };
 
-// Creates a build of `job`'s snapshot from the previous completed snapshot (root key,
-// if any) and the log entries after it, resuming from `checkpoint` (null = start).
+// Creates a build of `job`'s snapshot (its Snapshot entry has seq `job_seq`) from the
+// previous completed snapshot (root key, if any) and the log entries after it, resuming
+// from `checkpoint` (null = start).
 using SnapshotBuildFactory = std::function<Result<std::unique_ptr<SnapshotBuild>>(
-    const SnapshotJob& job, const std::optional<std::string>& previous_root,
+    const SnapshotJob& job, int64_t job_seq,
+    const std::optional<std::string>& previous_root,
     const std::vector<EntryRecord>& entries_since, const nlohmann::json& checkpoint)>;
 
 class SnapshotWorker {
@@ -96,6 +98,9 @@ class SnapshotWorker {
     // Hand off when less than this remains of the invocation's budget after a
     // checkpoint. Default: 10 s.
     int64_t handoff_margin_micros = 10 * 1000000LL;
+    // Test hook: runs right before each conditional write of the seed's steps, named
+    // "claim", "create" and "checkpoint", where a concurrent invocation may slip in.
+    std::function<void(const std::string& step)> test_before_conditional_write;
   };
 
   enum class Outcome {

@@ -23,56 +23,18 @@
 
 #include "src/sheet/delta.h"
 #include "src/sheet/sheet.h"
+#include "tests/support/random_edits.h"
 
 namespace sheetlog {
 namespace {
+
+using testing::Random;
+using testing::RandomSmallEdit;
 
 uint64_t BaseSeed() {
   const char* env = std::getenv("SHEETLOG_PROPERTY_SEED");
   return env ? std::strtoull(env, nullptr, 10) : 20261122;
 }
-
-class Random {
- public:
-  explicit Random(uint64_t seed) : rng_(seed) {}
-  // Uniform in [lo, hi].
-  int64_t In(int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
-  }
-  bool OneIn(int n) { return In(1, n) == 1; }
-
-  // Mostly distinct values, so that a cell landing in the wrong place shows; some nulls
-  // (clears), formats and formatted blanks.
-  Cell AnyCell() {
-    Cell cell;
-    switch (In(0, 9)) {
-      case 0:
-        break;  // null: a clear (or a formatted blank below)
-      case 1:
-        cell.value = CellValue::String("s" + std::to_string(++serial_));
-        break;
-      case 2:
-        cell.value = CellValue::String("=A" + std::to_string(++serial_));
-        break;
-      case 3:
-        cell.value = CellValue::Boolean(OneIn(2));
-        break;
-      default:
-        cell.value = CellValue::Number(static_cast<double>(++serial_) / 4);
-    }
-    if (OneIn(5)) cell.format = OneIn(2) ? "0.00" : "0%";
-    return cell;
-  }
-  Cell NonEmptyCell() {
-    Cell cell = AnyCell();
-    if (cell.empty()) cell.value = CellValue::Number(static_cast<double>(++serial_));
-    return cell;
-  }
-
- private:
-  std::mt19937_64 rng_;
-  int64_t serial_ = 0;
-};
 
 // ---------------------------------------------------------------------------------
 // The dense model: a rows x cols grid that literally inserts and erases, and remembers
@@ -159,69 +121,6 @@ struct DenseModel {
     return out;
   }
 };
-
-// A random edit on a rows x cols grid: positions run a little past the grid, counts
-// past its size, so edges, overlaps and no-ops all come up.
-SheetEdit RandomSmallEdit(Random& rnd, int64_t rows, int64_t cols) {
-  auto ref = [&] { return CellRef{rnd.In(1, rows + 1), rnd.In(1, cols + 1)}; };
-  switch (rnd.In(0, 13)) {
-    case 0:
-    case 1:
-    case 2:
-      return SetCellEdit{ref(), rnd.AnyCell()};
-    case 3:
-      return SetCellValueAndFormatEdit{ref(), rnd.AnyCell()};
-    case 4: {
-      SetCellsEdit e;
-      e.form = SetCellsEdit::Form::kMap;
-      std::map<CellRef, Cell> cells;
-      for (int i = rnd.In(0, 4); i > 0; --i) cells[ref()] = rnd.AnyCell();
-      for (auto& [r, c] : cells) e.cells.push_back({r, c});
-      return e;
-    }
-    case 5: {
-      SetCellsEdit e;
-      e.form = SetCellsEdit::Form::kRows;
-      e.at = ref();
-      for (int i = rnd.In(0, 3); i > 0; --i) {
-        std::vector<Cell> row;
-        for (int j = rnd.In(0, 3); j > 0; --j) row.push_back(rnd.AnyCell());
-        e.rows.push_back(std::move(row));
-      }
-      return e;
-    }
-    case 6:
-    case 7: {
-      InsertRowsEdit e{rnd.In(0, rows + 1), rnd.In(1, rows + 2), {}};
-      std::map<int64_t, Cell> values;
-      for (int i = rnd.In(0, 2); i > 0; --i) values[rnd.In(1, cols + 1)] = rnd.AnyCell();
-      e.values.assign(values.begin(), values.end());
-      return e;
-    }
-    case 8:
-    case 9:
-      return DeleteRowsEdit{rnd.In(1, rows + 2), rnd.In(1, rows + 2)};
-    case 10:
-      return InsertColumnsEdit{rnd.In(0, cols + 1), rnd.In(1, cols + 2)};
-    case 11:
-      return DeleteColumnsEdit{rnd.In(1, cols + 2), rnd.In(1, cols + 2)};
-    case 12: {
-      ImportEdit e;
-      e.mode = rnd.OneIn(2) ? ImportEdit::Mode::kReplace : ImportEdit::Mode::kMerge;
-      e.at = ref();
-      if (!rnd.OneIn(8)) {  // sometimes unresolved
-        auto cells = std::make_shared<ImportedCells>();
-        for (int i = rnd.In(0, 5); i > 0; --i) {
-          cells->push_back({{rnd.In(1, rows), rnd.In(1, cols)}, rnd.AnyCell()});
-        }
-        e.cells = cells;
-      }
-      return e;
-    }
-    default:
-      return SkippedEdit{rnd.OneIn(2) ? "Comment" : "Snapshot", 1, false};
-  }
-}
 
 std::string Describe(const std::vector<PlacedCell>& cells) {
   std::string out;
