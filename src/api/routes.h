@@ -20,6 +20,7 @@ void RegisterOpsRoutes(Router& router, App& app);
 void RegisterSheetRoutes(Router& router, App& app);
 void RegisterAdminControlRoutes(Router& router, App& app);
 void RegisterBlobRoutes(Router& router, App& app);
+void RegisterSpreadsheetRoutes(Router& router, App& app);
 
 // {"seq", "segment", "num", "created", "external"} of an appended entry.
 json AppendResultJson(const AppendResult& result);
@@ -29,6 +30,12 @@ Uploads::Validator CompletionValidator(App& app);
 // Appends `request`, moving a body over the inline limit to the blob store first.
 Result<AppendResult> AppendPrepared(App& app, AppendRequest request, UnitMeter* meter,
                                     int64_t* next_seq_out);
+
+// The sheet id of the route's first capture. NotFound unless it is a UUID.
+std::string SheetId(Call& call);
+// A seq query parameter: a non-negative integer below 2^53 (ValidationError /
+// RangeError otherwise).
+int64_t ParseSeq(const std::string& name, const std::string& text);
 
 // An entry as api.md shows it.
 json EntryJson(App& app, const EntryRecord& entry);

@@ -75,6 +75,7 @@ void ApiServer::RegisterRoutes() {
   RegisterSheetRoutes(*router_, *app_);
   RegisterAdminControlRoutes(*router_, *app_);
   RegisterBlobRoutes(*router_, *app_);
+  RegisterSpreadsheetRoutes(*router_, *app_);
 }
 
 Status ApiServer::Bind() {

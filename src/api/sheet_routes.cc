@@ -15,6 +15,21 @@ json SheetJson(const SheetInfo& sheet) {
   return json{{"id", sheet.id}, {"name", sheet.name}, {"created", sheet.created}};
 }
 
+// Translates a Status from the log, attaching next_seq / first_seq where api.md wants.
+[[noreturn]] void Fail(const Status& status, int64_t next_seq = -1) {
+  json extra = json::object();
+  if (status.IsConditionFailed() && next_seq >= 0) extra["next_seq"] = next_seq;
+  throw ApiError::FromStatus(status, extra);
+}
+
+template <typename T>
+T Must(Result<T> result) {
+  if (!result.ok()) Fail(result.status());
+  return std::move(result).value();
+}
+
+}  // namespace
+
 std::string SheetId(Call& call) {
   std::string id = call.Path(1);
   if (!IsUuid(id))
@@ -34,21 +49,6 @@ int64_t ParseSeq(const std::string& name, const std::string& text) {
   }
   return *value;
 }
-
-// Translates a Status from the log, attaching next_seq / first_seq where api.md wants.
-[[noreturn]] void Fail(const Status& status, int64_t next_seq = -1) {
-  json extra = json::object();
-  if (status.IsConditionFailed() && next_seq >= 0) extra["next_seq"] = next_seq;
-  throw ApiError::FromStatus(status, extra);
-}
-
-template <typename T>
-T Must(Result<T> result) {
-  if (!result.ok()) Fail(result.status());
-  return std::move(result).value();
-}
-
-}  // namespace
 
 json EntryJson(App& app, const EntryRecord& e) {
   json out{{"seq", e.seq},         {"segment", e.segment}, {"num", e.num},

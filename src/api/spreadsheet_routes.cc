@@ -1,0 +1,272 @@
+// Routes of api.md section "Spreadsheet" that read the sheet: cells, export, snapshots.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "src/api/routes.h"
+#include "src/app/app.h"
+#include "src/log/tables.h"
+#include "src/sheet/csv.h"
+#include "src/snapshot/cells_at.h"
+#include "src/snapshot/sheet_view.h"
+
+namespace sheetlog::api {
+
+namespace {
+
+// Most positions one GET .../cells may span (1024 x 1024): the answer is a dense JSON
+// array of rows, so a bigger rectangle is refused rather than built.
+constexpr int64_t kMaxRangeCells = int64_t{1} << 20;
+// Positions per export band: one band's cells are read and written at a time.
+constexpr int64_t kExportBandCells = int64_t{1} << 16;
+
+// Opens the view, turning Gone into api.md's 410 with "first_seq".
+std::shared_ptr<SheetView> OpenView(App& app, const std::string& id,
+                                    std::optional<int64_t> at, UnitMeter* meter) {
+  Result<std::unique_ptr<SheetView>> view =
+      SheetView::Open(app.log(), app.blobs(), id, at, meter);
+  if (view.ok()) return std::shared_ptr<SheetView>(std::move(view).value());
+  json extra = json::object();
+  if (view.status().code() == StatusCode::kGone) {
+    Result<SheetInfo> sheet = app.log()->GetSheet(id, meter);
+    if (sheet.ok()) extra["first_seq"] = sheet->first_seq;
+  }
+  throw ApiError::FromStatus(view.status(), extra);
+}
+
+json ValueRows(const std::vector<std::vector<CellValue>>& rows) {
+  json out = json::array();
+  for (const auto& row : rows) {
+    json values = json::array();
+    for (const CellValue& v : row) values.push_back(v.ToJson());
+    out.push_back(std::move(values));
+  }
+  return out;
+}
+
+// The rows of the sheet in bands of whole rows, each band's cells sorted, walking
+// rows 1..last_row and columns 1..last_col.
+class BandWalker {
+ public:
+  BandWalker(std::shared_ptr<SheetView> view, int64_t last_row, int64_t last_col)
+      : view_(std::move(view)),
+        last_row_(last_row),
+        last_col_(last_col),
+        band_rows_(
+            std::max<int64_t>(1, kExportBandCells / std::max<int64_t>(1, last_col))) {}
+
+  bool done() const { return next_row_ > last_row_; }
+  CellRange NextBand() {
+    CellRange band{{next_row_, 1},
+                   {std::min(last_row_, next_row_ + band_rows_ - 1), last_col_}};
+    next_row_ = band.last.row + 1;
+    return band;
+  }
+  const SheetView& view() const { return *view_; }
+
+ private:
+  std::shared_ptr<SheetView> view_;
+  int64_t last_row_;
+  int64_t last_col_;
+  int64_t band_rows_;
+  int64_t next_row_ = 1;
+};
+
+// The exact last row and column holding a cell (pass one of the export: cells only,
+// nothing kept).
+CellRef UsedExtent(const std::shared_ptr<SheetView>& view) {
+  const CellRef bound = view->Bound();
+  CellRef used{0, 0};
+  if (bound.row == 0 || bound.col == 0) return used;
+  BandWalker walker(view, bound.row, bound.col);
+  while (!walker.done()) {
+    std::vector<PlacedCell> cells = Check(view->Cells(walker.NextBand()));
+    for (const PlacedCell& cell : cells) {
+      used.row = std::max(used.row, cell.ref.row);
+      used.col = std::max(used.col, cell.ref.col);
+    }
+  }
+  return used;
+}
+
+// CSV of one band: every row of it, `cols` fields each.
+Status AppendBandCsv(const SheetView& view, const CellRange& band, std::string* out) {
+  ASSIGN_OR_RETURN(std::vector<PlacedCell> cells, view.Cells(band));
+  std::vector<CellValue> record(static_cast<size_t>(band.columns()));
+  size_t next = 0;
+  for (int64_t row = band.first.row; row <= band.last.row; ++row) {
+    std::fill(record.begin(), record.end(), CellValue());
+    for (; next < cells.size() && cells[next].ref.row == row; ++next) {
+      record[static_cast<size_t>(cells[next].ref.col - 1)] = cells[next].cell.value;
+    }
+    AppendCsvRecord(record, out);
+  }
+  return Status::OK();
+}
+
+std::string SnapshotState(const EntryRecord& entry, const std::optional<Item>& pending) {
+  if (entry.snapshot_root) return "completed";
+  if (!pending) return "queued";
+  auto active = pending->find("active");
+  return active != pending->end() && !active->second.is_null() &&
+                 active->second.AsInt() != 0
+             ? "building"
+             : "waiting";
+}
+
+json PendingJson(const Item& item) {
+  auto int_of = [&](const char* column) -> json {
+    auto it = item.find(column);
+    return it == item.end() || it->second.is_null() ? json(nullptr)
+                                                    : json(it->second.AsInt());
+  };
+  json checkpoint = nullptr;
+  auto state = item.find("state");
+  if (state != item.end() && !state->second.is_null()) {
+    checkpoint = json::parse(state->second.AsString(), nullptr, false);
+    if (checkpoint.is_discarded()) checkpoint = state->second.AsString();
+  }
+  return json{{"created", int_of("created")},
+              {"modified", int_of("modified")},
+              {"active", int_of("active") == 1},
+              {"increment", int_of("increment")},
+              {"checkpoint", checkpoint}};
+}
+
+}  // namespace
+
+void RegisterSpreadsheetRoutes(Router& router, App& app) {
+  router.Get(R"(/v1/sheets/([^/]+)/cells)", [&](Call& call) {
+    std::string id = SheetId(call);
+    std::optional<std::string> range_text = call.Query("range");
+    if (!range_text) {
+      throw ApiError::Validation("query parameter 'range' is required (e.g. A1:D20)");
+    }
+    Result<CellRange> range = ParseRange(*range_text);
+    if (!range.ok()) {
+      throw ApiError::Validation("query parameter 'range': " + range.status().message());
+    }
+    std::optional<int64_t> at;
+    if (auto text = call.Query("at")) at = ParseSeq("at", *text);
+    // Check the size before any read: a refused range costs nothing.
+    if (range->rows() > kMaxRangeCells / range->columns()) {
+      throw ApiError::Validation("range " + FormatRange(*range) + " spans more than " +
+                                 std::to_string(kMaxRangeCells) +
+                                 " cells; read it in parts");
+    }
+    std::shared_ptr<SheetView> view = OpenView(app, id, at, &call.meter);
+    std::vector<PlacedCell> cells = Check(view->Cells(*range));
+    Sheet::RangeValues values = Check(RangeValuesOf(*range, cells, kMaxRangeCells));
+    json out{{"range", FormatRange(*range)},
+             {"at_seq", view->at_seq()},
+             {"rows", ValueRows(values.values)}};
+    if (values.has_formats) out["formats"] = values.formats;
+    call.res.set_header("X-Snapshot-Seq", view->snapshot_seq()
+                                              ? std::to_string(*view->snapshot_seq())
+                                              : std::string("none"));
+    call.res.set_header("X-Entries-Applied", std::to_string(view->entries_applied()));
+    call.Reply(200, out);
+  });
+
+  router.Get(R"(/v1/sheets/([^/]+)/export)", [&](Call& call) {
+    std::string id = SheetId(call);
+    const std::string format = call.Query("format").value_or("csv");
+    if (format == "xlsx") {
+      throw ApiError::Validation("format 'xlsx' is not supported yet; use format=csv");
+    }
+    if (format != "csv") {
+      throw ApiError::Validation("query parameter 'format' must be csv or xlsx, got '" +
+                                 format + "'");
+    }
+    std::optional<int64_t> at;
+    if (auto text = call.Query("at")) at = ParseSeq("at", *text);
+    std::shared_ptr<SheetView> view = OpenView(app, id, at, &call.meter);
+    // Pass one finds the exact extent, so the CSV is a rectangle of the used range
+    // with nothing trailing; pass two streams it band by band. Errors in pass one are
+    // ordinary error responses; one in pass two (after the 200) ends the chunked body
+    // without its terminator, which HTTP clients report as a truncated response.
+    const CellRef used = UsedExtent(view);
+    call.res.set_header("Content-Disposition", "attachment; filename=\"" + id + ".csv\"");
+    call.res.set_header("X-At-Seq", std::to_string(view->at_seq()));
+    auto walker = std::make_shared<BandWalker>(view, used.row, used.col);
+    call.res.status = 200;
+    call.res.set_chunked_content_provider(
+        "text/csv; charset=utf-8", [walker](size_t, httplib::DataSink& sink) {
+          if (walker->done()) {
+            sink.done();
+            return true;
+          }
+          std::string text;
+          Status band = AppendBandCsv(walker->view(), walker->NextBand(), &text);
+          if (!band.ok()) {
+            spdlog::error("export stopped: {}", band.ToString());
+            return false;
+          }
+          return sink.write(text.data(), text.size());
+        });
+  });
+
+  // An extension of api.md: append a Snapshot entry now, whatever snapshot_every says
+  // (tests and clients that want a snapshot at a known seq). The pipeline builds it.
+  router.Post(R"(/v1/sheets/([^/]+)/snapshots)", [&](Call& call) {
+    std::string id = SheetId(call);
+    json body = call.Body();
+    FieldReader(body, "request body").Finish();
+    AppendRequest request;
+    request.sheet_id = id;
+    request.type = kSnapshotType;
+    request.allow_reserved = true;
+    AppendResult appended = Check(app.log()->AddEntry(request, &call.meter, nullptr));
+    call.Reply(201, AppendResultJson(appended));
+  });
+
+  router.Get(R"(/v1/sheets/([^/]+)/snapshots)", [&](Call& call) {
+    std::string id = SheetId(call);
+    EventLog& log = *app.log();
+    SheetInfo sheet = Check(log.GetSheet(id, &call.meter));
+    std::map<std::pair<int64_t, int64_t>, Item> pending;
+    Check(app.db()->Read([&](Connection& conn) -> Status {
+      QueryRequest query;
+      query.partition = {id};
+      while (true) {
+        ASSIGN_OR_RETURN(QueryResult page,
+                         PendingSnapshotTable().Query(conn, query, &call.meter));
+        for (Item& item : page.items) {
+          pending[{item.at("segment").AsInt(), item.at("entry").AsInt()}] =
+              std::move(item);
+        }
+        if (!page.last_evaluated) return Status::OK();
+        query.exclusive_start = page.last_evaluated;
+      }
+    }));
+    // Every Snapshot entry of the retained log, oldest first (a filtered scan of the
+    // sheet's entries, charged as DynamoDB charges a query with a filter: every item
+    // read).
+    json snapshots = json::array();
+    for (int64_t next = sheet.first_seq;;) {
+      ReadRange page = Check(log.Read(id, next, std::nullopt, 1000, &call.meter));
+      if (page.entries.empty()) break;
+      next = page.entries.back().seq + 1;
+      for (const EntryRecord& e : page.entries) {
+        if (e.type != kSnapshotType) continue;
+        auto found = pending.find({e.segment, e.num});
+        std::optional<Item> item;
+        if (found != pending.end()) item = found->second;
+        json out{{"seq", e.seq},
+                 {"segment", e.segment},
+                 {"num", e.num},
+                 {"created", e.created},
+                 {"state", SnapshotState(e, item)},
+                 {"root", e.snapshot_root ? json(*e.snapshot_root) : json(nullptr)},
+                 {"pending", item ? PendingJson(*item) : json(nullptr)}};
+        if (e.snapshot_root) out["manifest_url"] = ManifestUrl(app, *e.snapshot_root);
+        snapshots.push_back(std::move(out));
+      }
+    }
+    call.Reply(200, json{{"snapshots", snapshots}});
+  });
+}
+
+}  // namespace sheetlog::api

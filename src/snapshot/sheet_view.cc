@@ -1,0 +1,109 @@
+#include "src/snapshot/sheet_view.h"
+
+#include <algorithm>
+
+#include "src/log/tables.h"
+#include "src/snapshot/build_factory.h"
+#include "src/snapshot/cells_at.h"
+
+namespace sheetlog {
+
+namespace {
+
+constexpr int kPageEntries = 1000;
+
+// The largest new position holding an old position in [1, old_max], or 0.
+int64_t ForwardBound(const AxisMap& map, int64_t old_max) {
+  int64_t bound = 0;
+  if (old_max <= 0) return 0;
+  map.ForEachBackwardRun(
+      1, map.limit(), [&](int64_t new_begin, int64_t new_end, int64_t old_begin) {
+        if (old_begin > old_max) return;
+        bound = std::max(bound,
+                         new_begin + std::min(new_end - new_begin, old_max - old_begin));
+      });
+  return bound;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blobs,
+                                                   const std::string& sheet_id,
+                                                   std::optional<int64_t> at,
+                                                   UnitMeter* meter) {
+  ASSIGN_OR_RETURN(int64_t next_seq, log->NextSeq(sheet_id, meter));
+  const int64_t head = next_seq - 1;
+  if (at && (*at < 0 || *at > head)) {
+    return OutOfRange("at " + std::to_string(*at) + " is past the head (seq " +
+                      std::to_string(head) + ")");
+  }
+  std::unique_ptr<SheetView> view(new SheetView());
+  view->at_seq_ = at.value_or(head);
+
+  // The newest segment-level snapshot that holds no entry after `at`: a Snapshot entry
+  // at seq s holds every entry before s.
+  ASSIGN_OR_RETURN(std::vector<SegmentInfo> segments, log->ListSegments(sheet_id, meter));
+  std::optional<EntryRecord> base;
+  for (auto it = segments.rbegin(); it != segments.rend() && !base; ++it) {
+    if (!it->last_snapshot) continue;
+    const int64_t seq = it->first_seq + *it->last_snapshot;
+    if (seq > view->at_seq_ + 1) continue;
+    ASSIGN_OR_RETURN(EntryRecord entry, log->GetEntry(sheet_id, seq, meter));
+    if (entry.snapshot_root) base = std::move(entry);
+  }
+
+  // The entries after it; a newer completed snapshot among them (one the segment does
+  // not point at, as it points only at its newest) moves the base forward.
+  std::vector<EntryRecord> entries;
+  int64_t next = base ? base->seq + 1 : 0;
+  if (!base && !segments.empty()) next = segments.front().first_seq;
+  while (next <= view->at_seq_) {
+    ASSIGN_OR_RETURN(ReadRange page,
+                     log->Read(sheet_id, next, view->at_seq_ + 1, kPageEntries, meter));
+    if (page.entries.empty()) break;
+    next = page.entries.back().seq + 1;
+    for (EntryRecord& entry : page.entries) {
+      if (entry.type == kSnapshotType && entry.snapshot_root) {
+        base = std::move(entry);
+        entries.clear();
+        continue;
+      }
+      entries.push_back(std::move(entry));
+    }
+  }
+  if (!base && !segments.empty() && segments.front().first_seq > 0) {
+    return Gone("the entries before seq " + std::to_string(segments.front().first_seq) +
+                " were truncated and no snapshot at or before " +
+                std::to_string(view->at_seq_) + " covers them");
+  }
+
+  if (base) {
+    view->snapshot_seq_ = base->seq;
+    ASSIGN_OR_RETURN(view->snapshot_, SnapshotReader::Open(blobs, *base->snapshot_root));
+  }
+  ASSIGN_OR_RETURN(std::vector<SheetEdit> edits, EditsOfEntries(entries, blobs));
+  for (const SheetEdit& edit : edits) view->delta_.Apply(edit);
+  view->entries_applied_ = static_cast<int64_t>(entries.size());
+  return view;
+}
+
+Result<std::vector<PlacedCell>> SheetView::Cells(const CellRange& range) const {
+  return CellsInRange(snapshot_.get(), delta_, range);
+}
+
+CellRef SheetView::Bound() const {
+  CellRef bound{0, 0};
+  if (snapshot_ && !delta_.replaced()) {
+    const SnapshotManifest& manifest = snapshot_->manifest();
+    bound.row = ForwardBound(delta_.transform().rows(), manifest.rows);
+    bound.col = ForwardBound(delta_.transform().columns(), manifest.cols);
+  }
+  for (const auto& [row, cells] : delta_.overlay().rows()) {
+    if (cells.empty()) continue;
+    bound.row = std::max(bound.row, row);
+    bound.col = std::max(bound.col, cells.back().first);
+  }
+  return bound;
+}
+
+}  // namespace sheetlog

@@ -1,0 +1,59 @@
+// A sheet as of one seq, for GET .../cells and GET .../export: the best completed
+// snapshot at or before that seq plus the entries between them, held as a SheetDelta.
+// Nothing is materialized: each read maps its range back through the delta and fetches
+// only the snapshot chunks that cover it (see cells_at.h), so a view of a sheet of any
+// size costs memory in proportion to the entries after its snapshot.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator/blob/blob_store.h"
+#include "emulator/status.h"
+#include "emulator/table/request_units.h"
+#include "src/log/event_log.h"
+#include "src/sheet/a1.h"
+#include "src/sheet/delta.h"
+#include "src/snapshot/snapshot_reader.h"
+
+namespace sheetlog {
+
+class SheetView {
+ public:
+  // The sheet after every entry with seq <= `at` (nullopt: the head). NotFound for no
+  // such sheet; OutOfRange if `at` is past the head; Gone if the entries it needs
+  // were truncated and no snapshot covers them. A completed Snapshot entry met while
+  // reading becomes the base (the newest one at or before `at` wins).
+  static Result<std::unique_ptr<SheetView>> Open(EventLog* log, BlobStore* blobs,
+                                                 const std::string& sheet_id,
+                                                 std::optional<int64_t> at,
+                                                 UnitMeter* meter);
+
+  int64_t at_seq() const { return at_seq_; }
+  // Seq of the Snapshot entry the view starts from; nullopt: from the empty sheet.
+  std::optional<int64_t> snapshot_seq() const { return snapshot_seq_; }
+  // Entries after the snapshot that the view applies.
+  int64_t entries_applied() const { return entries_applied_; }
+
+  // The non-empty cells inside `range`, sorted by position.
+  Result<std::vector<PlacedCell>> Cells(const CellRange& range) const;
+
+  // A cell position no cell lies beyond: every cell's row <= bound.row and column <=
+  // bound.col. {0, 0} when the sheet is certainly empty. Cheap: from the snapshot's
+  // manifest pushed through the row/column inserts, and the overlay.
+  CellRef Bound() const;
+
+ private:
+  SheetView() = default;
+
+  int64_t at_seq_ = 0;
+  std::optional<int64_t> snapshot_seq_;
+  int64_t entries_applied_ = 0;
+  std::unique_ptr<SnapshotReader> snapshot_;
+  SheetDelta delta_;
+};
+
+}  // namespace sheetlog

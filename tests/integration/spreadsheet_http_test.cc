@@ -1,0 +1,180 @@
+// api.md "Spreadsheet" over real HTTP against the real binary: the snapshot pipeline
+// end to end (policy -> change feed -> queue -> worker -> completed root), and the
+// routes that read the sheet (cells at any seq, CSV export, the snapshot list).
+#include <gtest/gtest.h>
+
+#include "tests/support/server_process.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog::testing {
+namespace {
+
+using nlohmann::json;
+
+class SpreadsheetHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.path()));
+    ASSERT_TRUE(server_->Start()) << server_->error();
+    client_ = std::make_unique<httplib::Client>(server_->Client());
+  }
+
+  std::string NewSheet(int snapshot_every) {
+    JsonResponse r = Post(*client_, "/v1/sheets", {{"snapshot_every", snapshot_every}});
+    EXPECT_EQ(r.status, 201) << r.raw;
+    return r.body.value("id", "");
+  }
+
+  int64_t Append(const std::string& sheet, const std::string& type, const json& body) {
+    JsonResponse r = Post(*client_, "/v1/sheets/" + sheet + "/entries",
+                          {{"type", type}, {"body", body}});
+    EXPECT_EQ(r.status, 201) << r.raw;
+    return r.body.value("seq", int64_t{-1});
+  }
+
+  json Snapshots(const std::string& sheet) {
+    JsonResponse r = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
+    EXPECT_EQ(r.status, 200) << r.raw;
+    return r.body["snapshots"];
+  }
+
+  // Waits for every Snapshot entry so far to complete.
+  bool AllSnapshotsComplete(const std::string& sheet, size_t at_least) {
+    return Eventually([&] {
+      json list = Snapshots(sheet);
+      if (list.size() < at_least) return false;
+      for (const json& s : list) {
+        if (s["state"] != "completed") return false;
+      }
+      return true;
+    });
+  }
+
+  JsonResponse Cells(const std::string& sheet, const std::string& query) {
+    return Get(*client_, "/v1/sheets/" + sheet + "/cells?" + query);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(SpreadsheetHttpTest, SnapshotPolicyRunsThePipelineToCompletedRoots) {
+  const std::string sheet = NewSheet(/*snapshot_every=*/10);
+  for (int i = 1; i <= 25; ++i) {
+    Append(sheet, "SetCell", {{"ref", "A" + std::to_string(i)}, {"value", i}});
+  }
+  // Entry 0 plus one Snapshot entry per 10 appends.
+  ASSERT_TRUE(AllSnapshotsComplete(sheet, 3)) << Snapshots(sheet).dump();
+  json list = Snapshots(sheet);
+  for (const json& s : list) {
+    EXPECT_TRUE(s["root"].is_string()) << s.dump();
+    EXPECT_TRUE(s["pending"].is_null()) << "a completed snapshot has no pending entry";
+    // The manifest URL is a presigned GET that works without the token.
+    std::string url = s["manifest_url"].get<std::string>();
+    auto manifest = client_->Get(url.substr(url.find("/v1/")));
+    ASSERT_TRUE(manifest);
+    EXPECT_EQ(manifest->status, 200) << url;
+  }
+  JsonResponse load = Get(*client_, "/v1/sheets/" + sheet + "/load");
+  ASSERT_EQ(load.status, 200);
+  EXPECT_EQ(load.body["snapshot"]["seq"], list.back()["seq"]);
+  JsonResponse info = Get(*client_, "/v1/sheets/" + sheet);
+  EXPECT_EQ(info.body["pending_snapshots"], 0);
+}
+
+TEST_F(SpreadsheetHttpTest, CellsAtTheHeadAndAtEarlierSeqs) {
+  const std::string sheet = NewSheet(/*snapshot_every=*/4);
+  int64_t after_first =
+      Append(sheet, "SetCells", {{"at", "A1"}, {"rows", {{1, "x", true}}}});
+  for (int i = 0; i < 6; ++i) {
+    Append(sheet, "SetCell", {{"ref", "B" + std::to_string(i + 2)}, {"value", i * 1.5}});
+  }
+  int64_t before_insert = Append(sheet, "SetCell", {{"ref", "C3"}, {"value", "=A1+1"}});
+  Append(sheet, "InsertRows", {{"after", 0}, {"count", 1}});
+  ASSERT_TRUE(AllSnapshotsComplete(sheet, 2));
+
+  JsonResponse head = Cells(sheet, "range=A1:C4");
+  ASSERT_EQ(head.status, 200) << head.raw;
+  EXPECT_EQ(head.body["range"], "A1:C4");
+  EXPECT_EQ(head.body["rows"], json::parse(R"([[null, null, null],
+                                                [1, "x", true],
+                                                [null, 0, null],
+                                                [null, 1.5, "=A1+1"]])"));
+  ASSERT_EQ(head.headers.count("X-Snapshot-Seq"), 1u);
+  EXPECT_NE(head.headers.find("X-Snapshot-Seq")->second, "none")
+      << "the head is read from a snapshot plus the entries after it";
+
+  JsonResponse early = Cells(sheet, "range=A1:C2&at=" + std::to_string(after_first));
+  ASSERT_EQ(early.status, 200) << early.raw;
+  EXPECT_EQ(early.body["at_seq"], after_first);
+  EXPECT_EQ(early.body["rows"], json::parse(R"([[1, "x", true], [null, null, null]])"));
+
+  JsonResponse mid = Cells(sheet, "range=C3&at=" + std::to_string(before_insert));
+  EXPECT_EQ(mid.body["rows"], json::parse(R"([["=A1+1"]])"));
+}
+
+TEST_F(SpreadsheetHttpTest, CellsRefusesBadRequestsWithClearErrors) {
+  const std::string sheet = NewSheet(0);
+  Append(sheet, "SetCell", {{"ref", "A1"}, {"value", 1}});
+  struct Case {
+    std::string query;
+    int status;
+    std::string code;
+  } cases[] = {
+      {"", 400, "ValidationError"},
+      {"range=1A", 400, "ValidationError"},
+      {"range=A1:ZZZ100000", 400, "ValidationError"},  // too many cells at once
+      {"range=A1&at=x", 400, "ValidationError"},
+      {"range=A1&at=-1", 400, "RangeError"},
+      {"range=A1&at=99", 400, "RangeError"},
+  };
+  for (const Case& c : cases) {
+    JsonResponse r = Cells(sheet, c.query);
+    EXPECT_EQ(r.status, c.status) << c.query << ": " << r.raw;
+    EXPECT_EQ(r.body["error"]["code"], c.code) << c.query;
+    EXPECT_FALSE(r.body["error"]["message"].get<std::string>().empty());
+  }
+  EXPECT_EQ(
+      Get(*client_, "/v1/sheets/00000000-0000-4000-8000-000000000000/cells?range=A1")
+          .status,
+      404);
+}
+
+TEST_F(SpreadsheetHttpTest, ExportStreamsTheUsedRangeAsCsv) {
+  const std::string sheet = NewSheet(/*snapshot_every=*/3);
+  Append(sheet, "SetCells",
+         {{"cells",
+           {{"A1", "name"},
+            {"B1", "note"},
+            {"A2", "a, b"},
+            {"B2", "say \"hi\""},
+            {"A3", 2.5},
+            {"B3", false},
+            {"C4", "line1\nline2"}}}});
+  Append(sheet, "SetCell", {{"ref", "A5"}, {"value", 7}});
+  Append(sheet, "DeleteRows", {{"at", 5}});
+  ASSERT_TRUE(AllSnapshotsComplete(sheet, 2));
+  Append(sheet, "SetCell", {{"ref", "B5"}, {"value", " padded "}});
+
+  auto r = client_->Get("/v1/sheets/" + sheet + "/export?format=csv");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/csv; charset=utf-8");
+  EXPECT_EQ(r->body,
+            "name,note,\r\n"
+            "\"a, b\",\"say \"\"hi\"\"\",\r\n"
+            "2.5,FALSE,\r\n"
+            ",,\"line1\nline2\"\r\n"
+            ",\" padded \",\r\n");
+
+  EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet + "/export?format=ods").status, 400);
+  const std::string empty = NewSheet(0);
+  auto none = client_->Get("/v1/sheets/" + empty + "/export");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 200);
+  EXPECT_EQ(none->body, "");
+}
+
+}  // namespace
+}  // namespace sheetlog::testing
