@@ -1,4 +1,6 @@
 // Routes of api.md "Blob store" (the S3 stand-in) and "Large entries" (uploads).
+#include <spdlog/spdlog.h>
+
 #include "emulator/blob/blob_lifecycle.h"
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/uuid.h"
@@ -6,6 +8,7 @@
 #include "src/app/app.h"
 #include "src/log/uploads.h"
 #include "src/sheet/sheet_edit.h"
+#include "src/snapshot/snapshot_reader.h"
 
 namespace sheetlog::api {
 
@@ -81,7 +84,16 @@ std::string ManifestUrl(App& app, const std::string& root) {
 }
 
 void DeleteBlobsBestEffort(App& app, const std::vector<std::string>& keys) {
-  for (const std::string& key : keys) (void)app.blobs()->Delete(key);
+  for (const std::string& key : keys) {
+    // A snapshot root takes its chunks with it.
+    Status deleted = key.rfind("snapshots/", 0) == 0
+                         ? DeleteSnapshotObjects(app.blobs(), key)
+                         : app.blobs()->Delete(key);
+    if (!deleted.ok()) {
+      spdlog::warn("could not delete blob {} (the lifecycle sweep does not cover it): {}",
+                   key, deleted.ToString());
+    }
+  }
 }
 
 void RegisterBlobRoutes(Router& router, App& app) {

@@ -21,6 +21,7 @@ void RegisterSheetRoutes(Router& router, App& app);
 void RegisterAdminControlRoutes(Router& router, App& app);
 void RegisterBlobRoutes(Router& router, App& app);
 void RegisterSpreadsheetRoutes(Router& router, App& app);
+void RegisterAdminStateRoutes(Router& router, App& app);
 
 // {"seq", "segment", "num", "created", "external"} of an appended entry.
 json AppendResultJson(const AppendResult& result);

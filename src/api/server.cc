@@ -76,6 +76,7 @@ void ApiServer::RegisterRoutes() {
   RegisterAdminControlRoutes(*router_, *app_);
   RegisterBlobRoutes(*router_, *app_);
   RegisterSpreadsheetRoutes(*router_, *app_);
+  RegisterAdminStateRoutes(*router_, *app_);
 }
 
 Status ApiServer::Bind() {

@@ -256,6 +256,26 @@ void RegisterSheetRoutes(Router& router, App& app) {
         json{{"snapshot", snapshot}, {"entries", entries}, {"next_seq", load.next_seq}});
   });
 
+  router.Post(R"(/v1/sheets/([^/]+)/truncate)", [&](Call& call) {
+    std::string id = SheetId(call);
+    json body = call.Body();
+    FieldReader fields(body, "request body");
+    std::optional<int64_t> before_seq = fields.Int("before_seq");
+    const bool archive = fields.Bool("archive").value_or(false);
+    fields.Finish();
+    if (!before_seq) throw ApiError::Validation("field 'before_seq' is required");
+    if (*before_seq < 0 || *before_seq > kMaxSeq) {
+      throw ApiError::Range("before_seq is out of range: " + std::to_string(*before_seq));
+    }
+    TruncateResult truncated =
+        Must(log.Truncate(id, *before_seq, archive ? app.blobs() : nullptr, &call.meter));
+    DeleteBlobsBestEffort(app, truncated.released_blobs);
+    call.Reply(200, json{{"first_seq", truncated.first_seq},
+                         {"dropped_segments", truncated.dropped_segments},
+                         {"dropped_entries", truncated.dropped_entries},
+                         {"archives", truncated.archives}});
+  });
+
   router.Post(R"(/v1/sheets/([^/]+)/segments)", [&](Call& call) {
     std::string id = SheetId(call);
     json body = call.Body();

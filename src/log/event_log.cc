@@ -1,6 +1,7 @@
 #include "src/log/event_log.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "emulator/env/uuid.h"
@@ -735,6 +736,145 @@ Result<std::vector<std::string>> EventLog::DeleteSheet(const std::string& sheet_
   std::lock_guard<std::mutex> lock(cache_mu_);
   configs_.erase(sheet_id);
   return blobs;
+}
+
+// ---------------------------------------------------------------------------
+// Truncate (seed 003)
+
+std::string EventLog::ArchiveKey(const std::string& sheet_id, int64_t segment) {
+  return "archives/" + sheet_id + "/segment-" + std::to_string(segment) + ".jsonl";
+}
+
+namespace {
+
+// One archived entry: the fields of api.md's entry, the body inline as JSON.
+std::string ArchiveLine(const EntryRecord& e) {
+  nlohmann::json line{{"seq", e.seq},   {"segment", e.segment},
+                      {"num", e.num},   {"created", e.created},
+                      {"type", e.type}, {"version", e.version}};
+  line["body"] =
+      e.body ? nlohmann::json::parse(*e.body, nullptr, false) : nlohmann::json(nullptr);
+  line["external"] = e.external ? nlohmann::json(*e.external) : nlohmann::json(nullptr);
+  line["snapshot_root"] =
+      e.snapshot_root ? nlohmann::json(*e.snapshot_root) : nlohmann::json(nullptr);
+  return line.dump() + "\n";
+}
+
+}  // namespace
+
+Result<TruncateResult> EventLog::Truncate(const std::string& sheet_id, int64_t before_seq,
+                                          BlobStore* archive_to, UnitMeter* meter) {
+  if (before_seq < 0) {
+    return OutOfRange("before_seq must be >= 0, got " + std::to_string(before_seq));
+  }
+  // Which segments may go: a prefix, since both conditions only get easier going back.
+  TruncateResult result;
+  std::vector<SegmentInfo> segments;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(
+        std::optional<Item> sheet,
+        SheetTable().Get(conn, Key{{sheet_id}, {}}, Consistency::kStrong, meter));
+    if (!sheet) return NotFound("no sheet " + sheet_id);
+    result.first_seq = IntOr(*sheet, "first_seq", 0);
+    ASSIGN_OR_RETURN(segments, QuerySegments(conn, sheet_id, meter));
+    return Status::OK();
+  }));
+  size_t keep_from = 0;  // segments[0, keep_from) are dropped or already gone
+  for (size_t i = 0; i + 1 < segments.size(); ++i) {
+    const int64_t end = segments[i + 1].first_seq;  // exclusive
+    bool behind_snapshot = false;
+    for (size_t j = i + 1; j < segments.size(); ++j) {
+      if (segments[j].last_snapshot) behind_snapshot = true;
+    }
+    if (end > before_seq || !behind_snapshot) break;
+    keep_from = i + 1;
+  }
+  if (keep_from == 0 || segments[keep_from].first_seq <= result.first_seq) return result;
+  const int64_t new_first_seq = segments[keep_from].first_seq;
+
+  // Archive first: a crash after it leaves an archive and nothing dropped, and the
+  // retry rewrites the same key.
+  std::vector<const SegmentInfo*> dropping;
+  for (size_t i = 0; i < keep_from; ++i) {
+    if (segments[i + 1].first_seq > result.first_seq) dropping.push_back(&segments[i]);
+  }
+  std::map<int64_t, std::string> archive_keys;
+  if (archive_to != nullptr) {
+    for (const SegmentInfo* seg : dropping) {
+      std::vector<EntryRecord> entries;
+      RETURN_IF_ERROR(db_->Read([&](Connection& conn) {
+        return QuerySegmentEntries(conn, sheet_id, seg->num, 0, -1,
+                                   static_cast<size_t>(-1), options_.page_size, meter,
+                                   &entries);
+      }));
+      const std::string key = ArchiveKey(sheet_id, seg->num);
+      BlobPutOptions put;
+      put.content_type = "application/x-ndjson";
+      ASSIGN_OR_RETURN(std::unique_ptr<BlobWriter> writer,
+                       archive_to->BeginPut(key, put));
+      for (const EntryRecord& e : entries)
+        RETURN_IF_ERROR(writer->Append(ArchiveLine(e)));
+      RETURN_IF_ERROR(writer->Commit().status());
+      archive_keys[seg->num] = key;
+      result.archives.push_back(key);
+    }
+  }
+  RETURN_IF_ERROR(faults_->Hit("log.truncate.before_drop"));
+
+  // One transaction: first_seq forward (only if nobody moved it meanwhile), entries
+  // gone, archive keys on the segments, obsolete pending snapshots removed.
+  TruncateResult dropped = result;
+  Status status = db_->Write([&](Connection& conn) -> Status {
+    dropped = result;
+    UpdateRequest move;
+    move.key = Key{{sheet_id}, {}};
+    move.set = {{"first_seq", new_first_seq}};
+    move.conditions = {Condition::Equals("first_seq", result.first_seq)};
+    move.create_if_missing = false;
+    RETURN_IF_ERROR(SheetTable().Update(conn, move, meter).status());
+    // Pending snapshots of dropped Snapshot entries are obsolete (a later snapshot is
+    // complete): the worker would only find them late duplicates.
+    QueryRequest pending;
+    pending.partition = {sheet_id};
+    pending.sort_to = KeyValues{Value(dropping.back()->num)};
+    ASSIGN_OR_RETURN(QueryResult obsolete,
+                     PendingSnapshotTable().Query(conn, pending, meter));
+    for (const Item& item : obsolete.items) {
+      RETURN_IF_ERROR(PendingSnapshotTable().Delete(
+          conn, Key{{sheet_id}, {item.at("segment"), item.at("entry")}}, {}, meter));
+    }
+    for (const SegmentInfo* seg : dropping) {
+      std::vector<EntryRecord> entries;
+      RETURN_IF_ERROR(QuerySegmentEntries(conn, sheet_id, seg->num, 0, -1,
+                                          static_cast<size_t>(-1), options_.page_size,
+                                          meter, &entries));
+      for (const EntryRecord& e : entries) {
+        if (e.external && !archive_keys.count(seg->num)) {
+          dropped.released_blobs.push_back(*e.external);
+        }
+        if (e.snapshot_root) dropped.released_blobs.push_back(*e.snapshot_root);
+        RETURN_IF_ERROR(
+            EntryTable().Delete(conn, Key{{sheet_id, seg->num}, {e.num}}, {}, meter));
+      }
+      dropped.dropped_entries += static_cast<int64_t>(entries.size());
+      dropped.dropped_segments.push_back(seg->num);
+      auto archive = archive_keys.find(seg->num);
+      if (archive != archive_keys.end()) {
+        UpdateRequest mark;
+        mark.key = Key{{sheet_id}, {seg->num}};
+        mark.set = {{"archive", archive->second}};
+        mark.create_if_missing = false;
+        RETURN_IF_ERROR(SegmentTable().Update(conn, mark, meter).status());
+      }
+    }
+    return Status::OK();
+  });
+  if (status.IsConditionFailed()) {
+    return Unavailable("sheet " + sheet_id + " was truncated concurrently; retry");
+  }
+  RETURN_IF_ERROR(status);
+  dropped.first_seq = new_first_seq;
+  return dropped;
 }
 
 }  // namespace sheetlog

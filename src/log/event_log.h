@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/sqlite/database.h"
@@ -59,6 +60,16 @@ struct EntryRecord {
   std::optional<std::string> body;  // JSON text; nullopt = null
   std::optional<std::string> external;
   std::optional<std::string> snapshot_root;
+};
+
+struct TruncateResult {
+  int64_t first_seq = 0;                  // the first retained seq afterwards
+  std::vector<int64_t> dropped_segments;  // by this call
+  int64_t dropped_entries = 0;
+  std::vector<std::string> archives;  // keys written by this call
+  // Blobs only the dropped entries referenced (external bodies when not archived,
+  // snapshot roots), for the caller to delete.
+  std::vector<std::string> released_blobs;
 };
 
 struct AppendRequest {
@@ -137,6 +148,18 @@ class EventLog {
   // to delete. NotFound if no such sheet.
   Result<std::vector<std::string>> DeleteSheet(const std::string& sheet_id,
                                                UnitMeter* meter);
+
+  // Truncate (seed 003's checkpoint-based expiry): drops the entries of whole segments
+  // that end before `before_seq` and lie behind a completed snapshot (a later segment
+  // has one), oldest first; the newest segment is never dropped. With `archive_to`,
+  // each dropped segment is first written to it as JSON lines (one entry per line, as
+  // api.md shows entries, bodies inline) at ArchiveKey(), and the key is recorded on
+  // the segment. Segment rows stay (they carry the archive key); the sheet's first_seq
+  // moves to the first retained entry and reads before it answer Gone. Idempotent: a
+  // repeat, or a before_seq that frees nothing, changes nothing.
+  Result<TruncateResult> Truncate(const std::string& sheet_id, int64_t before_seq,
+                                  BlobStore* archive_to, UnitMeter* meter);
+  static std::string ArchiveKey(const std::string& sheet_id, int64_t segment);
 
   // Add Entry (seed 001) plus the snapshot and segment policies (seed 000).
   // Errors: NotFound (sheet), InvalidArgument (reserved type), ConditionFailed with

@@ -42,12 +42,15 @@ Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blo
 
   // The newest segment-level snapshot that holds no entry after `at`: a Snapshot entry
   // at seq s holds every entry before s.
+  // Truncated segments keep their rows but not their entries: only snapshots at or
+  // after the first retained seq can serve.
+  ASSIGN_OR_RETURN(SheetInfo sheet, log->GetSheet(sheet_id, meter));
   ASSIGN_OR_RETURN(std::vector<SegmentInfo> segments, log->ListSegments(sheet_id, meter));
   std::optional<EntryRecord> base;
   for (auto it = segments.rbegin(); it != segments.rend() && !base; ++it) {
     if (!it->last_snapshot) continue;
     const int64_t seq = it->first_seq + *it->last_snapshot;
-    if (seq > view->at_seq_ + 1) continue;
+    if (seq > view->at_seq_ + 1 || seq < sheet.first_seq) continue;
     ASSIGN_OR_RETURN(EntryRecord entry, log->GetEntry(sheet_id, seq, meter));
     if (entry.snapshot_root) base = std::move(entry);
   }
@@ -55,8 +58,7 @@ Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blo
   // The entries after it; a newer completed snapshot among them (one the segment does
   // not point at, as it points only at its newest) moves the base forward.
   std::vector<EntryRecord> entries;
-  int64_t next = base ? base->seq + 1 : 0;
-  if (!base && !segments.empty()) next = segments.front().first_seq;
+  int64_t next = base ? base->seq + 1 : sheet.first_seq;
   while (next <= view->at_seq_) {
     ASSIGN_OR_RETURN(ReadRange page,
                      log->Read(sheet_id, next, view->at_seq_ + 1, kPageEntries, meter));
@@ -71,12 +73,12 @@ Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blo
       entries.push_back(std::move(entry));
     }
   }
-  if (!base && !segments.empty() && segments.front().first_seq > 0) {
-    return Gone("the entries before seq " + std::to_string(segments.front().first_seq) +
-                " were truncated and no snapshot at or before " +
+
+  if (!base && sheet.first_seq > 0) {
+    return Gone("the entries before seq " + std::to_string(sheet.first_seq) +
+                " were truncated and no retained snapshot at or before seq " +
                 std::to_string(view->at_seq_) + " covers them");
   }
-
   if (base) {
     view->snapshot_seq_ = base->seq;
     ASSIGN_OR_RETURN(view->snapshot_, SnapshotReader::Open(blobs, *base->snapshot_root));

@@ -164,4 +164,16 @@ Status SnapshotReader::ForEach(
   }
 }
 
+Status DeleteSnapshotObjects(BlobStore* store, const std::string& root_key) {
+  Result<std::string> text = store->Get(root_key);
+  if (text.status().code() == StatusCode::kNotFound) return Status::OK();
+  RETURN_IF_ERROR(text.status());
+  Result<SnapshotManifest> manifest = SnapshotManifest::FromJson(*text);
+  if (manifest.ok()) {
+    for (const ChunkInfo& chunk : manifest->chunks)
+      RETURN_IF_ERROR(store->Delete(chunk.key));
+  }
+  return store->Delete(root_key);
+}
+
 }  // namespace sheetlog

@@ -118,4 +118,9 @@ class SnapshotReader {
   mutable std::atomic<int64_t> bytes_fetched_{0};
 };
 
+// Deletes a snapshot's chunk objects and then its root manifest (so a crash midway
+// leaves a root whose chunks may be missing, never chunks nothing points at, and a
+// repeat finishes the job). OK if the root is already gone.
+Status DeleteSnapshotObjects(BlobStore* store, const std::string& root_key);
+
 }  // namespace sheetlog

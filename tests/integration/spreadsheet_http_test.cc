@@ -3,6 +3,8 @@
 // routes that read the sheet (cells at any seq, CSV export, the snapshot list).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -174,6 +176,49 @@ TEST_F(SpreadsheetHttpTest, ExportStreamsTheUsedRangeAsCsv) {
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 200);
   EXPECT_EQ(none->body, "");
+}
+
+TEST_F(SpreadsheetHttpTest, TruncateDropsOldSegmentsAndTheSheetReadsTheSame) {
+  const std::string sheet = NewSheet(0);
+  for (int i = 1; i <= 3; ++i) {
+    Append(sheet, "SetCell", {{"ref", "A" + std::to_string(i)}, {"value", i}});
+  }
+  ASSERT_TRUE(AllSnapshotsComplete(sheet, 1));
+  JsonResponse segment =
+      Post(*client_, "/v1/sheets/" + sheet + "/segments", json::object());
+  ASSERT_EQ(segment.status, 201) << segment.raw;
+  ASSERT_EQ(segment.body["first_seq"], 5);  // 0 Snapshot, 1-3, 4 EndSegment
+  Append(sheet, "SetCell", {{"ref", "A4"}, {"value", 4}});
+  Append(sheet, "DeleteRows", {{"at", 1}});
+  ASSERT_TRUE(AllSnapshotsComplete(sheet, 2));
+  JsonResponse before = Cells(sheet, "range=A1:A5");
+  ASSERT_EQ(before.status, 200);
+
+  const std::string truncate = "/v1/sheets/" + sheet + "/truncate";
+  EXPECT_EQ(Post(*client_, truncate, {{"before_seq", "5"}}).status, 400);
+  EXPECT_EQ(Post(*client_, truncate, {{"before_seq", 5}, {"achive", true}}).status, 400);
+  EXPECT_EQ(Post(*client_, truncate, json::object()).status, 400);
+  JsonResponse r = Post(*client_, truncate, {{"before_seq", 5}, {"archive", true}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["first_seq"], 5);
+  EXPECT_EQ(r.body["dropped_segments"], json::array({0}));
+  ASSERT_EQ(r.body["archives"].size(), 1u);
+
+  JsonResponse gone = Get(*client_, "/v1/sheets/" + sheet + "/entries?from=0");
+  EXPECT_EQ(gone.status, 410) << gone.raw;
+  EXPECT_EQ(gone.body["error"]["first_seq"], 5);
+  JsonResponse after = Cells(sheet, "range=A1:A5");
+  ASSERT_EQ(after.status, 200) << after.raw;
+  EXPECT_EQ(after.body["rows"], before.body["rows"]);
+  EXPECT_EQ(after.body["rows"], json::parse("[[2], [3], [4], [null], [null]]"));
+  JsonResponse early = Cells(sheet, "range=A1&at=2");
+  EXPECT_EQ(early.status, 410) << early.raw;
+  EXPECT_EQ(early.body["error"]["first_seq"], 5);
+  EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet + "/load").status, 200);
+  auto archive = client_->Get("/v1/blobs/" + r.body["archives"][0].get<std::string>());
+  ASSERT_TRUE(archive);
+  EXPECT_EQ(archive->status, 200);
+  EXPECT_EQ(std::count(archive->body.begin(), archive->body.end(), '\n'), 5);
 }
 
 }  // namespace

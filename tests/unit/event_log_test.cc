@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 
@@ -384,6 +385,141 @@ TEST_F(EventLogTest, DeleteSheetRemovesEverythingAndReturnsBlobs) {
             (std::set<std::string>{"uploads/x", "snap/root"}));
   EXPECT_TRUE(log_->GetSheet(sheet, nullptr).status().IsNotFound());
   EXPECT_TRUE(log_->ListSegments(sheet, nullptr).status().IsNotFound());
+}
+
+// Two segments: 0 = seq 0..4 (Snapshot, a, b, c, EndSegment), 1 = seq 5.. (Snapshot,
+// d, e, f). Segment 0's snapshot is complete; segment 1's only if `complete_second`.
+class TruncateTest : public EventLogTest {
+ protected:
+  std::string TwoSegments(bool complete_second) {
+    std::string sheet = NewSheet();
+    for (const char* body : {"\"a\"", "\"b\"", "\"c\""})
+      EXPECT_TRUE(Append(sheet, body).ok());
+    EXPECT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "snapshots/r0", nullptr).ok());
+    auto segment = log_->CreateNewSegment(sheet, nullptr);
+    EXPECT_TRUE(segment.ok()) << segment.status().ToString();
+    EXPECT_EQ(segment->first_seq, 5);
+    for (const char* body : {"\"d\"", "\"e\"", "\"f\""})
+      EXPECT_TRUE(Append(sheet, body).ok());
+    if (complete_second) {
+      EXPECT_TRUE(log_->CompleteSnapshot(sheet, 1, 0, "snapshots/r1", nullptr).ok());
+    }
+    return sheet;
+  }
+};
+
+TEST_F(TruncateTest, KeepsSegmentsNotBehindACompletedSnapshot) {
+  std::string sheet = TwoSegments(/*complete_second=*/false);
+  auto result = log_->Truncate(sheet, 100, nullptr, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->first_seq, 0);
+  EXPECT_TRUE(result->dropped_segments.empty());
+  EXPECT_EQ(ReadAll(sheet).size(), 9u);
+}
+
+TEST_F(TruncateTest, DropsOnlyWholeSegmentsEndingBeforeTheSeq) {
+  std::string sheet = TwoSegments(/*complete_second=*/true);
+  auto partial = log_->Truncate(sheet, 4, nullptr, nullptr);  // segment 0 ends at 4
+  ASSERT_TRUE(partial.ok());
+  EXPECT_TRUE(partial->dropped_segments.empty()) << "never part of a segment";
+  EXPECT_EQ(ReadAll(sheet).size(), 9u);
+
+  auto result = log_->Truncate(sheet, 5, nullptr, nullptr);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->first_seq, 5);
+  EXPECT_EQ(result->dropped_segments, std::vector<int64_t>{0});
+  EXPECT_EQ(result->dropped_entries, 5);
+  EXPECT_EQ(result->released_blobs, std::vector<std::string>{"snapshots/r0"});
+  EXPECT_EQ(log_->GetSheet(sheet, nullptr)->first_seq, 5);
+  auto gone = log_->Read(sheet, 0, std::nullopt, 100, nullptr);
+  EXPECT_EQ(gone.status().code(), StatusCode::kGone);
+  auto kept = log_->Read(sheet, 5, std::nullopt, 100, nullptr);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->entries.size(), 4u);
+  EXPECT_EQ(kept->entries.front().seq, 5);
+  auto load = log_->Load(sheet, nullptr);
+  ASSERT_TRUE(load.ok()) << load.status().ToString();
+  EXPECT_EQ(load->snapshot->seq, 5);
+  EXPECT_EQ(load->entries.size(), 3u);
+  // The newest segment is never dropped, and a repeat changes nothing.
+  auto again = log_->Truncate(sheet, 1000, nullptr, nullptr);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->first_seq, 5);
+  EXPECT_TRUE(again->dropped_segments.empty());
+  EXPECT_EQ(*log_->NextSeq(sheet, nullptr), 9);
+}
+
+TEST_F(TruncateTest, ArchivesEachDroppedSegmentFirstAndRecordsTheKey) {
+  std::string sheet = TwoSegments(/*complete_second=*/true);
+  BlobStoreOptions options;
+  options.root = dir_.File("blobs");
+  options.sync = false;
+  auto blobs = BlobStore::Open(options, &clock_);
+  ASSERT_TRUE(blobs.ok());
+  faults_.Arm("log.truncate.before_drop", {});
+  auto crashed = log_->Truncate(sheet, 5, blobs->get(), nullptr);
+  EXPECT_FALSE(crashed.ok()) << "the fault stops it after the archive, before the drop";
+  EXPECT_EQ(ReadAll(sheet).size(), 9u);
+
+  auto result = log_->Truncate(sheet, 5, blobs->get(), nullptr);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const std::string key = EventLog::ArchiveKey(sheet, 0);
+  EXPECT_EQ(result->archives, std::vector<std::string>{key});
+  auto text = (*blobs)->Get(key);
+  ASSERT_TRUE(text.ok());
+  std::vector<nlohmann::json> lines;
+  size_t start = 0;
+  for (size_t nl; (nl = text->find('\n', start)) != std::string::npos; start = nl + 1) {
+    lines.push_back(nlohmann::json::parse(text->substr(start, nl - start)));
+  }
+  ASSERT_EQ(lines.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(lines[i]["seq"], i);
+  EXPECT_EQ(lines[1]["body"], "a");
+  EXPECT_EQ(lines[4]["type"], kEndSegmentType);
+  auto segments = log_->ListSegments(sheet, nullptr);
+  ASSERT_TRUE(segments.ok());
+  EXPECT_EQ((*segments)[0].archive, key);
+  EXPECT_FALSE((*segments)[1].archive.has_value());
+}
+
+TEST_F(TruncateTest, RemovesPendingSnapshotsOfDroppedSegments) {
+  std::string sheet = TwoSegments(/*complete_second=*/true);
+  ASSERT_TRUE(db_->Write([&](Connection& conn) {
+                   for (int64_t segment : {0, 1}) {
+                     RETURN_IF_ERROR(
+                         PendingSnapshotTable().PutIfAbsent(conn,
+                                                            Item{{"log_id", sheet},
+                                                                 {"segment", segment},
+                                                                 {"entry", 3},
+                                                                 {"created", 0},
+                                                                 {"modified", 0},
+                                                                 {"active", 0},
+                                                                 {"increment", 1}},
+                                                            nullptr));
+                   }
+                   return Status::OK();
+                 })
+                  .ok());
+  ASSERT_TRUE(log_->Truncate(sheet, 5, nullptr, nullptr).ok());
+  std::vector<int64_t> left;
+  ASSERT_TRUE(db_->Read([&](Connection& conn) -> Status {
+                   QueryRequest query;
+                   query.partition = {sheet};
+                   ASSIGN_OR_RETURN(QueryResult page,
+                                    PendingSnapshotTable().Query(conn, query, nullptr));
+                   for (const Item& item : page.items)
+                     left.push_back(item.at("segment").AsInt());
+                   return Status::OK();
+                 })
+                  .ok());
+  EXPECT_EQ(left, std::vector<int64_t>{1});
+}
+
+TEST_F(TruncateTest, RefusesANegativeSeqAndAnUnknownSheet) {
+  std::string sheet = TwoSegments(true);
+  EXPECT_EQ(log_->Truncate(sheet, -1, nullptr, nullptr).status().code(),
+            StatusCode::kOutOfRange);
+  EXPECT_TRUE(log_->Truncate("no-such-sheet", 5, nullptr, nullptr).status().IsNotFound());
 }
 
 }  // namespace

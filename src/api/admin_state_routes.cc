@@ -1,0 +1,245 @@
+// Routes of api.md "Operations" that show and repair the side-effect path: queues and
+// their dead letters, the change feed, pending snapshots, failed jobs, and seed 000's
+// manual fallback (reprocess).
+#include <time.h>
+
+#include "emulator/runtime/execution_history.h"
+#include "emulator/runtime/function_runtime.h"
+#include "emulator/stream/change_feed.h"
+#include "src/api/routes.h"
+#include "src/app/app.h"
+#include "src/effects/reprocess.h"
+#include "src/log/tables.h"
+
+namespace sheetlog::api {
+
+namespace {
+
+// Unix seconds from "1767225600", "2026-01-01", "2026-01-01T00:00:00Z" (or with
+// "+00:00"); only UTC is accepted, so a time means the same on every machine.
+std::optional<int64_t> ParseTimePoint(const std::string& text) {
+  if (std::optional<int64_t> seconds = ParseInt(text)) return seconds;
+  struct tm parts = {};
+  const char* rest = strptime(text.c_str(), "%Y-%m-%d", &parts);
+  if (rest == nullptr) return std::nullopt;
+  if (*rest == 'T') {
+    rest = strptime(rest + 1, "%H:%M:%S", &parts);
+    if (rest == nullptr) return std::nullopt;
+    if (std::string(rest) != "Z" && std::string(rest) != "+00:00") return std::nullopt;
+  } else if (*rest != '\0') {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(timegm(&parts));
+}
+
+int64_t TimeParam(Call& call, const std::string& name, int64_t fallback) {
+  std::optional<std::string> text = call.Query(name);
+  if (!text) return fallback;
+  std::optional<int64_t> seconds = ParseTimePoint(*text);
+  if (!seconds) {
+    throw ApiError::Validation("query parameter '" + name +
+                               "' must be unix seconds or ISO-8601 UTC "
+                               "(2026-01-01T00:00:00Z), got '" +
+                               *text + "'");
+  }
+  return *seconds;
+}
+
+int LimitParam(Call& call, int fallback, int max) {
+  std::optional<std::string> text = call.Query("limit");
+  if (!text) return fallback;
+  std::optional<int64_t> limit = ParseInt(*text);
+  if (!limit || *limit < 1 || *limit > max) {
+    throw ApiError::Validation("query parameter 'limit' must be 1.." +
+                               std::to_string(max) + ", got '" + *text + "'");
+  }
+  return static_cast<int>(*limit);
+}
+
+json QueueJson(QueueService& queues, const QueueOptions& q) {
+  QueueStats stats = Check(queues.Stats(q.name));
+  return json{{"name", q.name},
+              {"visible", stats.visible},
+              {"in_flight", stats.in_flight},
+              {"delayed", stats.delayed},
+              {"oldest_age_s", stats.oldest_age_s},
+              {"visibility_timeout_s", q.visibility_timeout_s},
+              {"retention_s", q.retention_s},
+              {"max_receive_count", q.max_receive_count},
+              {"dead_letter_queue",
+               q.dead_letter_queue.empty() ? json(nullptr) : json(q.dead_letter_queue)},
+              {"dead_letter_depth",
+               stats.dead_letter_depth ? json(*stats.dead_letter_depth) : json(nullptr)}};
+}
+
+QueueOptions ExistingQueue(App& app, const std::string& name) {
+  Result<QueueOptions> queue = app.queues()->GetQueue(name);
+  if (queue.status().IsNotFound()) throw ApiError::NotFound("no queue '" + name + "'");
+  return Check(std::move(queue));
+}
+
+}  // namespace
+
+void RegisterAdminStateRoutes(Router& router, App& app) {
+  RouteOptions admin{/*auth=*/true, /*storage=*/false};
+
+  router.Get(
+      "/v1/admin/queues",
+      [&](Call& call) {
+        json out = json::array();
+        for (const QueueOptions& q : Check(app.queues()->ListQueues())) {
+          out.push_back(QueueJson(*app.queues(), q));
+        }
+        call.Reply(200, json{{"queues", out}});
+      },
+      admin);
+
+  router.Get(
+      R"(/v1/admin/queues/([^/]+)/dead-letters)",
+      [&](Call& call) {
+        QueueOptions queue = ExistingQueue(app, call.Path(1));
+        const std::string dlq =
+            queue.dead_letter_queue.empty() ? queue.name : queue.dead_letter_queue;
+        json out = json::array();
+        for (const DeadLetterMessage& m : Check(app.queues()->ListDeadLetters(
+                 dlq, LimitParam(call, 100, 1000), call.Query("after").value_or("")))) {
+          out.push_back(json{{"id", m.id},
+                             {"body", m.body},
+                             {"receive_count", m.receive_count},
+                             {"last_error", m.last_error}});
+        }
+        call.Reply(200, json{{"dead_letter_queue", dlq}, {"messages", out}});
+      },
+      admin);
+
+  router.Post(R"(/v1/admin/queues/([^/]+)/redrive)",
+              [&](Call& call) {
+                QueueOptions queue = ExistingQueue(app, call.Path(1));
+                json body = call.Body();
+                FieldReader fields(body, "request body");
+                std::optional<std::string> message_id = fields.String("message_id");
+                fields.Finish();
+                // Either the dead-letter queue itself or a queue that has one.
+                const std::string dlq = queue.dead_letter_queue.empty()
+                                            ? queue.name
+                                            : queue.dead_letter_queue;
+                int64_t moved = Check(app.queues()->Redrive(dlq, message_id));
+                call.Reply(200, json{{"dead_letter_queue", dlq}, {"moved", moved}});
+              },
+              admin);
+
+  router.Get(
+      "/v1/admin/feed",
+      [&](Call& call) {
+        json shards = json::array();
+        for (const ShardStats& s : Check(app.feed()->Stats())) {
+          json consumers = json::array();
+          for (const ConsumerShardStats& c : s.consumers) {
+            consumers.push_back(json{
+                {"consumer", c.consumer},
+                {"checkpoint", c.checkpoint},
+                {"lag_records", c.lag_records},
+                {"oldest_unprocessed_age_s", c.oldest_unprocessed_age_micros / 1000000}});
+          }
+          shards.push_back(json{{"shard", s.shard},
+                                {"latest", s.latest_sequence},
+                                {"oldest", s.oldest_sequence},
+                                {"retained", s.retained_records},
+                                {"consumers", consumers}});
+        }
+        call.Reply(200, json{{"stream", app.feed()->stream()}, {"shards", shards}});
+      },
+      admin);
+
+  router.Get(
+      "/v1/admin/pending-snapshots",
+      [&](Call& call) {
+        const int limit = LimitParam(call, 100, 1000);
+        json out = json::array();
+        Check(app.db()->Read([&](Connection& conn) -> Status {
+          ASSIGN_OR_RETURN(QueryResult page, PendingSnapshotTable().Scan(
+                                                 conn, std::nullopt, limit,
+                                                 Consistency::kStrong, &call.meter));
+          const int64_t now = app.clock()->NowSeconds();
+          for (const Item& item : page.items) {
+            auto int_of = [&](const char* column) {
+              auto it = item.find(column);
+              return it == item.end() || it->second.is_null() ? int64_t{0}
+                                                              : it->second.AsInt();
+            };
+            auto state = item.find("state");
+            out.push_back(json{
+                {"sheet", item.at("log_id").AsString()},
+                {"segment", int_of("segment")},
+                {"entry", int_of("entry")},
+                {"created", int_of("created")},
+                {"modified", int_of("modified")},
+                {"age_s", now - int_of("modified")},
+                {"active", int_of("active") != 0},
+                {"increment", int_of("increment")},
+                {"has_checkpoint", state != item.end() && !state->second.is_null()}});
+          }
+          return Status::OK();
+        }));
+        call.Reply(200, json{{"pending_snapshots", out}});
+      },
+      admin);
+
+  router.Get(
+      "/v1/admin/jobs",
+      [&](Call& call) {
+        const std::string status = call.Query("status").value_or("failed");
+        if (status != "failed") {
+          throw ApiError::Validation(
+              "only status=failed is listed (the keys whose latest run failed)");
+        }
+        const int64_t now = app.clock()->NowSeconds();
+        const int64_t since = TimeParam(call, "since", 0);
+        const int64_t until = TimeParam(call, "until", now + 1);
+        json out = json::array();
+        for (const ExecutionRow& row : Check(app.runtime()->history().ListFailed(
+                 since * 1000000, until * 1000000, LimitParam(call, 100, 10000)))) {
+          out.push_back(json{{"key", row.partition_key},
+                             {"sequence", row.sequence},
+                             {"source", row.source},
+                             {"at", row.created_at / 1000000},
+                             {"error", row.error},
+                             {"detail", row.detail}});
+        }
+        call.Reply(200, json{{"jobs", out}});
+      },
+      admin);
+
+  router.Post(
+      "/v1/admin/reprocess",
+      [&](Call& call) {
+        json body = call.Body();
+        FieldReader fields(body, "request body");
+        std::optional<std::string> since_text = fields.String("since");
+        std::optional<std::string> sheet = fields.String("sheet");
+        fields.Finish();
+        if (!since_text) {
+          throw ApiError::Validation(
+              "field 'since' is required (ISO-8601 UTC, e.g. 2026-01-01T00:00:00Z)");
+        }
+        std::optional<int64_t> since = ParseTimePoint(*since_text);
+        if (!since) {
+          throw ApiError::Validation(
+              "field 'since' must be ISO-8601 UTC "
+              "(2026-01-01T00:00:00Z) or unix seconds, got '" +
+              *since_text + "'");
+        }
+        ReprocessRequest request{*since, sheet};
+        ReprocessReport report =
+            Check(Reprocess(request, app.log(), app.blobs(), app.uploads(), app.queues(),
+                            kSnapshotQueue));
+        call.Reply(200, json{{"sheets", report.sheets},
+                             {"entries", report.entries},
+                             {"snapshots_enqueued", report.snapshots_enqueued},
+                             {"blobs_untagged", report.blobs_untagged},
+                             {"actions", report.actions}});
+      },
+      admin);
+}
+
+}  // namespace sheetlog::api
