@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/api/cli.h"
 #include "src/api/server.h"
 #include "src/app/app.h"
 #include "src/version.h"
@@ -26,6 +27,9 @@ Commands:
   serve      run the HTTP server
   version    print the version
   help       show this text
+%s
+Client commands talk to a running server: --server URL (default $SHEETLOG_URL, else
+http://127.0.0.1:8787), --token TOKEN (default $SHEETLOG_TOKEN).
 
 serve flags:
   --data-dir DIR        data directory (default ./data)
@@ -44,61 +48,8 @@ serve flags:
   --log-level LEVEL     trace|debug|info|warn|error (default info)
 )";
 
-// --name value / --name=value / --flag. Unknown flags are an error.
-class Flags {
- public:
-  Flags(int argc, char** argv, int first, const std::vector<std::string>& booleans) {
-    for (int i = first; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg.rfind("--", 0) != 0) {
-        error_ = "unexpected argument '" + arg + "'";
-        return;
-      }
-      std::string name = arg.substr(2);
-      std::string value;
-      size_t eq = name.find('=');
-      bool is_bool = false;
-      for (const auto& b : booleans) is_bool |= (b == name);
-      if (eq != std::string::npos) {
-        value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-      } else if (is_bool) {
-        value = "true";
-      } else if (i + 1 < argc) {
-        value = argv[++i];
-      } else {
-        error_ = "flag --" + name + " needs a value";
-        return;
-      }
-      values_[name] = value;
-    }
-  }
-  const std::string& error() const { return error_; }
-  std::string Get(const std::string& name, const std::string& fallback) {
-    used_.push_back(name);
-    auto it = values_.find(name);
-    return it == values_.end() ? fallback : it->second;
-  }
-  bool Bool(const std::string& name) { return Get(name, "false") == "true"; }
-  std::string Unused() const {
-    for (const auto& [name, value] : values_) {
-      bool used = false;
-      for (const auto& u : used_) used |= (u == name);
-      if (!used) return name;
-    }
-    return "";
-  }
-
- private:
-  std::map<std::string, std::string> values_;
-  std::vector<std::string> used_;
-  std::string error_;
-};
-
-int Fail(const std::string& message) {
-  std::fprintf(stderr, "sheetlog: %s\n", message.c_str());
-  return 2;
-}
+using cli::Fail;
+using cli::Flags;
 
 bool ParseInt64(const std::string& text, int64_t* out) {
   char* end = nullptr;
@@ -111,6 +62,9 @@ bool ParseInt64(const std::string& text, int64_t* out) {
 int Serve(int argc, char** argv) {
   Flags flags(argc, argv, 2, {"in-memory", "enable-faults", "allow-reset"});
   if (!flags.error().empty()) return Fail(flags.error());
+  if (!flags.positional().empty()) {
+    return Fail("unexpected argument '" + flags.positional().front() + "'");
+  }
 
   AppOptions app_options;
   app_options.data_dir = flags.Get("data-dir", "./data");
@@ -209,18 +163,42 @@ int Serve(int argc, char** argv) {
 }  // namespace
 }  // namespace sheetlog
 
+namespace sheetlog {
+namespace {
+
+std::vector<cli::Command> ClientCommands() {
+  std::vector<cli::Command> commands = cli::OpsCommands();
+  for (const cli::Command& c : cli::TransferCommands()) commands.push_back(c);
+  return commands;
+}
+
+std::string Usage() {
+  std::string lines;
+  for (const cli::Command& c : ClientCommands())
+    lines += std::string("  ") + c.usage + "\n";
+  std::string usage(kUsage);
+  usage.replace(usage.find("%s"), 2, lines);
+  return usage;
+}
+
+}  // namespace
+}  // namespace sheetlog
+
 int main(int argc, char** argv) {
   std::string command = argc > 1 ? argv[1] : "help";
   if (command == "serve") return sheetlog::Serve(argc, argv);
+  for (const sheetlog::cli::Command& c : sheetlog::ClientCommands()) {
+    if (command == c.name) return c.run(argc, argv);
+  }
   if (command == "version" || command == "--version") {
     std::printf("sheetlog %s\n", sheetlog::Version());
     return 0;
   }
   if (command == "help" || command == "--help" || command == "-h") {
-    std::fputs(sheetlog::kUsage, stdout);
+    std::fputs(sheetlog::Usage().c_str(), stdout);
     return 0;
   }
   std::fprintf(stderr, "sheetlog: unknown command '%s'\n\n%s", command.c_str(),
-               sheetlog::kUsage);
+               sheetlog::Usage().c_str());
   return 2;
 }
