@@ -1,8 +1,235 @@
-// Issue 7's operations over HTTP: see cli.h.
+// Issue 7's operations over HTTP (see cli.h): verify, rebuild-snapshots, reprocess.
+// Each prints what it found and did and a summary line (or, with --json, one JSON
+// document on stdout), and shows progress on a terminal. Exit codes: 0 all well, 1 the
+// run found problems (violations, snapshots that could not be rebuilt), 2 usage errors
+// and failures to reach the server.
+#include <cstdio>
+
 #include "src/api/cli.h"
 
 namespace sheetlog::cli {
 
-std::vector<Command> OpsCommands() { return {}; }
+namespace {
+
+using nlohmann::json;
+
+// Parses the flags common to every operation; returns false (after printing why) on
+// a usage error.
+bool ParseFlags(Flags& flags, size_t max_positional, const char* usage, int* exit_code) {
+  if (!flags.error().empty()) {
+    *exit_code = Fail(flags.error());
+    return false;
+  }
+  if (flags.positional().size() > max_positional) {
+    *exit_code = Fail("unexpected argument '" + flags.positional().back() +
+                      "'; usage: sheetlog " + usage);
+    return false;
+  }
+  return true;
+}
+
+bool RejectUnused(const Flags& flags, const char* usage, int* exit_code) {
+  if (std::string unused = flags.Unused(); !unused.empty()) {
+    *exit_code = Fail("unknown flag --" + unused + "; usage: sheetlog " + usage);
+    return true;
+  }
+  return false;
+}
+
+// The ids of every sheet, page by page. nullopt (after printing why) on failure.
+std::optional<std::vector<std::string>> AllSheets(Client& client) {
+  std::vector<std::string> ids;
+  std::string after;
+  while (true) {
+    Client::Response page =
+        client.Get("/v1/sheets?limit=1000" + (after.empty() ? "" : "&after=" + after));
+    if (page.status != 200) {
+      Fail("listing sheets: " + page.error);
+      return std::nullopt;
+    }
+    for (const json& sheet : page.body["sheets"]) ids.push_back(sheet["id"]);
+    if (page.body["next"].is_null()) return ids;
+    after = page.body["next"];
+  }
+}
+
+// Runs `post(sheet)` for the one sheet of --sheet or for every sheet, with a progress
+// line, merging the JSON reports by adding numbers and concatenating arrays.
+int ForEachSheet(Client& client, const std::optional<std::string>& sheet,
+                 const char* label,
+                 const std::function<Client::Response(const std::string& sheet)>& post,
+                 json* merged) {
+  std::vector<std::string> sheets;
+  if (sheet) {
+    sheets.push_back(*sheet);
+  } else if (std::optional<std::vector<std::string>> all = AllSheets(client)) {
+    sheets = std::move(*all);
+  } else {
+    return 2;
+  }
+  Progress progress(label, static_cast<int64_t>(sheets.size()));
+  int64_t done = 0;
+  for (const std::string& id : sheets) {
+    Client::Response r = post(id);
+    if (r.status != 200) return Fail("sheet " + id + ": " + r.error);
+    for (const auto& [key, value] : r.body.items()) {
+      json& into = (*merged)[key];
+      if (value.is_number_integer()) {
+        into = into.is_null() ? value.get<int64_t>()
+                              : into.get<int64_t>() + value.get<int64_t>();
+      } else if (value.is_array()) {
+        if (into.is_null()) into = json::array();
+        for (const json& item : value) into.push_back(item);
+      } else if (value.is_boolean()) {
+        into = into.is_null() ? value.get<bool>() : into.get<bool>() && value.get<bool>();
+      }
+    }
+    progress.Update(++done);
+  }
+  return 0;
+}
+
+const char* kVerifyUsage = "verify [--sheet ID] [--json]";
+
+int RunVerify(int argc, char** argv) {
+  Flags flags(argc, argv, 2, {"json"});
+  int code = 0;
+  if (!ParseFlags(flags, 0, kVerifyUsage, &code)) return code;
+  const std::optional<std::string> sheet = flags.Find("sheet");
+  const bool as_json = flags.Bool("json");
+  Client client(flags);
+  if (RejectUnused(flags, kVerifyUsage, &code)) return code;
+
+  json report = {{"ok", true}, {"sheets", 0}, {"violations", json::array()}};
+  code = ForEachSheet(
+      client, sheet, "verify",
+      [&](const std::string& id) {
+        return client.Post("/v1/admin/verify", json{{"sheet", id}});
+      },
+      &report);
+  if (code != 0) return code;
+  const json& violations = report["violations"];
+  if (as_json) {
+    std::printf("%s\n", report.dump(2).c_str());
+  } else {
+    for (const json& v : violations) {
+      std::printf(
+          "VIOLATION %s sheet %s: %s\n", v["invariant"].get<std::string>().c_str(),
+          v["sheet"].get<std::string>().c_str(), v["detail"].get<std::string>().c_str());
+    }
+    std::printf(
+        "verified %lld sheets, %lld segments, %lld entries, %lld snapshots compared, "
+        "%lld blobs checked: %zu violation%s\n",
+        static_cast<long long>(report.value("sheets", 0)),
+        static_cast<long long>(report.value("segments", 0)),
+        static_cast<long long>(report.value("entries", 0)),
+        static_cast<long long>(report.value("snapshots_compared", 0)),
+        static_cast<long long>(report.value("blobs_checked", 0)), violations.size(),
+        violations.size() == 1 ? "" : "s");
+  }
+  return violations.empty() ? 0 : 1;
+}
+
+const char* kRebuildUsage = "rebuild-snapshots SHEET [--json]";
+
+int RunRebuildSnapshots(int argc, char** argv) {
+  Flags flags(argc, argv, 2, {"json"});
+  int code = 0;
+  if (!ParseFlags(flags, 1, kRebuildUsage, &code)) return code;
+  if (flags.positional().empty())
+    return Fail(std::string("usage: sheetlog ") + kRebuildUsage);
+  const std::string sheet = flags.positional().front();
+  const bool as_json = flags.Bool("json");
+  Client client(flags);
+  if (RejectUnused(flags, kRebuildUsage, &code)) return code;
+
+  Client::Response r;
+  {
+    Progress progress("rebuild-snapshots", 0);
+    progress.Update(0);
+    r = client.Post("/v1/admin/sheets/" + sheet + "/rebuild-snapshots", json::object());
+  }
+  if (r.status != 200) return Fail(r.error);
+  if (as_json) {
+    std::printf("%s\n", r.body.dump(2).c_str());
+  } else {
+    for (const json& s : r.body["snapshots"]) {
+      std::printf("seq %lld (segment %lld num %lld): %s%s%s\n",
+                  static_cast<long long>(s["seq"].get<int64_t>()),
+                  static_cast<long long>(s["segment"].get<int64_t>()),
+                  static_cast<long long>(s["num"].get<int64_t>()),
+                  s["outcome"].get<std::string>().c_str(),
+                  s["detail"].get<std::string>().empty() ? "" : ": ",
+                  s["detail"].get<std::string>().c_str());
+    }
+    std::printf(
+        "rebuilt %zu snapshots of %s from %lld entries: %lld same, %lld repaired, "
+        "%lld base, %lld failed\n",
+        r.body["snapshots"].size(), sheet.c_str(),
+        static_cast<long long>(r.body["entries"].get<int64_t>()),
+        static_cast<long long>(r.body["same"].get<int64_t>()),
+        static_cast<long long>(r.body["repaired"].get<int64_t>()),
+        static_cast<long long>(r.body["base"].get<int64_t>()),
+        static_cast<long long>(r.body["failed"].get<int64_t>()));
+  }
+  return r.body["failed"].get<int64_t>() == 0 ? 0 : 1;
+}
+
+const char* kReprocessUsage = "reprocess --since ISO-8601 [--sheet ID] [--json]";
+
+int RunReprocess(int argc, char** argv) {
+  Flags flags(argc, argv, 2, {"json"});
+  int code = 0;
+  if (!ParseFlags(flags, 0, kReprocessUsage, &code)) return code;
+  const std::optional<std::string> since = flags.Find("since");
+  const std::optional<std::string> sheet = flags.Find("sheet");
+  const bool as_json = flags.Bool("json");
+  Client client(flags);
+  if (RejectUnused(flags, kReprocessUsage, &code)) return code;
+  if (!since)
+    return Fail(std::string("--since is required; usage: sheetlog ") + kReprocessUsage);
+
+  json report = {{"sheets", 0}, {"actions", json::array()}};
+  code = ForEachSheet(
+      client, sheet, "reprocess",
+      [&](const std::string& id) {
+        return client.Post("/v1/admin/reprocess", json{{"since", *since}, {"sheet", id}});
+      },
+      &report);
+  if (code != 0) return code;
+  if (as_json) {
+    std::printf("%s\n", report.dump(2).c_str());
+  } else {
+    for (const json& action : report["actions"]) {
+      std::printf("%s\n", action.get<std::string>().c_str());
+    }
+    std::printf(
+        "reprocessed %lld sheets, %lld entries since %s: %lld snapshots enqueued, %lld "
+        "blobs untagged\n",
+        static_cast<long long>(report.value("sheets", 0)),
+        static_cast<long long>(report.value("entries", 0)), since->c_str(),
+        static_cast<long long>(report.value("snapshots_enqueued", 0)),
+        static_cast<long long>(report.value("blobs_untagged", 0)));
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> OpsCommands() {
+  return {
+      {"verify",
+       "verify [--sheet ID] [--json]        check every invariant; exit 1 on a violation",
+       RunVerify},
+      {"rebuild-snapshots",
+       "rebuild-snapshots SHEET [--json]    recreate every snapshot from the log and "
+       "compare",
+       RunRebuildSnapshots},
+      {"reprocess",
+       "reprocess --since ISO [--sheet ID] [--json]  re-trigger lost side effects since "
+       "then",
+       RunReprocess},
+  };
+}
 
 }  // namespace sheetlog::cli

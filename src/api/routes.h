@@ -22,6 +22,7 @@ void RegisterAdminControlRoutes(Router& router, App& app);
 void RegisterBlobRoutes(Router& router, App& app);
 void RegisterSpreadsheetRoutes(Router& router, App& app);
 void RegisterAdminStateRoutes(Router& router, App& app);
+void RegisterMaintenanceRoutes(Router& router, App& app);
 
 // {"seq", "segment", "num", "created", "external"} of an appended entry.
 json AppendResultJson(const AppendResult& result);

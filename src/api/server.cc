@@ -77,6 +77,7 @@ void ApiServer::RegisterRoutes() {
   RegisterBlobRoutes(*router_, *app_);
   RegisterSpreadsheetRoutes(*router_, *app_);
   RegisterAdminStateRoutes(*router_, *app_);
+  RegisterMaintenanceRoutes(*router_, *app_);
 }
 
 Status ApiServer::Bind() {

@@ -1,0 +1,282 @@
+#include "src/ops/verify.h"
+
+#include <set>
+
+#include "src/log/tables.h"
+#include "src/log/uploads.h"
+#include "src/ops/replay.h"
+#include "src/sheet/sheet.h"
+#include "src/snapshot/build_factory.h"
+#include "src/snapshot/snapshot_reader.h"
+
+namespace sheetlog {
+
+namespace {
+
+constexpr int kPage = 1000;
+
+std::string SeqText(int64_t seq) { return "seq " + std::to_string(seq); }
+std::string PlaceText(int64_t segment, int64_t num) {
+  return "segment " + std::to_string(segment) + " num " + std::to_string(num);
+}
+
+// Entries of one segment in (num) order, read page by page from the Entry table.
+Result<std::vector<EntryRecord>> SegmentEntries(Database* db, const std::string& sheet_id,
+                                                int64_t segment) {
+  std::vector<EntryRecord> entries;
+  RETURN_IF_ERROR(db->Read([&](Connection& conn) -> Status {
+    QueryRequest query;
+    query.partition = {sheet_id, segment};
+    query.limit = kPage;
+    while (true) {
+      ASSIGN_OR_RETURN(QueryResult page, EntryTable().Query(conn, query, nullptr));
+      for (const Item& item : page.items) entries.push_back(EntryFromItem(item));
+      if (!page.last_evaluated) return Status::OK();
+      query.exclusive_start = page.last_evaluated;
+    }
+  }));
+  return entries;
+}
+
+class SheetVerifier {
+ public:
+  SheetVerifier(const SheetInfo& sheet, EventLog* log, BlobStore* blobs,
+                VerifyReport* report)
+      : sheet_(sheet), log_(log), blobs_(blobs), report_(report) {}
+
+  Status Run() {
+    ++report_->sheets;
+    Result<std::vector<SegmentInfo>> segments = log_->ListSegments(sheet_.id, nullptr);
+    if (segments.status().IsNotFound()) {
+      Add("segment-gap", "the sheet has no segments at all");
+      return Status::OK();
+    }
+    RETURN_IF_ERROR(segments.status());
+    replay_.Reset(sheet_.first_seq == 0);
+    std::optional<SegmentInfo> previous;
+    std::optional<int64_t>
+        previous_count;  // entries of the previous segment, if retained
+    for (size_t i = 0; i < segments->size(); ++i) {
+      const SegmentInfo& segment = (*segments)[i];
+      ++report_->segments;
+      const int64_t expected_num = previous ? previous->num + 1 : 0;
+      if (segment.num != expected_num) {
+        AddAt("segment-gap", segment.num, std::nullopt,
+              "segment " + std::to_string(segment.num) + " follows " +
+                  (previous ? "segment " + std::to_string(previous->num)
+                            : std::string("nothing")) +
+                  " (expected segment " + std::to_string(expected_num) + ")");
+      }
+      if (previous && previous_count &&
+          segment.first_seq != previous->first_seq + *previous_count) {
+        AddAt("segment-first-seq", segment.num, segment.first_seq,
+              "segment " + std::to_string(segment.num) + " has first_seq " +
+                  std::to_string(segment.first_seq) + " but segment " +
+                  std::to_string(previous->num) + " ends at " +
+                  SeqText(previous->first_seq + *previous_count - 1));
+      }
+      ASSIGN_OR_RETURN(std::vector<EntryRecord> entries,
+                       SegmentEntries(log_->db(), sheet_.id, segment.num));
+      const bool last = i + 1 == segments->size();
+      if (entries.empty()) {
+        previous_count.reset();
+        if (segment.first_seq >= sheet_.first_seq || last) {
+          AddAt("segment-empty", segment.num, std::nullopt,
+                "segment " + std::to_string(segment.num) +
+                    " holds no entries but is not truncated (sheet first_seq " +
+                    std::to_string(sheet_.first_seq) + ")");
+        }
+      } else {
+        previous_count = entries.back().num + 1;
+        RETURN_IF_ERROR(CheckSegment(segment, entries, last));
+      }
+      previous = segment;
+    }
+    if (first_retained_seq_ && *first_retained_seq_ != sheet_.first_seq) {
+      AddAt("first-seq", std::nullopt, *first_retained_seq_,
+            "the sheet's first_seq is " + std::to_string(sheet_.first_seq) +
+                " but its first retained entry is " + SeqText(*first_retained_seq_));
+    }
+    return Status::OK();
+  }
+
+ private:
+  Status CheckSegment(const SegmentInfo& segment, const std::vector<EntryRecord>& entries,
+                      bool last) {
+    if (!first_retained_seq_) first_retained_seq_ = entries.front().seq;
+    if (entries.front().num != 0 || entries.front().type != kSnapshotType) {
+      AddAt("segment-start", segment.num, entries.front().seq,
+            "segment " + std::to_string(segment.num) + " starts with " +
+                entries.front().type + " at num " + std::to_string(entries.front().num) +
+                ", not a Snapshot entry at num 0");
+    }
+    if (!last && entries.back().type != kEndSegmentType) {
+      AddAt("segment-end", segment.num, entries.back().seq,
+            "segment " + std::to_string(segment.num) + " is not the last but ends with " +
+                entries.back().type + " at " +
+                PlaceText(segment.num, entries.back().num));
+    }
+    std::optional<int64_t> previous_num;
+    for (const EntryRecord& e : entries) {
+      ++report_->entries;
+      const int64_t expected_num = previous_num ? *previous_num + 1 : 0;
+      if (previous_num && e.num != expected_num) {
+        const int64_t missing = e.num - expected_num;
+        AddAt("seq-gap", segment.num, segment.first_seq + expected_num,
+              std::to_string(missing) + " entr" + (missing == 1 ? "y" : "ies") +
+                  " missing before " + PlaceText(segment.num, e.num) + ": " +
+                  SeqText(segment.first_seq + expected_num) +
+                  (missing == 1 ? std::string()
+                                : ".." + std::to_string(segment.first_seq + e.num - 1)));
+      }
+      previous_num = e.num;
+      if (!seen_seqs_.insert(e.seq).second) {
+        AddAt("seq-duplicate", segment.num, e.seq,
+              SeqText(e.seq) + " appears again at " + PlaceText(segment.num, e.num));
+      } else if (e.seq != segment.first_seq + e.num) {
+        AddAt("seq-mismatch", segment.num, e.seq,
+              PlaceText(segment.num, e.num) + " has " + SeqText(e.seq) +
+                  ", expected first_seq " + std::to_string(segment.first_seq) +
+                  " + num = " + std::to_string(segment.first_seq + e.num));
+      }
+      if (e.type == kEndSegmentType && (last || &e != &entries.back())) {
+        AddAt("end-segment-misplaced", segment.num, e.seq,
+              "EndSegment at " + PlaceText(segment.num, e.num) +
+                  (last ? " in the last segment" : " is not the segment's last entry"));
+      }
+      RETURN_IF_ERROR(CheckBlobsAndReplay(segment, e));
+    }
+    if (segment.last_snapshot) {
+      const EntryRecord* named = nullptr;
+      for (const EntryRecord& e : entries) {
+        if (e.num == *segment.last_snapshot) named = &e;
+      }
+      if (named == nullptr || named->type != kSnapshotType || !named->snapshot_root) {
+        AddAt("last-snapshot", segment.num,
+              named ? std::optional(named->seq) : std::nullopt,
+              "segment " + std::to_string(segment.num) + " last_snapshot is num " +
+                  std::to_string(*segment.last_snapshot) + ", which is " +
+                  (named == nullptr ? std::string("not an entry of the segment")
+                   : named->type != kSnapshotType
+                       ? "a " + named->type + " entry"
+                       : std::string("a Snapshot entry without a root (not completed)")));
+      }
+    }
+    return Status::OK();
+  }
+
+  Status CheckBlobsAndReplay(const SegmentInfo& segment, const EntryRecord& e) {
+    if (e.external) RETURN_IF_ERROR(CheckBlob(segment, e, *e.external, "external body"));
+    if (e.type == kSnapshotType && e.snapshot_root) return CheckSnapshot(segment, e);
+    Status applied = replay_.Apply(e, blobs_);
+    if (!applied.ok()) {
+      AddAt("entry-unreadable", segment.num, e.seq,
+            SeqText(e.seq) + " (" + e.type +
+                ") cannot be replayed: " + applied.message() +
+                "; snapshots after it are compared again from the next completed one");
+    }
+    return Status::OK();
+  }
+
+  Status CheckSnapshot(const SegmentInfo& segment, const EntryRecord& e) {
+    const std::string& root = *e.snapshot_root;
+    RETURN_IF_ERROR(CheckBlob(segment, e, root, "snapshot root"));
+    Result<std::unique_ptr<SnapshotReader>> reader = SnapshotReader::Open(blobs_, root);
+    if (!reader.ok()) {
+      if (!reader.status().IsNotFound()) {  // missing: reported as blob-missing above
+        AddBlob("snapshot-unreadable", segment.num, e.seq, root,
+                "snapshot at " + SeqText(e.seq) + ": root " + root +
+                    " cannot be read: " + reader.status().message());
+      }
+      replay_.Reset(false);
+      return Status::OK();
+    }
+    for (const ChunkInfo& chunk : (*reader)->manifest().chunks) {
+      RETURN_IF_ERROR(CheckBlob(segment, e, chunk.key, "snapshot chunk"));
+    }
+    Result<SnapshotComparison> compared = replay_.CompareOrAdopt(**reader);
+    if (!compared.ok()) {
+      if (!compared.status().IsNotFound()) {  // a missing chunk is blob-missing
+        AddBlob("snapshot-unreadable", segment.num, e.seq, root,
+                "snapshot at " + SeqText(e.seq) + " (root " + root +
+                    ") cannot be read: " + compared.status().message());
+      }
+      replay_.Reset(false);
+      return Status::OK();
+    }
+    if (compared->compared) ++report_->snapshots_compared;
+    if (compared->differing_cells > 0) {
+      AddBlob("snapshot-differs", segment.num, e.seq, root,
+              "snapshot at " + SeqText(e.seq) + " (root " + root + ") differs from " +
+                  "replaying the log: " + compared->Summary());
+    }
+    return Status::OK();
+  }
+
+  Status CheckBlob(const SegmentInfo& segment, const EntryRecord& e,
+                   const std::string& key, const std::string& what) {
+    ++report_->blobs_checked;
+    Result<BlobTags> tags = blobs_->GetTags(key);
+    if (tags.status().IsNotFound()) {
+      AddBlob("blob-missing", segment.num, e.seq, key,
+              what + " " + key + " of " + SeqText(e.seq) + " is not in the blob store");
+      return Status::OK();
+    }
+    RETURN_IF_ERROR(tags.status());
+    if (tags->count(kAutoDeleteTag) != 0) {
+      AddBlob("blob-auto-delete", segment.num, e.seq, key,
+              what + " " + key + " of " + SeqText(e.seq) + " still carries the " +
+                  kAutoDeleteTag + " tag (the lifecycle sweep would delete it)");
+    }
+    return Status::OK();
+  }
+
+  void Add(std::string invariant, std::string detail) {
+    AddAt(std::move(invariant), std::nullopt, std::nullopt, std::move(detail));
+  }
+  void AddAt(std::string invariant, std::optional<int64_t> segment,
+             std::optional<int64_t> seq, std::string detail) {
+    report_->violations.push_back(
+        Violation{sheet_.id, std::move(invariant), std::move(detail), segment, seq, {}});
+  }
+  void AddBlob(std::string invariant, int64_t segment, int64_t seq, std::string key,
+               std::string detail) {
+    report_->violations.push_back(Violation{sheet_.id, std::move(invariant),
+                                            std::move(detail), segment, seq,
+                                            std::move(key)});
+  }
+
+  const SheetInfo& sheet_;
+  EventLog* log_;
+  BlobStore* blobs_;
+  VerifyReport* report_;
+  LogReplay replay_;
+  std::set<int64_t> seen_seqs_;
+  std::optional<int64_t> first_retained_seq_;
+};
+
+}  // namespace
+
+Result<VerifyReport> Verify(const VerifyOptions& options, EventLog* log,
+                            BlobStore* blobs) {
+  VerifyReport report;
+  auto one = [&](const SheetInfo& sheet) -> Status {
+    RETURN_IF_ERROR(SheetVerifier(sheet, log, blobs, &report).Run());
+    if (options.on_sheet_done) options.on_sheet_done(report.sheets);
+    return Status::OK();
+  };
+  if (options.sheet) {
+    ASSIGN_OR_RETURN(SheetInfo sheet, log->GetSheet(*options.sheet, nullptr));
+    RETURN_IF_ERROR(one(sheet));
+    return report;
+  }
+  for (std::string after;;) {
+    ASSIGN_OR_RETURN(std::vector<SheetInfo> sheets, log->ListSheets(after, 100, nullptr));
+    if (sheets.empty()) break;
+    for (const SheetInfo& sheet : sheets) RETURN_IF_ERROR(one(sheet));
+    after = sheets.back().id;
+  }
+  return report;
+}
+
+}  // namespace sheetlog

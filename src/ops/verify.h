@@ -1,0 +1,75 @@
+// `sheetlog verify`: checks the invariants of design/architecture.md on the stored
+// state of one sheet or of every sheet, and reports each violation precisely (which
+// invariant, which sheet, segment, entry or blob, and what was found instead).
+//
+// It reads the Segment and Entry tables partition by partition in key order (not by
+// seq), so a duplicate or missing seq is seen as such rather than hidden by the seq
+// index, replays the retained log in memory (src/sheet's Sheet) and compares every
+// completed snapshot with the replay, and checks every referenced blob in the blob
+// store. Read-only: safe while the server runs (a snapshot completing or an entry
+// appended during the run is seen or not, never reported as a violation by itself).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator/blob/blob_store.h"
+#include "emulator/status.h"
+#include "src/log/event_log.h"
+
+namespace sheetlog {
+
+// One broken invariant. `invariant` is a stable machine-readable name:
+//   segment-gap          Segment nums of a sheet do not run 0..K
+//   segment-first-seq    a segment's first_seq is not the previous segment's first_seq
+//                        plus its entry count
+//   segment-empty        a retained segment holds no entries
+//   segment-start        a segment's entry 0 is not a Snapshot entry
+//   segment-end          a segment other than the last does not end with EndSegment
+//   end-segment-misplaced  an EndSegment entry that is not the last entry of its
+//                        segment, or lies in the last segment
+//   seq-gap              entry nums skip (the seqs between are missing)
+//   seq-duplicate        an entry's seq is already held by an earlier entry
+//   seq-mismatch         an entry's seq is not its segment's first_seq + num
+//   first-seq            the sheet's first_seq is not its first retained entry's seq
+//   last-snapshot        a segment's last_snapshot does not name a completed Snapshot
+//                        entry of that segment
+//   snapshot-unreadable  a completed snapshot's root or chunks cannot be read
+//   snapshot-differs     a completed snapshot's cells differ from replaying the log
+//   entry-unreadable     an entry's body cannot be replayed (replay stops there)
+//   blob-missing         a referenced blob (external body, snapshot root or chunk) is
+//                        not in the blob store
+//   blob-auto-delete     a referenced blob still carries the auto-delete tag
+struct Violation {
+  std::string sheet;
+  std::string invariant;
+  std::string detail;  // a sentence naming the place and what was found
+  std::optional<int64_t> segment;
+  std::optional<int64_t> seq;
+  std::optional<std::string> blob;
+};
+
+struct VerifyReport {
+  int64_t sheets = 0;
+  int64_t segments = 0;
+  int64_t entries = 0;
+  int64_t snapshots_compared = 0;  // completed snapshots compared with the replay
+  int64_t blobs_checked = 0;
+  std::vector<Violation> violations;
+};
+
+struct VerifyOptions {
+  std::optional<std::string> sheet;  // nullopt: every sheet
+  // Called after each sheet with the number of sheets done (for a progress display).
+  std::function<void(int64_t sheets_done)> on_sheet_done;
+};
+
+// NotFound if `options.sheet` names no sheet. Storage errors stop the run; broken
+// invariants never do (they are the report).
+Result<VerifyReport> Verify(const VerifyOptions& options, EventLog* log,
+                            BlobStore* blobs);
+
+}  // namespace sheetlog
