@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstdlib>
 #include <exception>
 #include <set>
 
@@ -584,6 +585,105 @@ Status FunctionRuntime::InvokeStream(StreamState& mapping, int shard,
     RETURN_IF_ERROR(history_.FinishBatch(outcomes));
   }
   return status;
+}
+
+// ---------------------------------------------------------------------------
+// Replay (seed 002)
+
+Result<std::vector<FunctionRuntime::ReplayItem>> FunctionRuntime::Replay(
+    int64_t since_micros, int64_t until_micros, int limit) {
+  ASSIGN_OR_RETURN(std::vector<ExecutionRow> failed,
+                   history_.ListFailed(since_micros, until_micros, limit));
+  std::vector<ReplayItem> items;
+  for (const ExecutionRow& row : failed) {
+    Result<ReplayItem> item =
+        ReplayItem{row.partition_key, row.source, "not-replayable",
+                   "no mapping named '" + row.source + "' in this runtime"};
+    for (auto& stream : streams_) {
+      if (stream->config.name == row.source) item = ReplayStream(*stream, row);
+    }
+    for (auto& queue : queues_) {
+      if (queue->config.name == row.source) item = ReplayQueue(*queue, row);
+    }
+    RETURN_IF_ERROR(item.status());
+    items.push_back(std::move(item).value());
+  }
+  return items;
+}
+
+Result<FunctionRuntime::ReplayItem> FunctionRuntime::ReplayStream(
+    StreamState& mapping, const ExecutionRow& row) {
+  const StreamMapping& m = mapping.config;
+  ReplayItem item{row.partition_key, m.name, "not-replayable", ""};
+  // The default key is "<mapping>:<shard>:<sequence>".
+  const std::string prefix = m.name + ":";
+  const size_t colon = row.partition_key.rfind(':');
+  int shard = -1;
+  int64_t sequence = -1;
+  if (!m.history_key && row.partition_key.rfind(prefix, 0) == 0 &&
+      colon != std::string::npos && colon > prefix.size()) {
+    shard =
+        std::atoi(row.partition_key.substr(prefix.size(), colon - prefix.size()).c_str());
+    sequence = std::atoll(row.partition_key.substr(colon + 1).c_str());
+  }
+  if (sequence < 1) {
+    item.detail = "not a record key of mapping " + m.name;
+    return item;
+  }
+  ASSIGN_OR_RETURN(std::vector<StreamRecord> records,
+                   m.feed->Read(shard, sequence - 1, 1));
+  if (records.empty() || records.front().sequence != sequence) {
+    item.detail = "the record has left the stream (past its retention)";
+    return item;
+  }
+  ASSIGN_OR_RETURN(std::optional<ExecutionRow> latest,
+                   history_.Latest(row.partition_key));
+  if (latest && latest->status != ExecStatus::kFailed) {
+    item.outcome = "skipped";
+    item.detail = "latest status is now " + std::string(ExecStatusText(latest->status));
+    return item;
+  }
+  Status status = InvokeStream(mapping, shard, records);
+  ASSIGN_OR_RETURN(latest, history_.Latest(row.partition_key));
+  if (status.ok() && latest && latest->status == ExecStatus::kSucceeded) {
+    item.outcome = "succeeded";
+  } else if (status.ok()) {
+    item.outcome = "skipped";  // the guard found it done or running elsewhere
+    item.detail = "another invocation ran it";
+  } else {
+    item.outcome = "failed";
+    item.detail = status.ToString();
+    mapping.failures.fetch_add(1);
+  }
+  return item;
+}
+
+Result<FunctionRuntime::ReplayItem> FunctionRuntime::ReplayQueue(
+    QueueState& mapping, const ExecutionRow& row) {
+  const QueueMapping& m = mapping.config;
+  ReplayItem item{row.partition_key, m.name, "not-replayable", ""};
+  const std::string prefix = m.name + ":";
+  if (m.history_key || row.partition_key.rfind(prefix, 0) != 0) {
+    item.detail = "not a message key of mapping " + m.name;
+    return item;
+  }
+  const std::string message_id = row.partition_key.substr(prefix.size());
+  ASSIGN_OR_RETURN(QueueOptions queue, m.queues->GetQueue(m.queue));
+  if (queue.dead_letter_queue.empty()) {
+    item.detail = "queue " + m.queue + " has no dead-letter queue";
+    return item;
+  }
+  Result<int64_t> moved = m.queues->Redrive(queue.dead_letter_queue, message_id);
+  if (!moved.ok() && !moved.status().IsNotFound()) return moved.status();
+  if (!moved.ok() || *moved == 0) {
+    item.detail = "message " + message_id + " is not in " + queue.dead_letter_queue +
+                  " (still in " + m.queue + " awaiting its retry, or gone)";
+    return item;
+  }
+  item.outcome = "redriven";
+  item.detail = "message " + message_id + " moved from " + queue.dead_letter_queue +
+                " to " + m.queue;
+  return item;
 }
 
 // ---------------------------------------------------------------------------

@@ -196,6 +196,29 @@ class FunctionRuntime {
   ExecutionHistory& history() { return history_; }
   std::vector<MappingStats> Stats() const;
 
+  // What Replay did with one failed key.
+  struct ReplayItem {
+    std::string key;
+    std::string source;  // the mapping
+    // "succeeded" / "failed": the stream record was run again, with that result;
+    // "redriven": the queue message went back from the dead-letter queue to its queue
+    // (the consumers run it again); "skipped": the key is no longer failed (a retry
+    // succeeded meanwhile, or one is running); "not-replayable": the record has left
+    // the stream (seed 000's reprocess is the remedy), the message is in no
+    // dead-letter queue, or the key belongs to no mapping of this runtime.
+    std::string outcome;
+    std::string detail;
+  };
+  // Seed 002's replay: re-runs only the keys whose latest history row is `failed`,
+  // written in [since, until) (micros), at most `limit` keys, through the same
+  // Begin/Finish atomic-counter guard as a delivery, so a replay racing a redelivery
+  // or another replay runs each key at most once. Stream work: the record is read
+  // again from the feed and given alone to its mapping's handler (keys of mappings
+  // with a custom history_key are not replayable). Queue work: the message is
+  // redriven from its queue's dead-letter queue. Errors: storage errors.
+  Result<std::vector<ReplayItem>> Replay(int64_t since_micros, int64_t until_micros,
+                                         int limit);
+
  private:
   struct ShardState;
   struct StreamState;
@@ -213,6 +236,8 @@ class FunctionRuntime {
   void RunShardStep(StreamState& mapping, int shard, ShardState& state, int64_t head);
   Status InvokeStream(StreamState& mapping, int shard,
                       const std::vector<StreamRecord>& batch);
+  Result<ReplayItem> ReplayStream(StreamState& mapping, const ExecutionRow& row);
+  Result<ReplayItem> ReplayQueue(QueueState& mapping, const ExecutionRow& row);
   void SkipRecords(StreamState& mapping, int shard, ShardState& state,
                    const std::vector<StreamRecord>& batch, const std::string& reason);
   void Advance(StreamState& mapping, int shard, ShardState& state, int64_t sequence);

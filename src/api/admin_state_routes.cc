@@ -3,6 +3,8 @@
 // manual fallback (reprocess).
 #include <time.h>
 
+#include <map>
+
 #include "emulator/runtime/execution_history.h"
 #include "emulator/runtime/function_runtime.h"
 #include "emulator/stream/change_feed.h"
@@ -207,6 +209,61 @@ void RegisterAdminStateRoutes(Router& router, App& app) {
                              {"detail", row.detail}});
         }
         call.Reply(200, json{{"jobs", out}});
+      },
+      admin);
+
+  // Seed 002's replay of the keys whose latest run failed, in [since, until).
+  router.Post(
+      "/v1/admin/jobs/replay",
+      [&](Call& call) {
+        json body = call.Body();
+        FieldReader fields(body, "request body");
+        std::optional<std::string> since_text = fields.String("since");
+        std::optional<std::string> until_text = fields.String("until");
+        std::optional<int64_t> limit = fields.Int("limit");
+        fields.Finish();
+        auto time_field = [](const char* name, const std::optional<std::string>& text,
+                             int64_t fallback) {
+          if (!text) return fallback;
+          std::optional<int64_t> seconds = ParseTimePoint(*text);
+          if (!seconds) {
+            throw ApiError::Validation(std::string("field '") + name +
+                                       "' must be ISO-8601 UTC "
+                                       "(2026-01-01T00:00:00Z) or unix seconds, got '" +
+                                       *text + "'");
+          }
+          return *seconds;
+        };
+        if (!since_text) {
+          throw ApiError::Validation(
+              "field 'since' is required (ISO-8601 UTC, e.g. 2026-01-01T00:00:00Z)");
+        }
+        const int64_t since = time_field("since", since_text, 0);
+        const int64_t until =
+            time_field("until", until_text, app.clock()->NowSeconds() + 1);
+        if (until < since) {
+          throw ApiError::Validation("'until' must not be before 'since'");
+        }
+        if (limit && (*limit < 1 || *limit > 10000)) {
+          throw ApiError::Validation("field 'limit' must be 1..10000");
+        }
+        json jobs = json::array();
+        std::map<std::string, int64_t> counts;
+        for (const FunctionRuntime::ReplayItem& item :
+             Check(app.runtime()->Replay(since * 1000000, until * 1000000,
+                                         static_cast<int>(limit.value_or(1000))))) {
+          ++counts[item.outcome];
+          jobs.push_back(json{{"key", item.key},
+                              {"source", item.source},
+                              {"outcome", item.outcome},
+                              {"detail", item.detail}});
+        }
+        json out{{"jobs", jobs}};
+        for (const char* outcome :
+             {"succeeded", "failed", "redriven", "skipped", "not-replayable"}) {
+          out[outcome] = counts[outcome];
+        }
+        call.Reply(200, out);
       },
       admin);
 

@@ -91,8 +91,9 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
   JsonResponse jobs = Get(*client_, "/v1/admin/jobs?status=failed&since=1970-01-01");
   ASSERT_EQ(jobs.status, 200) << jobs.raw;
   ASSERT_FALSE(jobs.body["jobs"].empty());
-  EXPECT_NE(jobs.body["jobs"][0]["error"].get<std::string>().find("snapshot.before_complete"),
-            std::string::npos)
+  EXPECT_NE(
+      jobs.body["jobs"][0]["error"].get<std::string>().find("snapshot.before_complete"),
+      std::string::npos)
       << jobs.raw;
   JsonResponse letters = Get(*client_, "/v1/admin/queues/snapshots/dead-letters");
   ASSERT_EQ(letters.status, 200) << letters.raw;
@@ -114,8 +115,8 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
   EXPECT_EQ(redrive.body["moved"], 1);
   // Reprocess finds the one Snapshot entry without a root and enqueues it again (a
   // duplicate of the redriven message, which the worker absorbs).
-  JsonResponse reprocess =
-      Post(*client_, "/v1/admin/reprocess", {{"since", "1970-01-01T00:00:00Z"}, {"sheet", id}});
+  JsonResponse reprocess = Post(*client_, "/v1/admin/reprocess",
+                                {{"since", "1970-01-01T00:00:00Z"}, {"sheet", id}});
   ASSERT_EQ(reprocess.status, 200) << reprocess.raw;
   EXPECT_EQ(reprocess.body["snapshots_enqueued"], 1);
   EXPECT_EQ(reprocess.body["entries"], 2);
@@ -123,11 +124,55 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
     Advance(61);
     return AllSnapshotsComplete(id);
   }));
-  EXPECT_TRUE(Get(*client_, "/v1/admin/pending-snapshots").body["pending_snapshots"].empty());
+  EXPECT_TRUE(
+      Get(*client_, "/v1/admin/pending-snapshots").body["pending_snapshots"].empty());
   // Nothing left to do: a second reprocess enqueues nothing.
   reprocess = Post(*client_, "/v1/admin/reprocess", {{"since", "1970-01-01"}});
   EXPECT_EQ(reprocess.body["snapshots_enqueued"], 0) << reprocess.raw;
   EXPECT_EQ(reprocess.body["blobs_untagged"], 0);
+}
+
+// Seed 002's replay over HTTP: the snapshot job whose runs failed until it was
+// dead-lettered is redriven (only it: the sheet's other, successful jobs are not
+// touched) and completes; a second replay finds nothing failed.
+TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
+  JsonResponse healthy = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
+  ASSERT_EQ(healthy.status, 201);
+  ASSERT_TRUE(Eventually([&] { return AllSnapshotsComplete(healthy.body["id"]); }));
+  ASSERT_EQ(Post(*client_, "/v1/admin/faults",
+                 {{"point", "snapshot.before_complete"}, {"count", -1}})
+                .status,
+            200);
+  JsonResponse sheet = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
+  ASSERT_EQ(sheet.status, 201);
+  const std::string id = sheet.body["id"];
+  ASSERT_TRUE(Eventually([&] {
+    Advance(61);
+    return Queue("snapshots")["dead_letter_depth"] == 1;
+  })) << Queue("snapshots").dump();
+  ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
+
+  EXPECT_EQ(Post(*client_, "/v1/admin/jobs/replay", json::object()).status, 400);
+  EXPECT_EQ(Post(*client_, "/v1/admin/jobs/replay", {{"since", "soon"}}).status, 400);
+  EXPECT_EQ(Post(*client_, "/v1/admin/jobs/replay",
+                 {{"since", "2026-02-01"}, {"until", "2026-01-01"}})
+                .status,
+            400);
+  JsonResponse replay =
+      Post(*client_, "/v1/admin/jobs/replay", {{"since", "1970-01-01T00:00:00Z"}});
+  ASSERT_EQ(replay.status, 200) << replay.raw;
+  ASSERT_EQ(replay.body["jobs"].size(), 1u) << replay.raw;
+  EXPECT_EQ(replay.body["jobs"][0]["source"], "snapshot-worker");
+  EXPECT_EQ(replay.body["jobs"][0]["outcome"], "redriven") << replay.raw;
+  EXPECT_EQ(replay.body["redriven"], 1);
+  EXPECT_EQ(Queue("snapshots")["dead_letter_depth"], 0);
+  ASSERT_TRUE(Eventually([&] {
+    Advance(61);
+    return AllSnapshotsComplete(id);
+  }));
+  replay = Post(*client_, "/v1/admin/jobs/replay", {{"since", "1970-01-01"}});
+  ASSERT_EQ(replay.status, 200) << replay.raw;
+  EXPECT_TRUE(replay.body["jobs"].empty()) << replay.raw;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/runtime/function_runtime.h"
+#include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -380,6 +381,62 @@ TEST_F(QueueMappingTest, FaultBeforeDeleteLeavesAMessageThatIsThenDeletedAsDupli
   EXPECT_EQ(recorder_.Calls().size(), 1u);
   QueueStats stats = Stats();
   EXPECT_EQ(stats.visible + stats.in_flight, 0);
+}
+
+// Seed 002's replay for queue work: a message whose runs failed until it was
+// dead-lettered is redriven and runs again; a message that succeeded is never touched,
+// and a second replay finds nothing left to do.
+TEST_F(QueueMappingTest, ReplayRedrivesOnlyTheDeadLetteredFailedMessage) {
+  const int64_t t0 = clock_.NowMicros();
+  QueueOptions dlq;
+  dlq.name = "tasks-dlq";
+  ASSERT_TRUE(queues_->CreateQueue(dlq).ok());
+  QueueOptions tasks;
+  tasks.name = "tasks";
+  tasks.visibility_timeout_s = 30;
+  tasks.max_receive_count = 1;
+  tasks.dead_letter_queue = "tasks-dlq";
+  ASSERT_TRUE(queues_->CreateQueue(tasks).ok());
+  std::atomic<bool> failing{true};
+  FunctionRuntime& rt = NewRuntime();
+  QueueMapping m = Mapping([&](const auto& msgs, InvocationContext&) {
+    recorder_.Call(msgs[0]);
+    if (failing.load() && msgs[0].body == "poison") return Unavailable("downstream down");
+    return Status::OK();
+  });
+  m.queue = "tasks";
+  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  auto good = queues_->Send("tasks", "good");
+  auto poison = queues_->Send("tasks", "poison");
+  ASSERT_TRUE(good.ok() && poison.ok());
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageFailed, 1));
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
+  clock_.AdvanceSeconds(31);  // visible again: the next receive dead-letters it
+  ASSERT_TRUE(testing::Eventually([&] {
+    auto stats = queues_->Stats("tasks");
+    return stats.ok() && stats->dead_letter_depth == 1;
+  }));
+  EXPECT_EQ(recorder_.Calls().size(), 2u);
+
+  failing = false;
+  auto replayed = rt.Replay(t0, clock_.NowMicros() + 1, 100);
+  ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
+  ASSERT_EQ(replayed->size(), 1u);
+  EXPECT_EQ((*replayed)[0].key, "worker:" + *poison);
+  EXPECT_EQ((*replayed)[0].outcome, "redriven") << (*replayed)[0].detail;
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 2));
+  std::vector<ReceivedMessage> calls = recorder_.Calls();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[2].id, *poison);
+  auto latest = rt.history().Latest("worker:" + *poison);
+  ASSERT_TRUE(latest.ok() && latest->has_value());
+  EXPECT_EQ((*latest)->status, ExecStatus::kSucceeded);
+
+  replayed = rt.Replay(t0, clock_.NowMicros() + 1, 100);
+  ASSERT_TRUE(replayed.ok());
+  EXPECT_TRUE(replayed->empty()) << "nothing failed is left";
+  EXPECT_EQ(recorder_.Calls().size(), 3u);
 }
 
 }  // namespace

@@ -385,6 +385,48 @@ TEST_F(StreamMappingTest, RecordOlderThanMaxAgeIsSkippedAndListedAsFailed) {
   EXPECT_EQ(rt.Stats()[0].skipped, 1);
 }
 
+// Seed 002's replay for stream work: only the records whose latest run failed are
+// handed to the handler again (each alone, through the history guard); records that
+// succeeded are never re-run, and a second replay finds nothing left to do.
+TEST_F(StreamMappingTest, ReplayRerunsOnlyTheFailedRecords) {
+  const int64_t t0 = clock_.NowMicros();
+  std::atomic<bool> failing{true};
+  FunctionRuntime& rt = NewRuntime();
+  StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
+    calls_.Add(batch, ctx);
+    if (failing.load() && batch.front().new_image.value("type", "") == "Poison")
+      return Internal("bad record");
+    return Status::OK();
+  });
+  m.batch_size = 1;
+  m.max_retry_attempts = 0;  // skip a failed record at once (listed as failed)
+  ASSERT_TRUE(rt.AddStreamMapping(std::move(m)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  const int shard = ShardOf("s");
+  for (int num = 0; num < 4; ++num) Insert("s", num, num % 2 == 1 ? "Poison" : "SetCell");
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 4));
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1, 2, 3, 4}));
+
+  failing = false;
+  auto replayed = rt.Replay(t0, clock_.NowMicros() + 1, 100);
+  ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
+  ASSERT_EQ(replayed->size(), 2u);
+  const std::string prefix = "effects:" + std::to_string(shard) + ":";
+  EXPECT_EQ((*replayed)[0].key, prefix + "2");
+  EXPECT_EQ((*replayed)[1].key, prefix + "4");
+  for (const auto& item : *replayed) EXPECT_EQ(item.outcome, "succeeded") << item.detail;
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1, 2, 3, 4, 2, 4}));
+  auto rows = rt.history().List(prefix + "2");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_FALSE(rows->empty());
+  EXPECT_EQ(rows->back().status, ExecStatus::kSucceeded);
+
+  replayed = rt.Replay(t0, clock_.NowMicros() + 1, 100);
+  ASSERT_TRUE(replayed.ok());
+  EXPECT_TRUE(replayed->empty()) << "nothing failed is left";
+  EXPECT_EQ(calls_.Delivered(shard).size(), 6u);
+}
+
 TEST_F(StreamMappingTest, BisectIsolatesThePoisonRecord) {
   const int64_t t0 = clock_.NowMicros();
   const int shard = ShardOf("s");
