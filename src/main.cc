@@ -43,6 +43,10 @@ serve flags:
   --clock manual        time moves only through POST /v1/admin/clock
   --enable-faults       allow arming fault points through /v1/admin/faults
   --allow-reset         allow POST /v1/admin/reset
+  --retain-segments N   keep the newest N segments of each log (default 0 = all)
+  --retain-days D       keep segments with entries from the last D days (default 0 = all)
+  --retain-archive      archive dropped segments to the blob store first
+  --retention-period S  seconds between retention runs (default 3600)
   --threads N           HTTP worker threads (default 64)
   --port-file FILE      write the bound port to FILE once listening
   --log-level LEVEL     trace|debug|info|warn|error (default info)
@@ -60,7 +64,8 @@ bool ParseInt64(const std::string& text, int64_t* out) {
 }
 
 int Serve(int argc, char** argv) {
-  Flags flags(argc, argv, 2, {"in-memory", "enable-faults", "allow-reset"});
+  Flags flags(argc, argv, 2,
+              {"in-memory", "enable-faults", "allow-reset", "retain-archive"});
   if (!flags.error().empty()) return Fail(flags.error());
   if (!flags.positional().empty()) {
     return Fail("unexpected argument '" + flags.positional().front() + "'");
@@ -109,6 +114,19 @@ int Serve(int argc, char** argv) {
     return Fail("--orphan-ttl must be a non-negative integer (seconds)");
   }
   app_options.orphan_ttl_seconds = number;
+  if (!ParseInt64(flags.Get("retain-segments", "0"), &number) || number < 0) {
+    return Fail("--retain-segments must be a non-negative integer (0 = no limit)");
+  }
+  app_options.retain_segments = number;
+  if (!ParseInt64(flags.Get("retain-days", "0"), &number) || number < 0) {
+    return Fail("--retain-days must be a non-negative integer (0 = no limit)");
+  }
+  app_options.retain_days = number;
+  app_options.retain_archive = flags.Bool("retain-archive");
+  if (!ParseInt64(flags.Get("retention-period", "3600"), &number) || number < 1) {
+    return Fail("--retention-period must be a positive integer (seconds)");
+  }
+  app_options.retention_period_seconds = number;
   if (!ParseInt64(flags.Get("threads", "64"), &number) || number < 1 || number > 4096) {
     return Fail("--threads must be in 1..4096");
   }

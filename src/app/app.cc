@@ -13,6 +13,7 @@
 #include "src/effects/entry_effects.h"
 #include "src/log/event_log.h"
 #include "src/log/uploads.h"
+#include "src/ops/retention.h"
 #include "src/snapshot/build_factory.h"
 #include "src/snapshot/worker.h"
 
@@ -25,6 +26,7 @@ App::App(const AppOptions& options) : options_(options) {}
 App::~App() {
   Stop();
   // Reverse order of construction: workers before the services they use.
+  retention_.reset();
   sweeper_.reset();
   runtime_.reset();
   snapshot_worker_.reset();
@@ -117,6 +119,14 @@ Status App::Init() {
       blobs_.get(), clock_, sweep,
       [uploads](const std::string& key) { return uploads->KeepForSweep(key); });
 
+  RetentionOptions retention;
+  retention.retain_segments = options_.retain_segments;
+  retention.retain_days = options_.retain_days;
+  retention.archive = options_.retain_archive;
+  retention.period_micros = options_.retention_period_seconds * 1000000;
+  retention_ =
+      std::make_unique<RetentionWorker>(log_.get(), blobs_.get(), clock_, retention);
+
   runtime_ = std::make_unique<FunctionRuntime>(db_.get(), clock_, faults_.get());
   RETURN_IF_ERROR(AddMappings());
   AddCollectors();
@@ -177,6 +187,7 @@ Status App::Start() {
   if (options_.workers) {
     RETURN_IF_ERROR(runtime_->Start());
     RETURN_IF_ERROR(sweeper_->Start());
+    RETURN_IF_ERROR(retention_->Start());
   }
   started_ = true;
   ready_ = true;
@@ -186,6 +197,7 @@ Status App::Start() {
 void App::Stop() {
   if (!started_) return;
   ready_ = false;
+  if (retention_) retention_->Stop();
   if (sweeper_) sweeper_->Stop();
   if (queues_) queues_->WakeWaiters();
   if (runtime_) runtime_->Stop();

@@ -23,6 +23,7 @@ class EventLog;
 class FunctionRuntime;
 class LifecycleSweeper;
 class QueueService;
+class RetentionWorker;
 class SnapshotWorker;
 class Uploads;
 
@@ -54,6 +55,14 @@ struct AppOptions {
   int64_t snapshot_time_budget_seconds = 900;
   // Receives of a snapshot message before it goes to the dead-letter queue. Default: 10.
   int64_t snapshot_max_receives = 10;
+  // Retention (seed 003; src/ops/retention.h): keep the newest N segments and/or the
+  // segments written in the last D days; 0 = no limit. Both 0: off (the default).
+  int64_t retain_segments = 0;
+  int64_t retain_days = 0;
+  // Archive dropped segments to the blob store first.
+  bool retain_archive = false;
+  // Clock time between two retention runs. Default: 1 hour.
+  int64_t retention_period_seconds = 3600;
 };
 
 class App {
@@ -83,6 +92,7 @@ class App {
   Uploads* uploads() { return uploads_.get(); }
   LifecycleSweeper* sweeper() { return sweeper_.get(); }
   SnapshotWorker* snapshot_worker() { return snapshot_worker_.get(); }
+  RetentionWorker* retention() { return retention_.get(); }
 
  private:
   explicit App(const AppOptions& options);
@@ -106,6 +116,7 @@ class App {
   std::unique_ptr<SnapshotWorker> snapshot_worker_;
   std::unique_ptr<FunctionRuntime> runtime_;
   std::unique_ptr<LifecycleSweeper> sweeper_;
+  std::unique_ptr<RetentionWorker> retention_;
   std::atomic<bool> ready_{false};
   bool started_ = false;
 };
