@@ -19,8 +19,9 @@ class RetentionHttpTest : public ::testing::Test {
  protected:
   void SetUp() override {
     server_ = std::make_unique<ServerProcess>(ServerOptions(
-        dir_.path(), {"--clock", "manual", "--enable-faults", "--retain-segments", "1",
-                      "--retain-archive", "--retention-period", std::to_string(kPeriod)}));
+        dir_.path(),
+        {"--clock", "manual", "--enable-faults", "--retain-segments", "1",
+         "--retain-archive", "--retention-period", std::to_string(kPeriod)}));
     ASSERT_TRUE(server_->Start()) << server_->error();
     client_ = std::make_unique<httplib::Client>(server_->Client());
   }
@@ -30,8 +31,9 @@ class RetentionHttpTest : public ::testing::Test {
   }
 
   void SetCell(const std::string& ref, int value) {
-    JsonResponse r = Post(*client_, "/v1/sheets/" + sheet_ + "/entries",
-                          {{"type", "SetCell"}, {"body", {{"ref", ref}, {"value", value}}}});
+    JsonResponse r =
+        Post(*client_, "/v1/sheets/" + sheet_ + "/entries",
+             {{"type", "SetCell"}, {"body", {{"ref", ref}, {"value", value}}}});
     ASSERT_EQ(r.status, 201) << r.raw;
   }
 
@@ -73,7 +75,8 @@ class RetentionHttpTest : public ::testing::Test {
   std::string sheet_;
 };
 
-TEST_F(RetentionHttpTest, DropsOnlySegmentsBehindACompletedSnapshotAndTheSheetStillLoads) {
+TEST_F(RetentionHttpTest,
+       DropsOnlySegmentsBehindACompletedSnapshotAndTheSheetStillLoads) {
   JsonResponse created = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
   ASSERT_EQ(created.status, 201) << created.raw;
   sheet_ = created.body["id"];
@@ -110,8 +113,9 @@ TEST_F(RetentionHttpTest, DropsOnlySegmentsBehindACompletedSnapshotAndTheSheetSt
   EXPECT_TRUE(segments[1]["archive"].is_string()) << segments.dump();
   EXPECT_TRUE(segments[2]["archive"].is_null()) << segments.dump();
   EXPECT_TRUE(segments[3]["archive"].is_null()) << segments.dump();
-  EXPECT_EQ(Get(*client_, "/v1/blobs/" + segments[0]["archive"].get<std::string>()).status,
-            200);
+  EXPECT_EQ(
+      Get(*client_, "/v1/blobs/" + segments[0]["archive"].get<std::string>()).status,
+      200);
   JsonResponse gone = Get(*client_, "/v1/sheets/" + sheet_ + "/entries?from=0");
   EXPECT_EQ(gone.status, 410) << gone.raw;
   EXPECT_EQ(gone.body["error"]["first_seq"], 7) << gone.raw;
