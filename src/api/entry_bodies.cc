@@ -3,6 +3,7 @@
 #include "src/app/app.h"
 #include "src/log/tables.h"
 #include "src/sheet/sheet_edit.h"
+#include "src/snapshot/build_factory.h"
 
 namespace sheetlog::api {
 
@@ -13,6 +14,11 @@ void PrepareEntryBody(App& app, const std::string& type, int64_t version,
   // Built-in types must parse now: a bad body is a 400 here, never a failure later in
   // the snapshot pipeline.
   Check(ValidateAppend(type, version, body));
+  if (type == "Import") {
+    throw ApiError::Validation(
+        "Import: the file travels as an upload: POST /v1/sheets/{id}/uploads with this "
+        "body, PUT the file to the returned url, then POST .../complete");
+  }
   if (!body.is_null()) request->body = body.dump();
 }
 
@@ -28,7 +34,22 @@ Result<AppendResult> AppendPrepared(App& app, AppendRequest request, UnitMeter* 
 
 Uploads::Validator CompletionValidator(App& app) {
   (void)app;
-  return {};
+  // An Import payload is read in full now, so a file that does not parse is refused
+  // (400, naming line or cell) before its entry exists and can never fail later.
+  return [](const UploadInfo& upload, BlobStore& blobs) -> Status {
+    if (upload.type != "Import") return Status::OK();
+    nlohmann::json body = nullptr;
+    if (upload.body) body = nlohmann::json::parse(*upload.body, nullptr, false);
+    ASSIGN_OR_RETURN(SheetEdit edit, ParseEdit(upload.type, upload.version, body));
+    const auto* import = std::get_if<ImportEdit>(&edit);
+    if (import == nullptr) return Internal("an Import body parsed as another type");
+    ASSIGN_OR_RETURN(std::unique_ptr<BlobPayloadSource> payload,
+                     BlobPayloadSource::Open(&blobs, upload.blob_key));
+    Status parsed = ReadImportPayload(*import, *payload,
+                                      [](const CellRef&, Cell) { return Status::OK(); });
+    if (parsed.ok() || parsed.code() != StatusCode::kInvalidArgument) return parsed;
+    return InvalidArgument("the uploaded file cannot be imported: " + parsed.message());
+  };
 }
 
 int64_t PendingSnapshotCount(App& app, const std::string& sheet_id, UnitMeter* meter) {

@@ -1,14 +1,17 @@
-// Routes of api.md section "Spreadsheet" that read the sheet: cells, export, snapshots.
+// Routes of api.md section "Spreadsheet" that read the sheet: cells, export (CSV and
+// XLSX), snapshots.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
 
+#include "emulator/env/scratch_file.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/log/tables.h"
 #include "src/sheet/csv.h"
+#include "src/sheet/xlsx.h"
 #include "src/snapshot/cells_at.h"
 #include "src/snapshot/sheet_view.h"
 
@@ -21,6 +24,8 @@ namespace {
 constexpr int64_t kMaxRangeCells = int64_t{1} << 20;
 // Positions per export band: one band's cells are read and written at a time.
 constexpr int64_t kExportBandCells = int64_t{1} << 16;
+// Bytes per read of an exported XLSX file while it is sent.
+constexpr int64_t kXlsxReadBytes = int64_t{1} << 20;
 
 // Opens the view, turning Gone into api.md's 410 with "first_seq".
 std::shared_ptr<SheetView> OpenView(App& app, const std::string& id,
@@ -106,6 +111,39 @@ Status AppendBandCsv(const SheetView& view, const CellRange& band, std::string* 
   return Status::OK();
 }
 
+// Pass two of an XLSX export: the workbook is written band by band to a scratch file
+// (libxlsxwriter's constant_memory mode keeps one row in memory), then streamed from
+// it with its length. Writing completes before the 200, so every error is an ordinary
+// error response. The file goes when the response is done with it.
+void ReplyXlsx(Call& call, const std::shared_ptr<SheetView>& view, const CellRef& used) {
+  if (used.row > kXlsxMaxRows || used.col > kXlsxMaxColumns) {
+    throw ApiError::Validation(
+        "the sheet's used range A1:" + FormatCellRef(used) +
+        " is larger than XLSX's grid (1048576 rows, 16384 columns); export it as csv");
+  }
+  std::shared_ptr<ScratchFile> file(Check(ScratchFile::Create(".xlsx")).release());
+  std::unique_ptr<XlsxFileWriter> writer = Check(XlsxFileWriter::Create(file->path()));
+  BandWalker walker(view, used.row, used.col);
+  while (used.row > 0 && !walker.done()) {
+    for (const PlacedCell& cell : Check(view->Cells(walker.NextBand()))) {
+      Check(writer->Write(cell.ref, cell.cell));
+    }
+  }
+  Check(writer->Close());
+  const int64_t size = Check(file->Size());
+  call.res.status = 200;
+  call.res.set_content_provider(
+      static_cast<size_t>(size),
+      "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+      [file](size_t offset, size_t length, httplib::DataSink& sink) {
+        Result<std::string> piece =
+            file->ReadAt(static_cast<int64_t>(offset),
+                         std::min<int64_t>(static_cast<int64_t>(length), kXlsxReadBytes));
+        if (!piece.ok() || piece->empty()) return false;
+        return sink.write(piece->data(), piece->size());
+      });
+}
+
 std::string SnapshotState(const EntryRecord& entry, const std::optional<Item>& pending) {
   if (entry.snapshot_root) return "completed";
   if (!pending) return "queued";
@@ -173,23 +211,26 @@ void RegisterSpreadsheetRoutes(Router& router, App& app) {
   router.Get(R"(/v1/sheets/([^/]+)/export)", [&](Call& call) {
     std::string id = SheetId(call);
     const std::string format = call.Query("format").value_or("csv");
-    if (format == "xlsx") {
-      throw ApiError::Validation("format 'xlsx' is not supported yet; use format=csv");
-    }
-    if (format != "csv") {
+    if (format != "csv" && format != "xlsx") {
       throw ApiError::Validation("query parameter 'format' must be csv or xlsx, got '" +
                                  format + "'");
     }
     std::optional<int64_t> at;
     if (auto text = call.Query("at")) at = ParseSeq("at", *text);
     std::shared_ptr<SheetView> view = OpenView(app, id, at, &call.meter);
-    // Pass one finds the exact extent, so the CSV is a rectangle of the used range
-    // with nothing trailing; pass two streams it band by band. Errors in pass one are
-    // ordinary error responses; one in pass two (after the 200) ends the chunked body
-    // without its terminator, which HTTP clients report as a truncated response.
+    // Pass one finds the exact extent, so the export is a rectangle of the used range
+    // with nothing trailing.
     const CellRef used = UsedExtent(view);
-    call.res.set_header("Content-Disposition", "attachment; filename=\"" + id + ".csv\"");
+    call.res.set_header("Content-Disposition",
+                        "attachment; filename=\"" + id + "." + format + "\"");
     call.res.set_header("X-At-Seq", std::to_string(view->at_seq()));
+    if (format == "xlsx") {
+      ReplyXlsx(call, view, used);
+      return;
+    }
+    // Pass two streams the CSV band by band. An error in it (after the 200) ends the
+    // chunked body without its terminator, which HTTP clients report as a truncated
+    // response.
     auto walker = std::make_shared<BandWalker>(view, used.row, used.col);
     call.res.status = 200;
     call.res.set_chunked_content_provider(

@@ -303,7 +303,7 @@ Result<SheetEdit> ParseDeleteColumns(const json& body) {
 
 Result<SheetEdit> ParseImport(const json& body) {
   BodyReader r("Import", body);
-  RETURN_IF_ERROR(r.Start({"format", "at", "mode"}));
+  RETURN_IF_ERROR(r.Start({"format", "at", "mode", "sheet"}));
   if (!r.Has("format")) return r.Missing("format");
   ImportEdit edit;
   const json& format = r.Get("format");
@@ -328,6 +328,16 @@ Result<SheetEdit> ParseImport(const json& body) {
     } else {
       return r.Error("mode", "must be \"replace\" or \"merge\", got " + mode.dump());
     }
+  }
+  if (r.Has("sheet")) {
+    const json& sheet = r.Get("sheet");
+    if (!sheet.is_string() || sheet.get<std::string>().empty()) {
+      return r.Error("sheet", "must be a non-empty worksheet name");
+    }
+    if (edit.format != ImportEdit::Format::kXlsx) {
+      return r.Error("sheet", "names a worksheet, which only format \"xlsx\" has");
+    }
+    edit.worksheet = sheet.get<std::string>();
   }
   return SheetEdit(std::move(edit));
 }
@@ -451,9 +461,11 @@ json EncodeEditBody(const SheetEdit& edit) {
       return json{{"at", FormatColumn(e.at)}, {"count", e.count}};
     }
     json operator()(const ImportEdit& e) {
-      return json{{"format", e.format == ImportEdit::Format::kCsv ? "csv" : "xlsx"},
-                  {"at", FormatCellRef(e.at)},
-                  {"mode", e.mode == ImportEdit::Mode::kReplace ? "replace" : "merge"}};
+      json out{{"format", e.format == ImportEdit::Format::kCsv ? "csv" : "xlsx"},
+               {"at", FormatCellRef(e.at)},
+               {"mode", e.mode == ImportEdit::Mode::kReplace ? "replace" : "merge"}};
+      if (!e.worksheet.empty()) out["sheet"] = e.worksheet;
+      return out;
     }
     json operator()(const SetCellValueAndFormatEdit& e) {
       json out{{"row", e.ref.row - 1},

@@ -117,6 +117,8 @@ struct ImportEdit {
   Format format = Format::kCsv;
   CellRef at;
   Mode mode = Mode::kReplace;
+  // XLSX only: the worksheet to read by name; "" = the first.
+  std::string worksheet;
   // The hook for the payload: null until resolved. The reducer applies an unresolved
   // import as an import of no cells (a replace still clears) and counts it in its
   // stats, so a caller that forgot to resolve can tell.

@@ -26,6 +26,12 @@ class StreamingBuild : public SnapshotBuild {
 
 }  // namespace
 
+Result<std::unique_ptr<BlobPayloadSource>> BlobPayloadSource::Open(
+    BlobStore* blobs, const std::string& key) {
+  ASSIGN_OR_RETURN(std::unique_ptr<BlobReader> reader, blobs->OpenReader(key));
+  return std::unique_ptr<BlobPayloadSource>(new BlobPayloadSource(std::move(reader)));
+}
+
 Result<std::vector<SheetEdit>> EditsOfEntries(const std::vector<EntryRecord>& entries,
                                               BlobStore* blobs) {
   std::vector<SheetEdit> edits;
@@ -49,6 +55,16 @@ Result<std::vector<SheetEdit>> EditsOfEntries(const std::vector<EntryRecord>& en
       return Internal("entry " + std::to_string(e.seq) +
                       " no longer parses: " + edit.status().message());
     }
+    if (auto* import = std::get_if<ImportEdit>(&*edit); import && e.external) {
+      ASSIGN_OR_RETURN(std::unique_ptr<BlobPayloadSource> payload,
+                       BlobPayloadSource::Open(blobs, *e.external));
+      Result<ImportedCells> cells = ReadImportedCells(*import, *payload);
+      if (!cells.ok()) {
+        return Internal("the import payload of entry " + std::to_string(e.seq) +
+                        " no longer parses: " + cells.status().message());
+      }
+      import->cells = std::make_shared<const ImportedCells>(std::move(cells).value());
+    }
     edits.push_back(std::move(edit).value());
   }
   return edits;
@@ -63,7 +79,10 @@ SnapshotBuildFactory MakeSnapshotBuildFactory(BlobStore* blobs,
              const nlohmann::json& checkpoint) -> Result<std::unique_ptr<SnapshotBuild>> {
     ASSIGN_OR_RETURN(std::vector<SheetEdit> edits, EditsOfEntries(entries_since, blobs));
     SheetDelta delta;
-    for (const SheetEdit& edit : edits) delta.Apply(edit);
+    for (SheetEdit& edit : edits) {
+      delta.Apply(edit);
+      edit = SkippedEdit{};  // an import's cells now live in the delta: free the copy
+    }
     SnapshotId id{job.sheet_id, job.segment, job.entry, job_seq};
     auto build =
         std::make_unique<StreamingBuild>(blobs, id, previous_root, delta, options);

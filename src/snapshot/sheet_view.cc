@@ -84,7 +84,10 @@ Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blo
     ASSIGN_OR_RETURN(view->snapshot_, SnapshotReader::Open(blobs, *base->snapshot_root));
   }
   ASSIGN_OR_RETURN(std::vector<SheetEdit> edits, EditsOfEntries(entries, blobs));
-  for (const SheetEdit& edit : edits) view->delta_.Apply(edit);
+  for (SheetEdit& edit : edits) {
+    view->delta_.Apply(edit);
+    edit = SkippedEdit{};  // an import's cells now live in the delta: free the copy
+  }
   view->entries_applied_ = static_cast<int64_t>(entries.size());
   return view;
 }

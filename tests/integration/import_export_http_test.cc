@@ -1,0 +1,365 @@
+// Issue 8 end to end over real HTTP against the real binary: Import entries through
+// the upload flow (files made by openpyxl, Gnumeric and Python's csv module), refusal
+// of bad files with nothing written, the snapshot pipeline building imported sheets,
+// XLSX export read back by openpyxl and ssconvert, and the `sheetlog import/export`
+// commands.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "src/sheet/csv.h"
+#include "tests/support/server_process.h"
+#include "tests/support/spreadsheet_tools.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog::testing {
+namespace {
+
+using nlohmann::json;
+
+class ImportExportHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveOpenpyxl()) GTEST_SKIP() << "python3-openpyxl is not installed";
+    server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.File("data")));
+    ASSERT_TRUE(server_->Start()) << server_->error();
+    client_ = std::make_unique<httplib::Client>(server_->Client());
+  }
+
+  std::string NewSheet() {
+    JsonResponse r = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
+    EXPECT_EQ(r.status, 201) << r.raw;
+    return r.body.value("id", "");
+  }
+
+  static std::string PathOf(const std::string& url) {
+    size_t scheme = url.find("://");
+    if (scheme == std::string::npos) return url;
+    return url.substr(url.find('/', scheme + 3));
+  }
+
+  // The three steps of an upload; returns Complete's response.
+  JsonResponse Import(const std::string& sheet, const std::string& file_bytes,
+                      const json& body) {
+    JsonResponse created = Post(*client_, "/v1/sheets/" + sheet + "/uploads",
+                                {{"type", "Import"}, {"body", body}});
+    EXPECT_EQ(created.status, 201) << created.raw;
+    JsonResponse put =
+        Request(*client_, "PUT", PathOf(created.body.value("url", "")), file_bytes);
+    EXPECT_EQ(put.status, 200) << put.raw;
+    return Post(*client_,
+                "/v1/sheets/" + sheet + "/uploads/" +
+                    created.body.value("upload_id", "") + "/complete",
+                json::object());
+  }
+
+  int64_t NextSeq(const std::string& sheet) {
+    return Get(*client_, "/v1/sheets/" + sheet).body.value("next_seq", int64_t{-1});
+  }
+
+  // "B2" -> value of every non-null cell in `range`.
+  std::map<std::string, json> Cells(const std::string& sheet, const std::string& range) {
+    JsonResponse r = Get(*client_, "/v1/sheets/" + sheet + "/cells?range=" + range);
+    EXPECT_EQ(r.status, 200) << r.raw;
+    std::map<std::string, json> out;
+    const CellRange parsed = ParseRange(range).value();
+    for (size_t i = 0; i < r.body["rows"].size(); ++i) {
+      for (size_t k = 0; k < r.body["rows"][i].size(); ++k) {
+        const json& v = r.body["rows"][i][k];
+        if (v.is_null()) continue;
+        out[FormatCellRef({parsed.first.row + static_cast<int64_t>(i),
+                           parsed.first.col + static_cast<int64_t>(k)})] = v;
+      }
+    }
+    return out;
+  }
+
+  // Values of an openpyxl read-back, same shape as Cells().
+  static std::map<std::string, json> ValuesOf(const json& tool_cells) {
+    std::map<std::string, json> out;
+    for (auto it = tool_cells.begin(); it != tool_cells.end(); ++it) {
+      out[it.key()] = it.value()["value"];
+    }
+    return out;
+  }
+
+  static void ExpectSameValues(const std::map<std::string, json>& ours,
+                               const std::map<std::string, json>& theirs) {
+    ASSERT_EQ(ours.size(), theirs.size());
+    for (const auto& [ref, value] : theirs) {
+      ASSERT_TRUE(ours.count(ref)) << ref;
+      if (value.is_number()) {
+        EXPECT_DOUBLE_EQ(ours.at(ref).get<double>(), value.get<double>()) << ref;
+      } else {
+        EXPECT_EQ(ours.at(ref), value) << ref;
+      }
+    }
+  }
+
+  std::string Sheetlog(const std::string& args, int* status) {
+    std::string output;
+    *status =
+        RunShell(std::string(SHEETLOG_BINARY) + " " + args +
+                     " --server http://127.0.0.1:" + std::to_string(server_->port()),
+                 &output);
+    return output;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+json ToolCells() {
+  return json{{"A1", {{"value", "city"}}},
+              {"B1", {{"value", "population"}}},
+              {"A2", {{"value", "Z\u00fcrich, CH"}}},
+              {"B2", {{"value", 421878}}},
+              {"C2", {{"value", 0.5}, {"format", "0.0%"}}},
+              {"A3", {{"value", "line\nbreak"}}},
+              {"B3", {{"value", true}}},
+              {"C3", {{"value", "=B2*2"}}}};
+}
+
+TEST_F(ImportExportHttpTest, OpenpyxlXlsxImportGivesTheCellsOpenpyxlReads) {
+  const std::string path = dir_.File("in.xlsx");
+  ASSERT_EQ(OpenpyxlWrite(path, ToolCells()), "");
+  std::string error;
+  json theirs = OpenpyxlRead(path, "", &error);
+  ASSERT_EQ(error, "");
+  const std::string sheet = NewSheet();
+  JsonResponse done = Import(sheet, ReadFileBytes(path), {{"format", "xlsx"}});
+  ASSERT_EQ(done.status, 201) << done.raw;
+  EXPECT_TRUE(done.body["external"].is_string() || done.body["external"].is_object())
+      << done.raw;
+  ExpectSameValues(Cells(sheet, "A1:D4"), ValuesOf(theirs));
+  JsonResponse formats = Get(*client_, "/v1/sheets/" + sheet + "/cells?range=C2:C2");
+  EXPECT_EQ(formats.body["formats"][0][0], "0.0%") << formats.raw;
+}
+
+TEST_F(ImportExportHttpTest, GnumericCsvAndXlsxImportGiveTheCellsTheToolsRead) {
+  if (!HaveProgram("ssconvert")) GTEST_SKIP() << "gnumeric (ssconvert) is not installed";
+  // openpyxl writes the workbook, Gnumeric converts it to CSV and to its own XLSX.
+  const std::string source = dir_.File("source.xlsx");
+  json cells = ToolCells();
+  cells.erase("C3");  // ssconvert's CSV writes a formula's value, not its text
+  ASSERT_EQ(OpenpyxlWrite(source, cells), "");
+  const std::string csv = dir_.File("gnumeric.csv");
+  const std::string xlsx = dir_.File("gnumeric.xlsx");
+  ASSERT_EQ(Ssconvert(source, csv), "");
+  ASSERT_EQ(Ssconvert(source, xlsx), "");
+
+  // The CSV: Gnumeric's own text, typed by our documented rules, is what we hold.
+  const std::string csv_bytes = ReadFileBytes(csv);
+  std::map<std::string, json> expected_csv;
+  CsvParser parser([&](const CellRef& ref, Cell cell) {
+    expected_csv[FormatCellRef(ref)] = cell.value.ToJson();
+    return Status::OK();
+  });
+  ASSERT_TRUE(parser.Feed(csv_bytes).ok());
+  ASSERT_TRUE(parser.Finish().ok());
+  EXPECT_EQ(expected_csv["A2"], "Z\u00fcrich, CH");
+  EXPECT_EQ(expected_csv["B2"], 421878);
+  const std::string csv_sheet = NewSheet();
+  ASSERT_EQ(Import(csv_sheet, csv_bytes, {{"format", "csv"}}).status, 201);
+  ExpectSameValues(Cells(csv_sheet, "A1:D4"), expected_csv);
+
+  // The XLSX: what openpyxl reads from Gnumeric's file.
+  std::string error;
+  json theirs = OpenpyxlRead(xlsx, "", &error);
+  ASSERT_EQ(error, "");
+  const std::string xlsx_sheet = NewSheet();
+  ASSERT_EQ(Import(xlsx_sheet, ReadFileBytes(xlsx), {{"format", "xlsx"}}).status, 201);
+  ExpectSameValues(Cells(xlsx_sheet, "A1:D4"), ValuesOf(theirs));
+}
+
+TEST_F(ImportExportHttpTest, PythonCsvWithEveryQuotingCaseImports) {
+  const std::string path = dir_.File("py.csv");
+  const std::string program = dir_.File("write_csv.py");
+  WriteFileBytes(program,
+                 "import csv, sys\n"
+                 "with open(sys.argv[1], 'w', newline='', encoding='utf-8-sig') as f:\n"
+                 "    w = csv.writer(f)\n"
+                 "    w.writerow(['a,b', 'say \"hi\"', 'two\\nlines', '', 7, '007'])\n"
+                 "    w.writerow(['TRUE', '3.5', '=A1'])\n");
+  std::string output;
+  ASSERT_EQ(RunShell("python3 " + program + " " + path, &output), 0) << output;
+  const std::string sheet = NewSheet();
+  JsonResponse done =
+      Import(sheet, ReadFileBytes(path), {{"format", "csv"}, {"at", "B2"}});
+  ASSERT_EQ(done.status, 201) << done.raw;
+  ExpectSameValues(Cells(sheet, "A1:H4"), {{"B2", "a,b"},
+                                           {"C2", "say \"hi\""},
+                                           {"D2", "two\nlines"},
+                                           {"F2", 7},
+                                           {"G2", "007"},
+                                           {"B3", true},
+                                           {"C3", 3.5},
+                                           {"D3", "=A1"}});
+}
+
+TEST_F(ImportExportHttpTest, ReplaceClearsTheSheetAndMergeWritesOver) {
+  const std::string sheet = NewSheet();
+  ASSERT_EQ(
+      Post(*client_, "/v1/sheets/" + sheet + "/entries",
+           {{"type", "SetCells"}, {"body", {{"cells", {{"A1", "old"}, {"D9", 1}}}}}})
+          .status,
+      201);
+  ASSERT_EQ(Import(sheet, "x,y\n", {{"format", "csv"}, {"mode", "merge"}}).status, 201);
+  ExpectSameValues(Cells(sheet, "A1:D9"), {{"A1", "x"}, {"B1", "y"}, {"D9", 1}});
+  ASSERT_EQ(Import(sheet, "z\n", {{"format", "csv"}, {"at", "C3"}}).status, 201);
+  ExpectSameValues(Cells(sheet, "A1:D9"), {{"C3", "z"}});
+}
+
+TEST_F(ImportExportHttpTest, BadFilesAreRefusedWithClearErrorsAndNothingWritten) {
+  const std::string sheet = NewSheet();
+  const int64_t before = NextSeq(sheet);
+
+  JsonResponse quote = Import(sheet, "a,b\n\"never closed,1\n2,3\n", {{"format", "csv"}});
+  EXPECT_EQ(quote.status, 400) << quote.raw;
+  EXPECT_EQ(quote.body["error"]["code"], "ValidationError");
+  EXPECT_NE(quote.raw.find("unterminated quoted field (opened at line 2"),
+            std::string::npos)
+      << quote.raw;
+
+  const std::string good = dir_.File("good.xlsx");
+  ASSERT_EQ(OpenpyxlWrite(good, ToolCells()), "");
+  std::string bytes = ReadFileBytes(good);
+  JsonResponse truncated =
+      Import(sheet, bytes.substr(0, bytes.size() / 2), {{"format", "xlsx"}});
+  EXPECT_EQ(truncated.status, 400) << truncated.raw;
+  EXPECT_NE(truncated.raw.find("truncated or not a zip"), std::string::npos)
+      << truncated.raw;
+
+  const std::string bomb = dir_.File("bomb.xlsx");
+  ASSERT_EQ(PythonZip(bomb, MinimalXlsxParts(
+                                "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY a \"aaaa\">"
+                                "<!ENTITY b \"&a;&a;&a;&a;\">]><worksheet><sheetData>"
+                                "<row><c t=\"inlineStr\"><is><t>&b;</t></is></c></row>"
+                                "</sheetData></worksheet>")),
+            "");
+  JsonResponse bombed = Import(sheet, ReadFileBytes(bomb), {{"format", "xlsx"}});
+  EXPECT_EQ(bombed.status, 400) << bombed.raw;
+  EXPECT_NE(bombed.raw.find("DOCTYPE"), std::string::npos) << bombed.raw;
+
+  JsonResponse wrong_sheet =
+      Import(sheet, bytes, {{"format", "xlsx"}, {"sheet", "NoSuchSheet"}});
+  EXPECT_EQ(wrong_sheet.status, 400) << wrong_sheet.raw;
+
+  // Nothing was written, and an Import cannot be posted without its file.
+  EXPECT_EQ(NextSeq(sheet), before);
+  JsonResponse inline_import = Post(*client_, "/v1/sheets/" + sheet + "/entries",
+                                    {{"type", "Import"}, {"body", {{"format", "csv"}}}});
+  EXPECT_EQ(inline_import.status, 400) << inline_import.raw;
+  EXPECT_NE(inline_import.raw.find("upload"), std::string::npos);
+  EXPECT_EQ(NextSeq(sheet), before);
+}
+
+TEST_F(ImportExportHttpTest, SnapshotOfAnImportedSheetHoldsTheImportedCells) {
+  const std::string sheet = NewSheet();
+  std::string csv;
+  for (int r = 1; r <= 300; ++r) {
+    csv += std::to_string(r) + ",row " + std::to_string(r) + "," + (r % 2 ? "TRUE" : "") +
+           "\r\n";
+  }
+  ASSERT_EQ(Import(sheet, csv, {{"format", "csv"}}).status, 201);
+  const auto before = Cells(sheet, "A1:C300");
+  ASSERT_EQ(before.size(), 750u);
+  JsonResponse snap =
+      Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object());
+  ASSERT_EQ(snap.status, 201) << snap.raw;
+  const int64_t snap_seq = snap.body["seq"];
+  ASSERT_TRUE(Eventually([&] {
+    JsonResponse r = Get(*client_, "/v1/sheets/" + sheet + "/cells?range=A1:A1");
+    return r.status == 200 && r.headers.find("X-Snapshot-Seq") != r.headers.end() &&
+           r.headers.find("X-Snapshot-Seq")->second == std::to_string(snap_seq);
+  }));
+  EXPECT_EQ(Cells(sheet, "A1:C300"), before);
+}
+
+TEST_F(ImportExportHttpTest, XlsxExportReadsBackInOpenpyxlAndGnumeric) {
+  const std::string sheet = NewSheet();
+  ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/entries",
+                 {{"type", "SetCells"},
+                  {"body",
+                   {{"cells",
+                     {{"A1", "name"},
+                      {"B1", 2.5},
+                      {"C1", true},
+                      {"A2", "comma, \"quote\""},
+                      {"B2", {{"value", 45306}, {"format", "yyyy-mm-dd"}}},
+                      {"D3", -1e-7}}}}}})
+                .status,
+            201);
+  httplib::Result got = client_->Get("/v1/sheets/" + sheet + "/export?format=xlsx");
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->status, 200) << got->body;
+  EXPECT_EQ(got->get_header_value("Content-Type"),
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+  const std::string path = dir_.File("export.xlsx");
+  WriteFileBytes(path, got->body);
+  std::string error;
+  json theirs = OpenpyxlRead(path, "", &error);
+  ASSERT_EQ(error, "");
+  ExpectSameValues(Cells(sheet, "A1:D3"), ValuesOf(theirs));
+  EXPECT_EQ(theirs["B2"]["format"], "yyyy-mm-dd");
+
+  if (!HaveProgram("ssconvert")) GTEST_SKIP() << "gnumeric (ssconvert) is not installed";
+  const std::string csv = dir_.File("export.csv");
+  ASSERT_EQ(Ssconvert(path, csv), "");
+  const std::string text = ReadFileBytes(csv);
+  EXPECT_NE(text.find("name,2.5,TRUE"), std::string::npos) << text;
+  // Gnumeric renders the date by its own reading of the format (2024/01/15 here).
+  EXPECT_NE(text.find("\"comma, \"\"quote\"\"\",2024"), std::string::npos) << text;
+  EXPECT_NE(text.find(",,,-1E-07"), std::string::npos) << text;
+}
+
+TEST_F(ImportExportHttpTest, EmptySheetExportsAnEmptyWorkbook) {
+  const std::string sheet = NewSheet();
+  httplib::Result got = client_->Get("/v1/sheets/" + sheet + "/export?format=xlsx");
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->status, 200);
+  const std::string path = dir_.File("empty.xlsx");
+  WriteFileBytes(path, got->body);
+  std::string error;
+  EXPECT_EQ(OpenpyxlRead(path, "", &error), json::object());
+  EXPECT_EQ(error, "");
+}
+
+TEST_F(ImportExportHttpTest, CommandLineImportAndExport) {
+  const std::string xlsx = dir_.File("cli.xlsx");
+  ASSERT_EQ(OpenpyxlWrite(xlsx, ToolCells()), "");
+  int status = 0;
+  std::string out = Sheetlog("import " + xlsx + " --at B2", &status);
+  ASSERT_EQ(status, 0) << out;
+  json result = json::parse(out, nullptr, false);
+  ASSERT_TRUE(result.is_object()) << out;
+  const std::string sheet = result.value("sheet", "");
+  EXPECT_EQ(Cells(sheet, "B2:B2")["B2"], "city");
+
+  const std::string exported = dir_.File("out.xlsx");
+  out = Sheetlog("export " + sheet + " --format xlsx -o " + exported, &status);
+  ASSERT_EQ(status, 0) << out;
+  std::string error;
+  json theirs = OpenpyxlRead(exported, "", &error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(theirs["B2"]["value"], "city");
+  EXPECT_EQ(theirs["C3"]["value"], 421878);
+
+  const std::string csv = dir_.File("out.csv");
+  out = Sheetlog("export " + sheet + " --format csv -o " + csv, &status);
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_EQ(ReadFileBytes(csv).substr(0, 15), ",,,\r\n,city,popu");
+
+  // A file that does not parse: exit 1, the server's message, nothing written.
+  const std::string bad = dir_.File("bad.csv");
+  WriteFileBytes(bad, "\"open\n");
+  const int64_t before = NextSeq(sheet);
+  out = Sheetlog("import " + bad + " --sheet " + sheet + " --mode merge", &status);
+  EXPECT_NE(status, 0);
+  EXPECT_NE(out.find("unterminated quoted field"), std::string::npos) << out;
+  EXPECT_EQ(NextSeq(sheet), before);
+}
+
+}  // namespace
+}  // namespace sheetlog::testing

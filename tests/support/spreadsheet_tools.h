@@ -1,0 +1,48 @@
+// Test helpers for issue 8: files made by real spreadsheet tools (openpyxl, Gnumeric's
+// ssconvert), read back by the same tools, and hand-made zip packages for the bad-file
+// cases. Each helper runs the tool as a child process and reports its failure in the
+// returned error text.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace sheetlog::testing {
+
+// True if `program` is on PATH.
+bool HaveProgram(const std::string& program);
+// True if python3 can import openpyxl.
+bool HaveOpenpyxl();
+
+// Runs a shell command; returns its exit status and fills *output with stdout+stderr.
+int RunShell(const std::string& command, std::string* output);
+
+std::string ReadFileBytes(const std::string& path);
+void WriteFileBytes(const std::string& path, const std::string& bytes);
+
+// Writes an XLSX with openpyxl. `cells` maps "B2" -> {"value": v, "format"?: code}
+// (a string value starting with '=' is written as a formula; {"date": "2024-01-15"}
+// as a value writes a date). `sheet` names the worksheet; `extra_sheets` adds sheets
+// before it. Returns "" or the error.
+std::string OpenpyxlWrite(const std::string& path, const nlohmann::json& cells,
+                          const std::string& sheet = "Sheet1",
+                          const nlohmann::json& extra_sheets = nlohmann::json::object());
+
+// The cells openpyxl reads from `path` (worksheet `sheet`, "" = the active one) as
+// {"B2": {"value": v, "format": code}}: dates back to Excel serial numbers, formulas as
+// their text with '=', General as "". Sets *error on failure.
+nlohmann::json OpenpyxlRead(const std::string& path, const std::string& sheet,
+                            std::string* error);
+
+// ssconvert `from` `to` (the format from the names). Returns "" or the error.
+std::string Ssconvert(const std::string& from, const std::string& to);
+
+// A zip written by Python's zipfile: {"name": "content", ...}. Returns "" or the error.
+std::string PythonZip(const std::string& path, const nlohmann::json& parts);
+
+// The minimal XLSX package parts around one worksheet XML body (workbook, rels,
+// content types), for hand-made cases.
+nlohmann::json MinimalXlsxParts(const std::string& sheet_xml,
+                                const std::string& shared_strings_xml = "");
+
+}  // namespace sheetlog::testing

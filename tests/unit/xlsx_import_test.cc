@@ -1,0 +1,326 @@
+// XLSX input (src/sheet/xlsx.h) on files made by openpyxl and Gnumeric's ssconvert,
+// compared with what openpyxl reads back from the same file; and the files that must
+// be refused (damaged zips, XML bombs, size claims).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "src/sheet/import_file.h"
+#include "src/sheet/xlsx.h"
+#include "tests/support/spreadsheet_tools.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog::testing {
+namespace {
+
+using nlohmann::json;
+
+class XlsxImportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveOpenpyxl()) GTEST_SKIP() << "python3-openpyxl is not installed";
+  }
+
+  // {"B2": {"value": v, "format": code}} of our reader, the shape OpenpyxlRead gives.
+  static json OurCells(const std::string& path, const std::string& worksheet,
+                       Status* status, const ImportLimits& limits = {}) {
+    std::string bytes = ReadFileBytes(path);
+    StringPayloadSource source(bytes);
+    json out = json::object();
+    *status = ReadXlsx(source, worksheet, limits, [&](const CellRef& ref, Cell cell) {
+      out[FormatCellRef(ref)] = {{"value", cell.value.ToJson()}, {"format", cell.format}};
+      return Status::OK();
+    });
+    return out;
+  }
+
+  static Status Refusal(const std::string& path) {
+    Status status;
+    OurCells(path, "", &status);
+    return status;
+  }
+
+  // Numbers compare by value (openpyxl gives 2 for 2.0).
+  static void ExpectSameCells(const json& ours, const json& theirs) {
+    ASSERT_EQ(ours.size(), theirs.size())
+        << "ours " << ours.dump() << "\ntheirs " << theirs.dump();
+    for (auto it = theirs.begin(); it != theirs.end(); ++it) {
+      ASSERT_TRUE(ours.contains(it.key()))
+          << it.key() << " missing; ours " << ours.dump();
+      const json& a = ours[it.key()];
+      const json& b = it.value();
+      if (b["value"].is_number()) {
+        EXPECT_DOUBLE_EQ(a["value"].get<double>(), b["value"].get<double>()) << it.key();
+      } else {
+        EXPECT_EQ(a["value"], b["value"]) << it.key();
+      }
+      EXPECT_EQ(a["format"], b["format"]) << it.key();
+    }
+  }
+
+  TempDir dir_;
+};
+
+json SampleCells() {
+  return json{{"A1", {{"value", "name"}}},
+              {"B1", {{"value", "amount"}}},
+              {"C1", {{"value", "paid"}}},
+              {"A2", {{"value", "Zo\u00eb, \"the\" first"}}},
+              {"B2", {{"value", 1234.5}}},
+              {"C2", {{"value", true}}},
+              {"A3", {{"value", "multi\nline"}}},
+              {"B3", {{"value", -7}}},
+              {"C3", {{"value", false}}},
+              {"B4", {{"value", "=SUM(B2:B3)"}}},
+              {"D2", {{"value", 0.125}, {"format", "0.00%"}}},
+              {"D3", {{"value", {{"date", "2024-01-15"}}}, {"format", "yyyy-mm-dd"}}},
+              {"E5", {{"value", "007"}}},
+              {"F6", {{"value", 1e-300}}}};
+}
+
+TEST_F(XlsxImportTest, OpenpyxlFileGivesTheCellsOpenpyxlReads) {
+  const std::string path = dir_.File("openpyxl.xlsx");
+  ASSERT_EQ(OpenpyxlWrite(path, SampleCells()), "");
+  std::string error;
+  json theirs = OpenpyxlRead(path, "", &error);
+  ASSERT_EQ(error, "");
+  Status status;
+  json ours = OurCells(path, "", &status);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ExpectSameCells(ours, theirs);
+  EXPECT_EQ(ours["B4"]["value"], "=SUM(B2:B3)");
+  EXPECT_EQ(ours["D3"]["value"], 45306);  // 2024-01-15 as Excel's day serial
+}
+
+TEST_F(XlsxImportTest, GnumericFileGivesTheCellsOpenpyxlReads) {
+  if (!HaveProgram("ssconvert")) GTEST_SKIP() << "gnumeric (ssconvert) is not installed";
+  const std::string csv = dir_.File("in.csv");
+  WriteFileBytes(csv,
+                 "item,qty,price,ok\r\nbolt,12,0.25,TRUE\r\n\"nut, hex\",3,1.5,FALSE\r\n"
+                 "washer,,2e3,\r\n,=B2*C2,x,y\r\n");
+  const std::string path = dir_.File("gnumeric.xlsx");
+  ASSERT_EQ(Ssconvert(csv, path), "");
+  std::string error;
+  json theirs = OpenpyxlRead(path, "", &error);
+  ASSERT_EQ(error, "");
+  Status status;
+  json ours = OurCells(path, "", &status);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ExpectSameCells(ours, theirs);
+  EXPECT_EQ(ours["A3"]["value"], "nut, hex");
+  EXPECT_EQ(ours["B2"]["value"], 12);
+}
+
+TEST_F(XlsxImportTest, NamedWorksheetIsRead) {
+  const std::string path = dir_.File("two.xlsx");
+  ASSERT_EQ(OpenpyxlWrite(path, json{{"A1", {{"value", "second"}}}}, "Wanted",
+                          json{{"First", json{{"A1", {{"value", "first"}}}}}}),
+            "");
+  Status status;
+  EXPECT_EQ(OurCells(path, "", &status)["A1"]["value"], "first");
+  EXPECT_EQ(OurCells(path, "Wanted", &status)["A1"]["value"], "second");
+  OurCells(path, "Missing", &status);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("no worksheet named 'Missing'"), std::string::npos)
+      << status.message();
+  EXPECT_NE(status.message().find("'Wanted'"), std::string::npos) << status.message();
+}
+
+TEST_F(XlsxImportTest, SharedInlineErrorAndSharedFormulaCells) {
+  const std::string sheet = R"(<?xml version="1.0"?>
+<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>
+<row r="1"><c r="A1" t="s"><v>1</v></c><c r="B1" t="inlineStr"><is><r><t>in</t></r><r><t>line</t></r></is></c>
+<c r="C1" t="e"><v>#DIV/0!</v></c><c r="D1" t="b"><v>1</v></c></row>
+<row r="2"><c r="A2"><v>1</v></c><c r="B2"><f t="shared" ref="B2:B4" si="0">A2*2+$A$1</f><v>2</v></c></row>
+<row r="3"><c r="A3"><v>2</v></c><c r="B3"><f t="shared" si="0"/><v>4</v></c></row>
+<row><c><v>3</v></c><c><f t="shared" si="0"/><v>6</v></c></row>
+</sheetData></worksheet>)";
+  const std::string strings = R"(<?xml version="1.0"?>
+<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><si><t>zero</t></si>
+<si><r><t>ri</t></r><r><t>ch</t></r><rPh><t>phonetic</t></rPh></si></sst>)";
+  const std::string path = dir_.File("hand.xlsx");
+  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet, strings)), "");
+  Status status;
+  json ours = OurCells(path, "", &status);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(ours["A1"]["value"], "rich");
+  EXPECT_EQ(ours["B1"]["value"], "inline");
+  EXPECT_EQ(ours["C1"]["value"], "#DIV/0!");
+  EXPECT_EQ(ours["D1"]["value"], true);
+  EXPECT_EQ(ours["B2"]["value"], "=A2*2+$A$1");
+  EXPECT_EQ(ours["B3"]["value"], "=A3*2+$A$1");
+  EXPECT_EQ(ours["B4"]["value"], "=A4*2+$A$1");  // row and cells without r
+  EXPECT_EQ(ours["A4"]["value"], 3);
+}
+
+TEST_F(XlsxImportTest, TruncatedZipIsRefused) {
+  const std::string path = dir_.File("whole.xlsx");
+  ASSERT_EQ(OpenpyxlWrite(path, SampleCells()), "");
+  std::string bytes = ReadFileBytes(path);
+  WriteFileBytes(path, bytes.substr(0, bytes.size() / 2));
+  Status status = Refusal(path);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("truncated or not a zip"), std::string::npos)
+      << status.message();
+}
+
+TEST_F(XlsxImportTest, NotAZipIsRefused) {
+  const std::string path = dir_.File("text.xlsx");
+  WriteFileBytes(path, "a,b\n1,2\n");
+  EXPECT_EQ(Refusal(path).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(XlsxImportTest, XmlEntityBombIsRefused) {
+  std::string sheet = R"(<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">)";
+  sheet += R"(<!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">)";
+  for (int i = 2; i <= 9; ++i) {
+    std::string prev = "&lol" + std::to_string(i - 1) + ";";
+    std::string body;
+    for (int k = 0; k < 10; ++k) body += prev;
+    sheet += "<!ENTITY lol" + std::to_string(i) + " \"" + body + "\">";
+  }
+  sheet +=
+      "]><worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">"
+      "<sheetData><row r=\"1\"><c r=\"A1\" t=\"inlineStr\"><is><t>&lol9;</t></is></c>"
+      "</row></sheetData></worksheet>";
+  const std::string path = dir_.File("bomb.xlsx");
+  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
+  Status status = Refusal(path);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("DOCTYPE"), std::string::npos) << status.message();
+}
+
+// The central directory entry of `name` in a zip: its uncompressed size becomes
+// `claim`.
+void PatchSizeClaim(std::string* bytes, const std::string& name, uint32_t claim) {
+  size_t entry = std::string::npos;
+  for (size_t at = bytes->find("PK\x01\x02"); at != std::string::npos;
+       at = bytes->find("PK\x01\x02", at + 4)) {
+    if (bytes->compare(at + 46, name.size(), name) == 0) entry = at;
+  }
+  ASSERT_NE(entry, std::string::npos);
+  for (int i = 0; i < 4; ++i)
+    (*bytes)[entry + 24 + i] = static_cast<char>(claim >> (8 * i));
+}
+
+TEST_F(XlsxImportTest, TwoGigabyteSizeClaimIsRefusedBeforeInflating) {
+  const std::string path = dir_.File("claim.xlsx");
+  const std::string sheet =
+      "<worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">"
+      "<sheetData/></worksheet>";
+  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
+  std::string bytes = ReadFileBytes(path);
+  PatchSizeClaim(&bytes, "xl/worksheets/sheet1.xml", 0x80000000u);
+  WriteFileBytes(path, bytes);
+  Status status = Refusal(path);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("claims 2147483648 bytes"), std::string::npos)
+      << status.message();
+}
+
+TEST_F(XlsxImportTest, PartInflatingPastItsClaimIsRefused) {
+  std::string sheet =
+      "<worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">"
+      "<sheetData>" +
+      std::string(1 << 20, ' ') + "</sheetData></worksheet>";
+  const std::string path = dir_.File("liar.xlsx");
+  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
+  std::string bytes = ReadFileBytes(path);
+  PatchSizeClaim(&bytes, "xl/worksheets/sheet1.xml", 1000);
+  WriteFileBytes(path, bytes);
+  Status status = Refusal(path);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("xl/worksheets/sheet1.xml"), std::string::npos)
+      << status.message();
+}
+
+TEST_F(XlsxImportTest, PartInflatingPastTheLimitIsRefused) {
+  // A zip bomb in miniature: a worksheet that inflates far beyond its compressed size.
+  std::string sheet =
+      "<worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">"
+      "<sheetData>" +
+      std::string(1 << 20, ' ') + "</sheetData></worksheet>";
+  const std::string path = dir_.File("inflate.xlsx");
+  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
+  ImportLimits limits;
+  limits.max_xml_part_bytes = 64 * 1024;
+  Status status;
+  OurCells(path, "", &status, limits);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("more than the limit"), std::string::npos)
+      << status.message();
+}
+
+TEST_F(XlsxImportTest, BadCellContentNamesTheCell) {
+  const std::string sheet =
+      "<worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">"
+      "<sheetData><row r=\"7\"><c "
+      "r=\"B7\"><v>12abc</v></c></row></sheetData></worksheet>";
+  const std::string path = dir_.File("badnumber.xlsx");
+  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
+  Status status = Refusal(path);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("XLSX sheet 'Data' cell B7: bad number '12abc'"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST_F(XlsxImportTest, ImportCapsCellsAndChecksTheGridAtTheAnchor) {
+  const std::string path = dir_.File("cap.xlsx");
+  ASSERT_EQ(OpenpyxlWrite(path, SampleCells()), "");
+  std::string bytes = ReadFileBytes(path);
+  StringPayloadSource source(bytes);
+  ImportEdit edit;
+  edit.format = ImportEdit::Format::kXlsx;
+  ImportLimits limits;
+  limits.max_cells = 3;
+  Result<ImportedCells> capped = ReadImportedCells(edit, source, limits);
+  EXPECT_EQ(capped.status().code(), StatusCode::kInvalidArgument);
+  edit.at = CellRef{kMaxRow, 1};
+  Result<ImportedCells> off_grid = ReadImportedCells(edit, source);
+  EXPECT_EQ(off_grid.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(off_grid.status().message().find("past the grid"), std::string::npos);
+  edit.at = CellRef{1, 1};
+  Result<ImportedCells> cells = ReadImportedCells(edit, source);
+  ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+  EXPECT_EQ(cells->size(), SampleCells().size());
+  EXPECT_TRUE(std::is_sorted(
+      cells->begin(), cells->end(),
+      [](const PlacedCell& a, const PlacedCell& b) { return a.ref < b.ref; }));
+}
+
+TEST_F(XlsxImportTest, WrittenFileReadsBackInOpenpyxlAndHere) {
+  const std::string path = dir_.File("written.xlsx");
+  auto writer = XlsxFileWriter::Create(path);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  std::vector<PlacedCell> cells = {{{1, 1}, {CellValue::String("text, \"quoted\""), ""}},
+                                   {{1, 2}, {CellValue::Number(2.5), ""}},
+                                   {{1, 3}, {CellValue::Boolean(true), ""}},
+                                   {{2, 1}, {CellValue::Number(45306), "yyyy-mm-dd"}},
+                                   {{2, 3}, {CellValue::String("=B1*2"), ""}},
+                                   {{3, 28}, {CellValue::Number(0.25), "0.00%"}}};
+  for (const PlacedCell& c : cells) ASSERT_TRUE((*writer)->Write(c.ref, c.cell).ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+  std::string error;
+  json theirs = OpenpyxlRead(path, "", &error);
+  ASSERT_EQ(error, "");
+  Status status;
+  json ours = OurCells(path, "", &status);
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  ExpectSameCells(ours, theirs);
+  EXPECT_EQ(theirs["A1"]["value"], "text, \"quoted\"");
+  EXPECT_EQ(theirs["C2"]["value"], "=B1*2");
+  EXPECT_EQ(theirs["AB3"]["format"], "0.00%");
+  EXPECT_EQ(theirs["A2"]["format"], "yyyy-mm-dd");
+}
+
+TEST_F(XlsxImportTest, WriterRefusesCellsOutsideXlsxGrid) {
+  auto writer = XlsxFileWriter::Create(dir_.File("big.xlsx"));
+  ASSERT_TRUE(writer.ok());
+  Status status = (*writer)->Write({kXlsxMaxRows + 1, 1}, {CellValue::Number(1), ""});
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE((*writer)->Close().ok());
+}
+
+}  // namespace
+}  // namespace sheetlog::testing
