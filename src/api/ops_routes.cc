@@ -1,4 +1,5 @@
-// Routes of api.md section "Operations" that need no storage: health and readiness.
+// Routes of api.md section "Operations" that need no storage: health, readiness and
+// metrics.
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/version.h"
@@ -20,6 +21,15 @@ void RegisterOpsRoutes(Router& router, App& app) {
           throw ApiError(503, "Unavailable", "starting up or shutting down");
         call.Reply(200, json{{"status", "ready"},
                              {"schema_version", app.db()->schema_version()}});
+      },
+      open);
+  // Prometheus text format (0.0.4). Open like the health checks, so a scraper needs no
+  // token; it names no sheet.
+  router.Get(
+      "/metrics",
+      [&app](Call& call) {
+        call.res.status = 200;
+        call.res.set_content(app.metrics()->Render(), "text/plain; version=0.0.4");
       },
       open);
 }

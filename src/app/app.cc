@@ -147,8 +147,21 @@ Status App::AddMappings() {
   worker.name = "snapshot-worker";
   worker.queues = queues_.get();
   worker.queue = kSnapshotQueue;
-  worker.handler =
-      MakeSnapshotQueueHandler(snapshot_worker_.get(), queues_.get(), kSnapshotQueue);
+  MetricFamily& outcomes = metrics_.Counter(
+      "sheetlog_snapshot_messages_total",
+      "Snapshot queue messages handled by the snapshot worker, by seed 000 outcome.",
+      {"outcome"});
+  MetricFamily& durations = metrics_.Histogram(
+      "sheetlog_snapshot_invocation_duration_seconds",
+      "Clock time the snapshot worker spent on one message, by outcome.", {"outcome"},
+      {0.001, 0.01, 0.1, 1, 10, 60, 300, 900});
+  worker.handler = MakeSnapshotQueueHandler(
+      snapshot_worker_.get(), queues_.get(), kSnapshotQueue,
+      [&outcomes, &durations](SnapshotWorker::Outcome outcome, int64_t elapsed_micros) {
+        const std::string name = SnapshotWorker::OutcomeName(outcome);
+        outcomes.Add({name});
+        durations.Observe({name}, static_cast<double>(elapsed_micros) / 1e6);
+      });
   worker.concurrency = 2;
   worker.time_budget_micros = options_.snapshot_time_budget_seconds * 1000000;
   return runtime_->AddQueueMapping(std::move(worker));
@@ -160,9 +173,17 @@ void App::AddCollectors() {
     m.Gauge("sheetlog_blob_objects", "Objects in the blob store.").Set({}, blobs.objects);
     m.Gauge("sheetlog_blob_bytes", "Bytes of object bodies in the blob store.")
         .Set({}, blobs.bytes);
-    for (const char* name : {kSnapshotQueue, kSnapshotDeadLetterQueue}) {
+    Result<std::vector<QueueOptions>> queues = queues_->ListQueues();
+    for (const QueueOptions& queue :
+         queues.ok() ? *queues : std::vector<QueueOptions>{}) {
+      const std::string& name = queue.name;
       Result<QueueStats> stats = queues_->Stats(name);
       if (!stats.ok()) continue;
+      if (stats->dead_letter_depth) {
+        m.Gauge("sheetlog_queue_dead_letter_depth",
+                "Messages in the queue's dead-letter queue.", {"queue"})
+            .Set({name}, *stats->dead_letter_depth);
+      }
       m.Gauge("sheetlog_queue_visible", "Messages receivable now.", {"queue"})
           .Set({name}, stats->visible);
       m.Gauge("sheetlog_queue_in_flight", "Messages received and hidden.", {"queue"})
@@ -179,7 +200,59 @@ void App::AddCollectors() {
     m.Gauge("sheetlog_sweeper_sweeps", "Lifecycle sweeps run.").Set({}, sweeps.sweeps);
     m.Gauge("sheetlog_add_entry_retries", "Add Entry attempts that lost their condition.")
         .Set({}, log_->retries());
+    m.Gauge("sheetlog_appends", "Entries appended since start (system entries included).")
+        .Set({}, log_->appends());
+    if (Result<std::vector<ShardStats>> shards = feed_->Stats(); shards.ok()) {
+      for (const ShardStats& shard : *shards) {
+        const std::string id = std::to_string(shard.shard);
+        m.Gauge("sheetlog_feed_retained_records", "Change-feed records not yet pruned.",
+                {"shard"})
+            .Set({id}, shard.retained_records);
+        for (const ConsumerShardStats& c : shard.consumers) {
+          m.Gauge("sheetlog_feed_lag_records",
+                  "Change-feed records after the consumer's checkpoint.",
+                  {"consumer", "shard"})
+              .Set({c.consumer, id}, c.lag_records);
+          m.Gauge("sheetlog_feed_lag_age_seconds",
+                  "Age of the oldest change-feed record the consumer has not processed.",
+                  {"consumer", "shard"})
+              .Set({c.consumer, id}, c.oldest_unprocessed_age_micros / 1e6);
+        }
+      }
+    }
+    if (Result<int64_t> pending = PendingSnapshotCount(); pending.ok()) {
+      m.Gauge("sheetlog_pending_snapshots", "Items in the Pending Snapshots table.")
+          .Set({}, *pending);
+    }
+    for (const MappingStats& mapping : runtime_->Stats()) {
+      m.Gauge("sheetlog_function_invocations", "Handler invocations since start.",
+              {"mapping"})
+          .Set({mapping.name}, mapping.invocations);
+      m.Gauge("sheetlog_function_failures",
+              "Failed invocations (or messages) since start.", {"mapping"})
+          .Set({mapping.name}, mapping.failures);
+      m.Gauge("sheetlog_function_duplicates",
+              "Deliveries the execution history found already done.", {"mapping"})
+          .Set({mapping.name}, mapping.duplicates);
+    }
+    RetentionCounters retention = retention_->counters();
+    m.Gauge("sheetlog_retention_segments_dropped", "Segments dropped by retention.")
+        .Set({}, retention.segments_dropped);
+    m.Gauge("sheetlog_retention_errors", "Sheets retention failed to truncate.")
+        .Set({}, retention.errors);
   });
+}
+
+Result<int64_t> App::PendingSnapshotCount() {
+  int64_t count = 0;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(Statement count_rows,
+                     conn.Prepare("SELECT COUNT(*) FROM pending_snapshot"));
+    ASSIGN_OR_RETURN(bool row, count_rows.Step());
+    if (row) count = count_rows.ColumnInt(0);
+    return Status::OK();
+  }));
+  return count;
 }
 
 Status App::Start() {

@@ -99,6 +99,8 @@ class App {
   Status Init();
   Status AddMappings();
   void AddCollectors();
+  // Items in the Pending Snapshots table (for /metrics).
+  Result<int64_t> PendingSnapshotCount();
 
   AppOptions options_;
   std::string data_dir_;

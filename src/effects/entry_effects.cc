@@ -45,7 +45,8 @@ Status QueueMessageControl::Delete() {
 }
 
 QueueHandler MakeSnapshotQueueHandler(SnapshotWorker* worker, QueueService* queues,
-                                      const std::string& snapshot_queue) {
+                                      const std::string& snapshot_queue,
+                                      SnapshotOutcomeObserver observe) {
   return [=](const std::vector<ReceivedMessage>& messages,
              InvocationContext& ctx) -> Status {
     for (const ReceivedMessage& message : messages) {
@@ -56,8 +57,10 @@ QueueHandler MakeSnapshotQueueHandler(SnapshotWorker* worker, QueueService* queu
       }
       QueueMessageControl control(queues, snapshot_queue, message.receipt_handle);
       Status error;
+      const int64_t remaining_before = ctx.RemainingMicros();
       SnapshotWorker::Outcome outcome =
           worker->HandleMessage(*job, control, ctx.deadline_micros(), &error);
+      if (observe) observe(outcome, remaining_before - ctx.RemainingMicros());
       if (outcome == SnapshotWorker::Outcome::kFailed) {
         ctx.ReportItemFailure(message.id, error.ToString());
         continue;

@@ -6,6 +6,8 @@
 // And the snapshot queue's consumer, which hands each message to the SnapshotWorker.
 #pragma once
 
+#include <functional>
+
 #include "emulator/queue/queue.h"
 #include "emulator/runtime/function_runtime.h"
 #include "src/log/uploads.h"
@@ -20,8 +22,13 @@ StreamHandler MakeEntryEffectsHandler(QueueService* queues,
                                       const std::string& snapshot_queue, Uploads* uploads,
                                       FaultInjector* faults);
 
+// `observe` (optional) hears every handled message's outcome and how much clock time
+// the worker spent on it (for metrics).
+using SnapshotOutcomeObserver =
+    std::function<void(SnapshotWorker::Outcome outcome, int64_t elapsed_micros)>;
 QueueHandler MakeSnapshotQueueHandler(SnapshotWorker* worker, QueueService* queues,
-                                      const std::string& snapshot_queue);
+                                      const std::string& snapshot_queue,
+                                      SnapshotOutcomeObserver observe = {});
 
 // MessageControl over a received queue message.
 class QueueMessageControl : public MessageControl {

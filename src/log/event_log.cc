@@ -312,6 +312,7 @@ Result<AppendResult> EventLog::AddEntry(const AppendRequest& request, UnitMeter*
     Result<AppendResult> result =
         AppendOnce(request, meter, &next_seq, &since_snapshot, &segment_full);
     if (result.ok()) {
+      appends_.fetch_add(1, std::memory_order_relaxed);
       if (!request.allow_reserved) {
         RunPolicies(request.sheet_id, config, since_snapshot, segment_full,
                     &result.value());

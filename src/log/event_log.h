@@ -209,6 +209,8 @@ class EventLog {
   Clock* clock() { return clock_; }
   // Add Entry attempts that lost their condition and were retried, since start.
   int64_t retries() const { return retries_.load(); }
+  // Entries appended by AddEntry (system entries included), since start.
+  int64_t appends() const { return appends_.load(); }
 
  private:
   struct SheetConfig {
@@ -237,6 +239,7 @@ class EventLog {
   Options options_;
 
   std::atomic<int64_t> retries_{0};
+  std::atomic<int64_t> appends_{0};
   std::mutex cache_mu_;
   std::map<std::string, SheetConfig> configs_;  // GUARDED_BY(cache_mu_)
 };
