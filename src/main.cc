@@ -47,6 +47,9 @@ serve flags:
   --retain-days D       keep segments with entries from the last D days (default 0 = all)
   --retain-archive      archive dropped segments to the blob store first
   --retention-period S  seconds between retention runs (default 3600)
+  --prices NAME=USD,...  prices of GET .../cost (per million requests or units, per
+                        GB-month): dynamodb_wru, dynamodb_rru, dynamodb_gb_month, s3_put,
+                        s3_get, s3_gb_month, sqs (defaults: seed 001's on-demand prices)
   --threads N           HTTP worker threads (default 64)
   --port-file FILE      write the bound port to FILE once listening
   --log-level LEVEL     trace|debug|info|warn|error (default info)
@@ -127,6 +130,10 @@ int Serve(int argc, char** argv) {
     return Fail("--retention-period must be a positive integer (seconds)");
   }
   app_options.retention_period_seconds = number;
+  if (Status prices = app_options.prices.Override(flags.Get("prices", ""));
+      !prices.ok()) {
+    return Fail("--prices: " + prices.message());
+  }
   if (!ParseInt64(flags.Get("threads", "64"), &number) || number < 1 || number > 4096) {
     return Fail("--threads must be in 1..4096");
   }

@@ -1,5 +1,5 @@
-// Test controls of api.md "Operations": the manual clock and fault points. Each is off
-// unless the server was started with its flag, and then refused with 403.
+// Test controls of api.md "Operations": the manual clock, fault points and reset. Each
+// is off unless the server was started with its flag, and then refused with 403.
 #include "src/api/routes.h"
 #include "src/app/app.h"
 
@@ -143,6 +143,20 @@ void RegisterAdminControlRoutes(Router& router, App& app) {
           app.faults()->DisarmAll();
         }
         call.NoContent();
+      },
+      control);
+
+  router.Post(
+      "/v1/admin/reset",
+      [&](Call& call) {
+        if (!app.options().allow_reset) {
+          throw ApiError::Forbidden(
+              "reset is allowed only when started with --allow-reset");
+        }
+        json body = call.Body();
+        FieldReader(body, "request body").Finish();
+        App::ResetReport report = Check(app.Reset());
+        call.Reply(200, json{{"sheets", report.sheets}, {"blobs", report.blobs}});
       },
       control);
 }

@@ -1,8 +1,10 @@
-// Routes of api.md "Operations" that check and repair the stored state itself:
-// verify (every invariant of architecture.md) and rebuild-snapshots.
+// Routes of api.md "Operations" that check and repair the stored state itself —
+// verify (every invariant of architecture.md) and rebuild-snapshots — and what a sheet
+// would cost on AWS (GET /v1/sheets/{id}/cost).
 #include "emulator/env/uuid.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
+#include "src/ops/cost.h"
 #include "src/ops/rebuild.h"
 #include "src/ops/verify.h"
 
@@ -59,7 +61,55 @@ std::string SheetParam(const std::string& id) {
   return id;
 }
 
+json PricesJson(const Prices& p) {
+  return json{{"dynamodb_wru_per_million", p.dynamodb_wru},
+              {"dynamodb_rru_per_million", p.dynamodb_rru},
+              {"dynamodb_gb_month", p.dynamodb_gb_month},
+              {"s3_put_per_million", p.s3_put},
+              {"s3_get_per_million", p.s3_get},
+              {"s3_gb_month", p.s3_gb_month},
+              {"sqs_per_million", p.sqs}};
+}
+
+json CostJson(const std::string& sheet, const SheetCost& c, const Prices& prices) {
+  return json{{"sheet", sheet},
+              {"requests", c.usage.requests},
+              {"dynamodb",
+               {{"read_units", c.usage.read_units},
+                {"write_units", c.usage.write_units},
+                {"storage_bytes", c.dynamodb_storage_bytes}}},
+              {"s3",
+               {{"objects", c.s3_objects},
+                {"storage_bytes", c.s3_storage_bytes},
+                {"put_requests", c.s3_put_requests}}},
+              {"sqs", {{"requests", c.sqs_requests}}},
+              {"prices", PricesJson(prices)},
+              {"usd",
+               {{"dynamodb_writes", c.dynamodb_writes},
+                {"dynamodb_reads", c.dynamodb_reads},
+                {"s3_requests", c.s3_requests},
+                {"sqs", c.sqs},
+                {"requests_total", c.requests_total},
+                {"dynamodb_storage_per_month", c.dynamodb_storage_month},
+                {"s3_storage_per_month", c.s3_storage_month},
+                {"storage_per_month", c.storage_month}}}};
+}
+
 }  // namespace
+
+void RecordSheetUsage(App& app, const std::string& pattern, const Call& call) {
+  static const std::string kSheetRoutes = "/v1/sheets/([^/]+)";
+  std::string sheet;
+  if (pattern.rfind(kSheetRoutes, 0) == 0 && call.req.matches.size() > 1) {
+    sheet = call.req.matches[1];
+  } else if (pattern == "/v1/sheets" && call.req.method == "POST" &&
+             call.res.status == 201) {
+    json created = json::parse(call.res.body, nullptr, false);
+    if (created.is_object()) sheet = created.value("id", "");
+  }
+  if (sheet.empty() || !IsUuid(sheet) || pattern == kSheetRoutes + "/cost") return;
+  app.usage()->Record(sheet, call.meter.read_units, call.meter.write_units);
+}
 
 void RegisterMaintenanceRoutes(Router& router, App& app) {
   RouteOptions admin{/*auth=*/true, /*storage=*/false};
@@ -92,6 +142,19 @@ void RegisterMaintenanceRoutes(Router& router, App& app) {
                                     sheet, app.log(), app.blobs(), {}))));
               },
               admin);
+
+  // Not itself charged (and its own reads are not counted): asking costs nothing.
+  router.Get(R"(/v1/sheets/([^/]+)/cost)",
+             [&](Call& call) {
+               const std::string sheet = SheetId(call);
+               const Prices& prices = app.options().prices;
+               call.Reply(
+                   200, CostJson(sheet,
+                                 Check(ComputeSheetCost(sheet, app.log(), app.blobs(),
+                                                        app.usage()->Of(sheet), prices)),
+                                 prices));
+             },
+             RouteOptions{/*auth=*/true, /*storage=*/false});
 }
 
 }  // namespace sheetlog::api

@@ -183,6 +183,7 @@ httplib::Server::Handler Router::Wrap(const std::string& method,
         if (units.second > 0) units_->Add({table, "wru"}, units.second);
       }
     }
+    if (observer_) observer_(pattern, call);
   };
 }
 

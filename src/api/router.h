@@ -90,6 +90,11 @@ class Router {
   // True if the request carries the right bearer token (or none is configured).
   bool Authorized(const httplib::Request& req) const;
 
+  // Called after every request with its route pattern, once the response is written
+  // (for per-sheet accounting). Set before routes are added.
+  using CallObserver = std::function<void(const std::string& pattern, const Call& call)>;
+  void set_call_observer(CallObserver observer) { observer_ = std::move(observer); }
+
   httplib::Server* http() { return http_; }
 
  private:
@@ -98,6 +103,7 @@ class Router {
   MetricFamily* requests_ = nullptr;
   MetricFamily* latency_ = nullptr;
   MetricFamily* units_ = nullptr;
+  CallObserver observer_;
 };
 
 // Writes `error` as the response.

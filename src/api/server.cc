@@ -71,6 +71,9 @@ ApiServer::~ApiServer() { Stop(); }
 
 void ApiServer::RegisterRoutes() {
   router_ = std::make_unique<Router>(http_.get(), options_.token, app_->metrics());
+  router_->set_call_observer([app = app_](const std::string& pattern, const Call& call) {
+    RecordSheetUsage(*app, pattern, call);
+  });
   RegisterOpsRoutes(*router_, *app_);
   RegisterSheetRoutes(*router_, *app_);
   RegisterAdminControlRoutes(*router_, *app_);

@@ -255,6 +255,33 @@ Result<int64_t> App::PendingSnapshotCount() {
   return count;
 }
 
+Result<App::ResetReport> App::Reset() {
+  ResetReport report;
+  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(Statement count, conn.Prepare("SELECT COUNT(*) FROM sheet"));
+    ASSIGN_OR_RETURN(bool row, count.Step());
+    report.sheets = row ? count.ColumnInt(0) : 0;
+    // Entries go before the stream records their delete triggers write.
+    for (const char* table : {"pending_snapshot", "entry", "segment", "sheet", "upload",
+                              "queue_message", "execution_history", "stream_record"}) {
+      ASSIGN_OR_RETURN(Statement drop, conn.Prepare(std::string("DELETE FROM ") + table));
+      RETURN_IF_ERROR(drop.Run());
+    }
+    return Status::OK();
+  }));
+  usage_.Clear();
+  while (true) {
+    BlobListOptions all;  // from the start each time: what was listed is gone
+    ASSIGN_OR_RETURN(BlobListResult page, blobs_->List(all));
+    if (page.keys.empty()) break;
+    for (const BlobInfo& info : page.keys) {
+      RETURN_IF_ERROR(blobs_->Delete(info.key));
+      ++report.blobs;
+    }
+  }
+  return report;
+}
+
 Status App::Start() {
   if (started_) return Status::OK();
   if (options_.workers) {

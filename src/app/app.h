@@ -14,6 +14,7 @@
 #include "emulator/metrics/metrics.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/status.h"
+#include "src/ops/cost.h"
 
 namespace sheetlog {
 
@@ -63,6 +64,8 @@ struct AppOptions {
   bool retain_archive = false;
   // Clock time between two retention runs. Default: 1 hour.
   int64_t retention_period_seconds = 3600;
+  // Prices of GET /v1/sheets/{id}/cost. Default: seed 001's on-demand prices.
+  Prices prices;
 };
 
 class App {
@@ -74,6 +77,18 @@ class App {
   Status Start();
   // Stops background workers, waiting for in-flight work. Idempotent.
   void Stop();
+
+  struct ResetReport {
+    int64_t sheets = 0;  // sheets dropped
+    int64_t blobs = 0;   // blob store objects deleted
+  };
+  // POST /v1/admin/reset (tests): drops every sheet with its entries, segments and
+  // pending snapshots, every upload, queued message, unprocessed change-feed record and
+  // execution-history row, and every blob. Queue and stream definitions (and the feed's
+  // sequence counters and checkpoints) stay, so the workers keep running and the next
+  // sheet works as on a fresh install. Work in flight at that moment may leave a blob
+  // behind; nothing references it. The caller checks options().allow_reset.
+  Result<ResetReport> Reset();
   // Migrations applied and workers running.
   bool ready() const { return ready_.load(); }
 
@@ -93,6 +108,7 @@ class App {
   LifecycleSweeper* sweeper() { return sweeper_.get(); }
   SnapshotWorker* snapshot_worker() { return snapshot_worker_.get(); }
   RetentionWorker* retention() { return retention_.get(); }
+  SheetUsage* usage() { return &usage_; }
 
  private:
   explicit App(const AppOptions& options);
@@ -109,6 +125,7 @@ class App {
   Clock* clock_ = nullptr;
   std::unique_ptr<FaultInjector> faults_;
   MetricsRegistry metrics_;
+  SheetUsage usage_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<EventLog> log_;
   std::unique_ptr<BlobStore> blobs_;

@@ -35,6 +35,32 @@ class AdminHttpTest : public ::testing::Test {
     return json::object();
   }
 
+  // Failed snapshot-worker messages so far (from /metrics).
+  int64_t SnapshotWorkerFailures() {
+    const std::string series =
+        R"(sheetlog_function_failures{mapping="snapshot-worker"} )";
+    const std::string text = Get(*client_, "/metrics").raw;
+    const size_t at = text.find(series);
+    return at == std::string::npos ? 0 : std::stoll(text.substr(at + series.size()));
+  }
+
+  // With snapshot.before_complete armed: each receive of the one snapshot message
+  // fails; past the visibility timeout (and the stale timeout of the pending entry the
+  // failed attempt left) the next receive tries again, until the tenth receive moves it
+  // to the dead-letter queue. The clock moves only after each failure is recorded: moving
+  // it while a handler runs would let a second consumer receive the message meanwhile.
+  void FailSnapshotJobUntilDeadLettered() {
+    const int64_t before = SnapshotWorkerFailures();
+    for (int64_t failures = 1; failures <= 10; ++failures) {
+      ASSERT_TRUE(Eventually([&] {
+        return SnapshotWorkerFailures() >= before + failures;
+      })) << Queue("snapshots").dump();
+      Advance(61);
+    }
+    ASSERT_TRUE(Eventually([&] { return Queue("snapshots")["dead_letter_depth"] == 1; }))
+        << Queue("snapshots").dump();
+  }
+
   bool AllSnapshotsComplete(const std::string& sheet) {
     JsonResponse r = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
     if (r.status != 200) return false;
@@ -63,6 +89,8 @@ TEST_F(AdminHttpTest, QueuesAndFeedAreVisible) {
   EXPECT_EQ(Get(*client_, "/v1/admin/jobs?since=yesterday").status, 400);
   EXPECT_EQ(Post(*client_, "/v1/admin/reprocess", json::object()).status, 400);
   EXPECT_EQ(Post(*client_, "/v1/admin/reprocess", {{"since", "2026-13-45"}}).status, 400);
+  // Started without --allow-reset.
+  EXPECT_EQ(Post(*client_, "/v1/admin/reset", json::object()).status, 403);
 }
 
 // Every snapshot attempt fails until its message is dead-lettered; then the failures
@@ -80,17 +108,11 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
                  {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", 1}}}})
                 .status,
             201);
-  // Each receive fails; past the visibility timeout (and the stale timeout of the
-  // pending entry the failed attempt left) the next receive tries again, until the
-  // tenth receive moves it to the dead-letter queue.
-  ASSERT_TRUE(Eventually([&] {
-    Advance(61);
-    return Queue("snapshots")["dead_letter_depth"] == 1;
-  })) << Queue("snapshots").dump();
+  ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered());
 
   JsonResponse jobs = Get(*client_, "/v1/admin/jobs?status=failed&since=1970-01-01");
   ASSERT_EQ(jobs.status, 200) << jobs.raw;
-  ASSERT_FALSE(jobs.body["jobs"].empty());
+  ASSERT_FALSE(jobs.body["jobs"].empty()) << jobs.raw;
   EXPECT_NE(
       jobs.body["jobs"][0]["error"].get<std::string>().find("snapshot.before_complete"),
       std::string::npos)
@@ -101,7 +123,8 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
   EXPECT_NE(letters.body["messages"][0]["body"].get<std::string>().find(id),
             std::string::npos);
   EXPECT_NE(letters.body["messages"][0]["last_error"].get<std::string>().find("fault"),
-            std::string::npos);
+            std::string::npos)
+      << letters.raw;
   JsonResponse pending = Get(*client_, "/v1/admin/pending-snapshots");
   ASSERT_EQ(pending.status, 200);
   ASSERT_EQ(pending.body["pending_snapshots"].size(), 1u);
@@ -124,8 +147,10 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
     Advance(61);
     return AllSnapshotsComplete(id);
   }));
-  EXPECT_TRUE(
-      Get(*client_, "/v1/admin/pending-snapshots").body["pending_snapshots"].empty());
+  // The worker writes the root before it deletes the pending entry: wait for both.
+  EXPECT_TRUE(Eventually([&] {
+    return Get(*client_, "/v1/admin/pending-snapshots").body["pending_snapshots"].empty();
+  }));
   // Nothing left to do: a second reprocess enqueues nothing.
   reprocess = Post(*client_, "/v1/admin/reprocess", {{"since", "1970-01-01"}});
   EXPECT_EQ(reprocess.body["snapshots_enqueued"], 0) << reprocess.raw;
@@ -146,10 +171,7 @@ TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
   JsonResponse sheet = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
   ASSERT_EQ(sheet.status, 201);
   const std::string id = sheet.body["id"];
-  ASSERT_TRUE(Eventually([&] {
-    Advance(61);
-    return Queue("snapshots")["dead_letter_depth"] == 1;
-  })) << Queue("snapshots").dump();
+  ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered());
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
 
   EXPECT_EQ(Post(*client_, "/v1/admin/jobs/replay", json::object()).status, 400);

@@ -1,0 +1,146 @@
+#include "src/ops/cost.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "src/log/tables.h"
+
+namespace sheetlog {
+
+namespace {
+
+constexpr double kMillion = 1e6;
+constexpr double kGigabyte = 1e9;
+constexpr int kPage = 1000;
+
+// Sum of the DynamoDB sizes of every item of `table` in the partition `partition`.
+Status AddPartitionSize(Connection& conn, const Table& table, const KeyValues& partition,
+                        int64_t* bytes) {
+  QueryRequest query;
+  query.partition = partition;
+  query.limit = kPage;
+  while (true) {
+    ASSIGN_OR_RETURN(QueryResult page, table.Query(conn, query, nullptr));
+    for (const Item& item : page.items) *bytes += table.ItemSize(item);
+    if (!page.last_evaluated) return Status::OK();
+    query.exclusive_start = page.last_evaluated;
+  }
+}
+
+Status AddBlobPrefix(BlobStore* blobs, const std::string& prefix, SheetCost* cost) {
+  BlobListOptions options;
+  options.prefix = prefix;
+  while (true) {
+    ASSIGN_OR_RETURN(BlobListResult page, blobs->List(options));
+    for (const BlobInfo& info : page.keys) {
+      ++cost->s3_objects;
+      cost->s3_storage_bytes += std::max<int64_t>(info.size, 0);
+    }
+    if (!page.continuation) return Status::OK();
+    options.continuation = *page.continuation;
+  }
+}
+
+}  // namespace
+
+Status Prices::Override(const std::string& spec) {
+  std::map<std::string, double*> fields = {{"dynamodb_wru", &dynamodb_wru},
+                                           {"dynamodb_rru", &dynamodb_rru},
+                                           {"dynamodb_gb_month", &dynamodb_gb_month},
+                                           {"s3_put", &s3_put},
+                                           {"s3_get", &s3_get},
+                                           {"s3_gb_month", &s3_gb_month},
+                                           {"sqs", &sqs}};
+  std::stringstream items(spec);
+  for (std::string item; std::getline(items, item, ',');) {
+    const size_t eq = item.find('=');
+    auto field = fields.find(item.substr(0, eq));
+    if (eq == std::string::npos || field == fields.end()) {
+      return InvalidArgument("price '" + item + "' is not name=value with a name of " +
+                             "dynamodb_wru, dynamodb_rru, dynamodb_gb_month, s3_put, " +
+                             "s3_get, s3_gb_month, sqs");
+    }
+    const std::string text = item.substr(eq + 1);
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(value >= 0)) {
+      return InvalidArgument("price " + field->first +
+                             " must be a non-negative number, got '" + text + "'");
+    }
+    *field->second = value;
+  }
+  return Status::OK();
+}
+
+void SheetUsage::Record(const std::string& sheet_id, double read_units,
+                        double write_units) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Usage& usage = usage_[sheet_id];
+  ++usage.requests;
+  usage.read_units += read_units;
+  usage.write_units += write_units;
+}
+
+SheetUsage::Usage SheetUsage::Of(const std::string& sheet_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = usage_.find(sheet_id);
+  return it == usage_.end() ? Usage{} : it->second;
+}
+
+void SheetUsage::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  usage_.clear();
+}
+
+void SheetUsage::Forget(const std::string& sheet_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  usage_.erase(sheet_id);
+}
+
+Result<SheetCost> ComputeSheetCost(const std::string& sheet_id, EventLog* log,
+                                   BlobStore* blobs, const SheetUsage::Usage& usage,
+                                   const Prices& prices) {
+  ASSIGN_OR_RETURN(SheetInfo sheet, log->GetSheet(sheet_id, nullptr));
+  ASSIGN_OR_RETURN(std::vector<SegmentInfo> segments,
+                   log->ListSegments(sheet.id, nullptr));
+  SheetCost cost;
+  cost.usage = usage;
+  int64_t completed_snapshots = 0;
+  RETURN_IF_ERROR(log->db()->Read([&](Connection& conn) -> Status {
+    RETURN_IF_ERROR(
+        AddPartitionSize(conn, SheetTable(), {sheet.id}, &cost.dynamodb_storage_bytes));
+    RETURN_IF_ERROR(
+        AddPartitionSize(conn, SegmentTable(), {sheet.id}, &cost.dynamodb_storage_bytes));
+    for (const SegmentInfo& segment : segments) {
+      RETURN_IF_ERROR(AddPartitionSize(conn, EntryTable(), {sheet.id, segment.num},
+                                       &cost.dynamodb_storage_bytes));
+    }
+    ASSIGN_OR_RETURN(Statement count,
+                     conn.Prepare("SELECT COUNT(*) FROM entry WHERE sheet_id = ? AND "
+                                  "type = 'Snapshot' AND snapshot_root IS NOT NULL"));
+    count.Bind(1, sheet.id);
+    ASSIGN_OR_RETURN(bool row, count.Step());
+    if (row) completed_snapshots = count.ColumnInt(0);
+    return Status::OK();
+  }));
+  for (const char* area : {"snapshots/", "entries/", "archives/"}) {
+    RETURN_IF_ERROR(AddBlobPrefix(blobs, area + sheet.id + "/", &cost));
+  }
+  cost.s3_put_requests = cost.s3_objects;
+  cost.sqs_requests = 3 * completed_snapshots;
+
+  cost.dynamodb_writes = usage.write_units * prices.dynamodb_wru / kMillion;
+  cost.dynamodb_reads = usage.read_units * prices.dynamodb_rru / kMillion;
+  cost.s3_requests = static_cast<double>(cost.s3_put_requests) * prices.s3_put / kMillion;
+  cost.sqs = static_cast<double>(cost.sqs_requests) * prices.sqs / kMillion;
+  cost.requests_total =
+      cost.dynamodb_writes + cost.dynamodb_reads + cost.s3_requests + cost.sqs;
+  cost.dynamodb_storage_month = static_cast<double>(cost.dynamodb_storage_bytes) *
+                                prices.dynamodb_gb_month / kGigabyte;
+  cost.s3_storage_month =
+      static_cast<double>(cost.s3_storage_bytes) * prices.s3_gb_month / kGigabyte;
+  cost.storage_month = cost.dynamodb_storage_month + cost.s3_storage_month;
+  return cost;
+}
+
+}  // namespace sheetlog

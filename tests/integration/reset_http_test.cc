@@ -1,0 +1,63 @@
+// POST /v1/admin/reset (api.md "Operations", only with --allow-reset): drops every
+// sheet and every blob, and the server then works as on a fresh install.
+#include <gtest/gtest.h>
+
+#include "tests/support/server_process.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog::testing {
+namespace {
+
+using nlohmann::json;
+
+TEST(ResetHttpTest, DropsEverythingAndTheServerWorksAfterwards) {
+  TempDir dir;
+  ServerProcess server(
+      ServerOptions(dir.path(), {"--allow-reset", "--inline-limit", "100"}));
+  ASSERT_TRUE(server.Start()) << server.error();
+  httplib::Client client = server.Client();
+  auto make_sheet = [&] {
+    JsonResponse created = Post(client, "/v1/sheets", {{"snapshot_every", 1}});
+    EXPECT_EQ(created.status, 201) << created.raw;
+    const std::string id = created.body.value("id", "");
+    JsonResponse appended =
+        Post(client, "/v1/sheets/" + id + "/entries",
+             {{"type", "SetCell"},
+              {"body", {{"ref", "A1"}, {"value", std::string(200, 'x')}}}});
+    EXPECT_EQ(appended.status, 201) << appended.raw;
+    return id;
+  };
+  auto snapshots_complete = [&](const std::string& id) {
+    JsonResponse r = Get(client, "/v1/sheets/" + id + "/snapshots");
+    if (r.status != 200 || r.body["snapshots"].size() < 2) return false;
+    for (const json& s : r.body["snapshots"]) {
+      if (s["state"] != "completed") return false;
+    }
+    return true;
+  };
+  const std::string first = make_sheet();
+  make_sheet();
+  ASSERT_TRUE(Eventually([&] { return snapshots_complete(first); }));
+
+  EXPECT_EQ(Post(client, "/v1/admin/reset", {{"everything", true}}).status, 400);
+  EXPECT_EQ(Get(client, "/v1/sheets").body["sheets"].size(), 2u)
+      << "a bad request drops nothing";
+  JsonResponse reset = Post(client, "/v1/admin/reset", json::object());
+  ASSERT_EQ(reset.status, 200) << reset.raw;
+  EXPECT_EQ(reset.body["sheets"], 2);
+  EXPECT_GE(reset.body["blobs"].get<int64_t>(), 2) << "external bodies and snapshots";
+  EXPECT_TRUE(Get(client, "/v1/sheets").body["sheets"].empty());
+  EXPECT_EQ(Get(client, "/v1/sheets/" + first).status, 404);
+  EXPECT_TRUE(Get(client, "/v1/blobs").body["keys"].empty());
+  EXPECT_TRUE(
+      Get(client, "/v1/admin/pending-snapshots").body["pending_snapshots"].empty());
+
+  const std::string fresh = make_sheet();
+  ASSERT_TRUE(Eventually([&] { return snapshots_complete(fresh); }));
+  JsonResponse verified = Post(client, "/v1/admin/verify", json::object());
+  EXPECT_EQ(verified.body["ok"], true) << verified.raw;
+  EXPECT_EQ(verified.body["sheets"], 1);
+}
+
+}  // namespace
+}  // namespace sheetlog::testing
