@@ -197,5 +197,67 @@ TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
   EXPECT_TRUE(replay.body["jobs"].empty()) << replay.raw;
 }
 
+// Seed 000's manual fallback for the case it was written for: the change-feed handler
+// is down (every invocation fails) until the stream records expire, so no snapshot
+// job is ever sent and the snapshots are never made; reprocess makes them.
+TEST_F(AdminHttpTest, SnapshotsLostWithExpiredStreamRecordsAreMadeByReprocess) {
+  ASSERT_EQ(Post(*client_, "/v1/admin/faults",
+                 {{"point", "runtime.before_handler"}, {"count", -1}})
+                .status,
+            200);
+  JsonResponse sheet = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
+  ASSERT_EQ(sheet.status, 201);
+  const std::string id = sheet.body["id"];
+  ASSERT_EQ(Post(*client_, "/v1/sheets/" + id + "/entries",
+                 {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", 7}}}})
+                .status,
+            201);
+  ASSERT_EQ(Post(*client_, "/v1/sheets/" + id + "/snapshots", json::object()).status,
+            201);
+  // Past the feed's 24 h retention the records are gone: skipped for their age (listed
+  // as failed jobs) or pruned before the handler read them.
+  auto skipped_for_age = [&] {
+    int64_t skipped = 0;
+    const JsonResponse jobs = Get(*client_, "/v1/admin/jobs?since=1970-01-01");
+    for (const json& job : jobs.body["jobs"]) {
+      skipped += job["source"] == "entry-effects" &&
+                 job["error"].get<std::string>().find("exceeds the maximum") !=
+                     std::string::npos;
+    }
+    return skipped;
+  };
+  auto retained_records = [&] {
+    int64_t retained = 0;
+    const JsonResponse feed = Get(*client_, "/v1/admin/feed");
+    for (const json& shard : feed.body["shards"])
+      retained += shard["retained"].get<int64_t>();
+    return retained;
+  };
+  ASSERT_TRUE(Eventually([&] {
+    Advance(24 * 3600 + 1);
+    return skipped_for_age() >= 1 && retained_records() == 0;
+  })) << Get(*client_, "/v1/admin/feed").raw;
+  ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
+  Advance(3600);
+  // No job was ever sent: nothing will make the snapshots.
+  json snapshots = Queue("snapshots");
+  EXPECT_EQ(snapshots["visible"].get<int64_t>() + snapshots["in_flight"].get<int64_t>(),
+            0);
+  EXPECT_FALSE(AllSnapshotsComplete(id));
+
+  JsonResponse reprocess =
+      Post(*client_, "/v1/admin/reprocess", {{"since", "1970-01-01"}, {"sheet", id}});
+  ASSERT_EQ(reprocess.status, 200) << reprocess.raw;
+  EXPECT_EQ(reprocess.body["snapshots_enqueued"], 2) << reprocess.raw;
+  ASSERT_TRUE(Eventually([&] {
+    Advance(6);  // the second snapshot defers itself behind the first
+    return AllSnapshotsComplete(id);
+  }));
+  JsonResponse cells = Get(*client_, "/v1/sheets/" + id + "/cells?range=A1:A1&at=2");
+  ASSERT_EQ(cells.status, 200) << cells.raw;
+  EXPECT_EQ(cells.headers.find("X-Snapshot-Seq")->second, "2");
+  EXPECT_EQ(cells.body["rows"][0][0], 7);
+}
+
 }  // namespace
 }  // namespace sheetlog::testing
