@@ -54,21 +54,10 @@ Result<ReprocessReport> Reprocess(const ReprocessRequest& request, EventLog* log
                                   QueueService* queues,
                                   const std::string& snapshot_queue) {
   ReprocessReport report;
-  auto one = [&](const SheetInfo& sheet) {
+  RETURN_IF_ERROR(ForEachSheet(log, request.sheet, [&](const SheetInfo& sheet) {
     return ReprocessSheet(sheet, request.since_seconds, log, blobs, uploads, queues,
                           snapshot_queue, &report);
-  };
-  if (request.sheet) {
-    ASSIGN_OR_RETURN(SheetInfo sheet, log->GetSheet(*request.sheet, nullptr));
-    RETURN_IF_ERROR(one(sheet));
-    return report;
-  }
-  for (std::string after;;) {
-    ASSIGN_OR_RETURN(std::vector<SheetInfo> sheets, log->ListSheets(after, 100, nullptr));
-    if (sheets.empty()) break;
-    for (const SheetInfo& sheet : sheets) RETURN_IF_ERROR(one(sheet));
-    after = sheets.back().id;
-  }
+  }));
   return report;
 }
 

@@ -76,6 +76,20 @@ EntryRecord EntryFromItem(const Item& item) {
   return e;
 }
 
+Status ForEachSheet(EventLog* log, const std::optional<std::string>& only,
+                    const std::function<Status(const SheetInfo&)>& visit) {
+  if (only) {
+    ASSIGN_OR_RETURN(SheetInfo sheet, log->GetSheet(*only, nullptr));
+    return visit(sheet);
+  }
+  for (std::string after;;) {
+    ASSIGN_OR_RETURN(std::vector<SheetInfo> sheets, log->ListSheets(after, 100, nullptr));
+    if (sheets.empty()) return Status::OK();
+    for (const SheetInfo& sheet : sheets) RETURN_IF_ERROR(visit(sheet));
+    after = sheets.back().id;
+  }
+}
+
 SegmentInfo SegmentFromItem(const Item& item) {
   SegmentInfo s;
   s.num = IntOr(item, "num", 0);

@@ -248,4 +248,9 @@ class EventLog {
 EntryRecord EntryFromItem(const Item& item);
 SegmentInfo SegmentFromItem(const Item& item);
 
+// Calls `visit` for the sheet `only` (NotFound if there is none) or, with nullopt, for
+// every sheet in id order, a page at a time. Stops at the first error and returns it.
+Status ForEachSheet(EventLog* log, const std::optional<std::string>& only,
+                    const std::function<Status(const SheetInfo&)>& visit);
+
 }  // namespace sheetlog

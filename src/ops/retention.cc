@@ -102,24 +102,19 @@ Status RetentionWorker::RunNow() {
 }
 
 Status RetentionWorker::RunOnce() {
-  for (std::string after;;) {
-    ASSIGN_OR_RETURN(std::vector<SheetInfo> sheets,
-                     log_->ListSheets(after, 100, nullptr));
-    if (sheets.empty()) return Status::OK();
-    for (const SheetInfo& sheet : sheets) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stop_) return Status::OK();
-      }
-      Status retained = RetainSheet(sheet);
-      if (!retained.ok() && !retained.IsNotFound()) {  // NotFound: deleted meanwhile
-        std::lock_guard<std::mutex> lock(mu_);
-        ++counters_.errors;
-        counters_.last_error = "sheet " + sheet.id + ": " + retained.ToString();
-      }
+  return ForEachSheet(log_, std::nullopt, [&](const SheetInfo& sheet) -> Status {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return Status::OK();  // the rest waits for the next start
     }
-    after = sheets.back().id;
-  }
+    Status retained = RetainSheet(sheet);
+    if (!retained.ok() && !retained.IsNotFound()) {  // NotFound: deleted meanwhile
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.errors;
+      counters_.last_error = "sheet " + sheet.id + ": " + retained.ToString();
+    }
+    return Status::OK();
+  });
 }
 
 Status RetentionWorker::RetainSheet(const SheetInfo& sheet) {

@@ -260,22 +260,11 @@ class SheetVerifier {
 Result<VerifyReport> Verify(const VerifyOptions& options, EventLog* log,
                             BlobStore* blobs) {
   VerifyReport report;
-  auto one = [&](const SheetInfo& sheet) -> Status {
+  RETURN_IF_ERROR(ForEachSheet(log, options.sheet, [&](const SheetInfo& sheet) -> Status {
     RETURN_IF_ERROR(SheetVerifier(sheet, log, blobs, &report).Run());
     if (options.on_sheet_done) options.on_sheet_done(report.sheets);
     return Status::OK();
-  };
-  if (options.sheet) {
-    ASSIGN_OR_RETURN(SheetInfo sheet, log->GetSheet(*options.sheet, nullptr));
-    RETURN_IF_ERROR(one(sheet));
-    return report;
-  }
-  for (std::string after;;) {
-    ASSIGN_OR_RETURN(std::vector<SheetInfo> sheets, log->ListSheets(after, 100, nullptr));
-    if (sheets.empty()) break;
-    for (const SheetInfo& sheet : sheets) RETURN_IF_ERROR(one(sheet));
-    after = sheets.back().id;
-  }
+  }));
   return report;
 }
 

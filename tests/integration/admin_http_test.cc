@@ -35,6 +35,25 @@ class AdminHttpTest : public ::testing::Test {
     return json::object();
   }
 
+  // Arms `point` to fail every hit.
+  void ArmFault(const std::string& point) {
+    ASSERT_EQ(
+        Post(*client_, "/v1/admin/faults", {{"point", point}, {"count", -1}}).status,
+        200);
+  }
+
+  // A new sheet without automatic snapshots, with A1 = value (seq 1).
+  std::string SheetWithOneCell(int value) {
+    JsonResponse sheet = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
+    EXPECT_EQ(sheet.status, 201) << sheet.raw;
+    const std::string id = sheet.body.value("id", "");
+    EXPECT_EQ(Post(*client_, "/v1/sheets/" + id + "/entries",
+                   {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", value}}}})
+                  .status,
+              201);
+    return id;
+  }
+
   // Failed snapshot-worker messages so far (from /metrics).
   int64_t SnapshotWorkerFailures() {
     const std::string series =
@@ -97,17 +116,8 @@ TEST_F(AdminHttpTest, QueuesAndFeedAreVisible) {
 // are visible (jobs, dead letters, pending snapshots), and redrive plus reprocess
 // finish the work once the fault is gone.
 TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
-  ASSERT_EQ(Post(*client_, "/v1/admin/faults",
-                 {{"point", "snapshot.before_complete"}, {"count", -1}})
-                .status,
-            200);
-  JsonResponse sheet = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-  ASSERT_EQ(sheet.status, 201);
-  const std::string id = sheet.body["id"];
-  ASSERT_EQ(Post(*client_, "/v1/sheets/" + id + "/entries",
-                 {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", 1}}}})
-                .status,
-            201);
+  ASSERT_NO_FATAL_FAILURE(ArmFault("snapshot.before_complete"));
+  const std::string id = SheetWithOneCell(1);
   ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered());
 
   JsonResponse jobs = Get(*client_, "/v1/admin/jobs?status=failed&since=1970-01-01");
@@ -164,13 +174,8 @@ TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
   JsonResponse healthy = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
   ASSERT_EQ(healthy.status, 201);
   ASSERT_TRUE(Eventually([&] { return AllSnapshotsComplete(healthy.body["id"]); }));
-  ASSERT_EQ(Post(*client_, "/v1/admin/faults",
-                 {{"point", "snapshot.before_complete"}, {"count", -1}})
-                .status,
-            200);
-  JsonResponse sheet = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-  ASSERT_EQ(sheet.status, 201);
-  const std::string id = sheet.body["id"];
+  ASSERT_NO_FATAL_FAILURE(ArmFault("snapshot.before_complete"));
+  const std::string id = SheetWithOneCell(1);
   ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered());
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
 
@@ -201,17 +206,8 @@ TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
 // is down (every invocation fails) until the stream records expire, so no snapshot
 // job is ever sent and the snapshots are never made; reprocess makes them.
 TEST_F(AdminHttpTest, SnapshotsLostWithExpiredStreamRecordsAreMadeByReprocess) {
-  ASSERT_EQ(Post(*client_, "/v1/admin/faults",
-                 {{"point", "runtime.before_handler"}, {"count", -1}})
-                .status,
-            200);
-  JsonResponse sheet = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-  ASSERT_EQ(sheet.status, 201);
-  const std::string id = sheet.body["id"];
-  ASSERT_EQ(Post(*client_, "/v1/sheets/" + id + "/entries",
-                 {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", 7}}}})
-                .status,
-            201);
+  ASSERT_NO_FATAL_FAILURE(ArmFault("runtime.before_handler"));
+  const std::string id = SheetWithOneCell(7);
   ASSERT_EQ(Post(*client_, "/v1/sheets/" + id + "/snapshots", json::object()).status,
             201);
   // Past the feed's 24 h retention the records are gone: skipped for their age (listed

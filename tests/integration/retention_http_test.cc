@@ -124,6 +124,13 @@ TEST_F(RetentionHttpTest,
   JsonResponse verified = Post(*client_, "/v1/admin/verify", {{"sheet", sheet_}});
   ASSERT_EQ(verified.status, 200);
   EXPECT_EQ(verified.body["ok"], true) << verified.raw;
+  // The earliest retained snapshot (seq 7) is the base a rebuild starts from.
+  JsonResponse rebuilt =
+      Post(*client_, "/v1/admin/sheets/" + sheet_ + "/rebuild-snapshots", json::object());
+  ASSERT_EQ(rebuilt.status, 200) << rebuilt.raw;
+  EXPECT_EQ(rebuilt.body["base"], 1) << rebuilt.raw;
+  EXPECT_EQ(rebuilt.body["failed"], 0) << rebuilt.raw;
+  EXPECT_EQ(rebuilt.body["snapshots"][0]["seq"], 7) << rebuilt.raw;
 
   // Once segment 3's snapshot completes, the next run drops segment 2 as well.
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
