@@ -10,6 +10,7 @@
 //
 // Exit codes: 0 done; 1 the server refused (its error message is printed); 2 a usage
 // error or the server could not be reached.
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

@@ -68,19 +68,8 @@ Result<ImportedCells> ReadImportedCells(const ImportEdit& edit,
         return Status::OK();
       },
       limits));
-  if (!sorted) {
-    // A file may list a position twice or out of order: the last one wins.
-    std::stable_sort(
-        cells.begin(), cells.end(),
-        [](const PlacedCell& a, const PlacedCell& b) { return a.ref < b.ref; });
-    size_t kept = 0;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      if (i + 1 < cells.size() && cells[i + 1].ref == cells[i].ref) continue;
-      if (kept != i) cells[kept] = std::move(cells[i]);
-      ++kept;
-    }
-    cells.resize(kept);
-  }
+  // A file may list a position twice or out of order: the last one wins.
+  if (!sorted) SortKeepingLastWrite(&cells);
   return cells;
 }
 

@@ -23,15 +23,7 @@ void Sheet::MergeIntoBase(std::vector<PlacedCell> cells, bool replace) {
     return c.ref.row < 1 || c.ref.row > options_.row_limit || c.ref.col < 1 ||
            c.ref.col > options_.col_limit;
   });
-  std::stable_sort(cells.begin(), cells.end(), RefLess);
-  // Keep the last write of each position.
-  size_t w = 0;
-  for (size_t i = 0; i < cells.size(); ++i) {
-    if (i + 1 < cells.size() && cells[i + 1].ref == cells[i].ref) continue;
-    if (w != i) cells[w] = std::move(cells[i]);
-    ++w;
-  }
-  cells.resize(w);
+  SortKeepingLastWrite(&cells);
   if (replace) {
     std::erase_if(cells, [](const PlacedCell& c) { return c.cell.empty(); });
     base_ = std::move(cells);

@@ -369,6 +369,19 @@ json CellsOfRow(const std::vector<Cell>& row) {
 
 }  // namespace
 
+void SortKeepingLastWrite(std::vector<PlacedCell>* cells) {
+  std::stable_sort(
+      cells->begin(), cells->end(),
+      [](const PlacedCell& a, const PlacedCell& b) { return a.ref < b.ref; });
+  size_t kept = 0;
+  for (size_t i = 0; i < cells->size(); ++i) {
+    if (i + 1 < cells->size() && (*cells)[i + 1].ref == (*cells)[i].ref) continue;
+    if (kept != i) (*cells)[kept] = std::move((*cells)[i]);
+    ++kept;
+  }
+  cells->resize(kept);
+}
+
 bool IsBuiltinType(std::string_view type) {
   return std::find(kBuiltinTypes.begin(), kBuiltinTypes.end(), type) !=
          kBuiltinTypes.end();

@@ -48,6 +48,10 @@ struct PlacedCell {
   bool operator==(const PlacedCell&) const = default;
 };
 
+// Sorts `cells` by position and keeps, of several writes to one position, the last one
+// (in the order they came).
+void SortKeepingLastWrite(std::vector<PlacedCell>* cells);
+
 struct SetCellEdit {
   CellRef ref;
   Cell cell;

@@ -242,6 +242,13 @@ TEST_F(ImportExportHttpTest, BadFilesAreRefusedWithClearErrorsAndNothingWritten)
   EXPECT_EQ(bombed.status, 400) << bombed.raw;
   EXPECT_NE(bombed.raw.find("DOCTYPE"), std::string::npos) << bombed.raw;
 
+  std::string claiming = bytes;
+  ASSERT_TRUE(SetZipSizeClaim(&claiming, "xl/worksheets/sheet1.xml", 2000000000u));
+  JsonResponse claimed = Import(sheet, claiming, {{"format", "xlsx"}});
+  EXPECT_EQ(claimed.status, 400) << claimed.raw;
+  EXPECT_NE(claimed.raw.find("claims 2000000000 bytes"), std::string::npos)
+      << claimed.raw;
+
   JsonResponse wrong_sheet =
       Import(sheet, bytes, {{"format", "xlsx"}, {"sheet", "NoSuchSheet"}});
   EXPECT_EQ(wrong_sheet.status, 400) << wrong_sheet.raw;

@@ -159,6 +159,20 @@ std::string PythonZip(const std::string& path, const nlohmann::json& parts) {
   return RunPython(kZipProgram, dir.File("spec.json"), nullptr);
 }
 
+bool SetZipSizeClaim(std::string* zip, const std::string& part, uint32_t claim) {
+  // A central directory entry: signature PK\1\2, the uncompressed size at offset 24,
+  // the name at offset 46.
+  size_t entry = std::string::npos;
+  for (size_t at = zip->find("PK\x01\x02"); at != std::string::npos;
+       at = zip->find("PK\x01\x02", at + 4)) {
+    if (zip->compare(at + 46, part.size(), part) == 0) entry = at;
+  }
+  if (entry == std::string::npos) return false;
+  for (int i = 0; i < 4; ++i)
+    (*zip)[entry + 24 + i] = static_cast<char>(claim >> (8 * i));
+  return true;
+}
+
 nlohmann::json MinimalXlsxParts(const std::string& sheet_xml,
                                 const std::string& shared_strings_xml) {
   const std::string main_ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main";

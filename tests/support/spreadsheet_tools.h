@@ -4,6 +4,7 @@
 // returned error text.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -39,6 +40,10 @@ std::string Ssconvert(const std::string& from, const std::string& to);
 
 // A zip written by Python's zipfile: {"name": "content", ...}. Returns "" or the error.
 std::string PythonZip(const std::string& path, const nlohmann::json& parts);
+
+// Sets the uncompressed size that the zip's central directory claims for `part` (a
+// lie, for the size-claim cases). False if the zip has no such part.
+bool SetZipSizeClaim(std::string* zip, const std::string& part, uint32_t claim);
 
 // The minimal XLSX package parts around one worksheet XML body (workbook, rels,
 // content types), for hand-made cases.

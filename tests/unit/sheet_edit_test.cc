@@ -259,6 +259,19 @@ TEST(SheetEditTest, Import) {
             "Import: unknown field 'key'");
 }
 
+TEST(SheetEditTest, ImportNamesAnXlsxWorksheet) {
+  auto e = ParseAs<ImportEdit>("Import", R"({"format": "xlsx", "sheet": "Q3 data"})");
+  EXPECT_EQ(e.worksheet, "Q3 data");
+  EXPECT_EQ(EncodeEditBody(e)["sheet"], "Q3 data");
+  EXPECT_EQ(ParseEdit("Import", 1, EncodeEditBody(e)).value(), SheetEdit(e));
+  EXPECT_FALSE(EncodeEditBody(ParseAs<ImportEdit>("Import", R"({"format": "xlsx"})"))
+                   .contains("sheet"));
+  EXPECT_EQ(Error("Import", R"({"format": "csv", "sheet": "Data"})"),
+            "Import: field 'sheet' names a worksheet, which only format \"xlsx\" has");
+  EXPECT_EQ(Error("Import", R"({"format": "xlsx", "sheet": ""})"),
+            "Import: field 'sheet' must be a non-empty worksheet name");
+}
+
 TEST(SheetEditTest, SetCellValueAndFormatIsZeroBased) {
   auto e = ParseAs<SetCellValueAndFormatEdit>(
       "SetCellValueAndFormat",

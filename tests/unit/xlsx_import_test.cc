@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 
 #include "src/sheet/import_file.h"
 #include "src/sheet/xlsx.h"
@@ -56,6 +57,25 @@ class XlsxImportTest : public ::testing::Test {
       }
       EXPECT_EQ(a["format"], b["format"]) << it.key();
     }
+  }
+
+  // A minimal package around a worksheet holding `sheet_data` (the children of
+  // <sheetData>), written to dir_/name. With `claim`, the worksheet's entry in the zip
+  // directory claims that many bytes uncompressed, whatever it really holds.
+  std::string WritePackage(const std::string& name, const std::string& sheet_data,
+                           std::optional<uint32_t> claim = std::nullopt) {
+    const std::string path = dir_.File(name);
+    EXPECT_EQ(PythonZip(path, MinimalXlsxParts(
+                                  "<worksheet xmlns=\"http://schemas.openxmlformats.org/"
+                                  "spreadsheetml/2006/main\"><sheetData>" +
+                                  sheet_data + "</sheetData></worksheet>")),
+              "");
+    if (claim) {
+      std::string bytes = ReadFileBytes(path);
+      EXPECT_TRUE(SetZipSizeClaim(&bytes, "xl/worksheets/sheet1.xml", *claim));
+      WriteFileBytes(path, bytes);
+    }
+    return path;
   }
 
   TempDir dir_;
@@ -190,45 +210,15 @@ TEST_F(XlsxImportTest, XmlEntityBombIsRefused) {
   EXPECT_NE(status.message().find("DOCTYPE"), std::string::npos) << status.message();
 }
 
-// The central directory entry of `name` in a zip: its uncompressed size becomes
-// `claim`.
-void PatchSizeClaim(std::string* bytes, const std::string& name, uint32_t claim) {
-  size_t entry = std::string::npos;
-  for (size_t at = bytes->find("PK\x01\x02"); at != std::string::npos;
-       at = bytes->find("PK\x01\x02", at + 4)) {
-    if (bytes->compare(at + 46, name.size(), name) == 0) entry = at;
-  }
-  ASSERT_NE(entry, std::string::npos);
-  for (int i = 0; i < 4; ++i)
-    (*bytes)[entry + 24 + i] = static_cast<char>(claim >> (8 * i));
-}
-
 TEST_F(XlsxImportTest, TwoGigabyteSizeClaimIsRefusedBeforeInflating) {
-  const std::string path = dir_.File("claim.xlsx");
-  const std::string sheet =
-      "<worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">"
-      "<sheetData/></worksheet>";
-  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
-  std::string bytes = ReadFileBytes(path);
-  PatchSizeClaim(&bytes, "xl/worksheets/sheet1.xml", 0x80000000u);
-  WriteFileBytes(path, bytes);
-  Status status = Refusal(path);
+  Status status = Refusal(WritePackage("claim.xlsx", "", 0x80000000u));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("claims 2147483648 bytes"), std::string::npos)
       << status.message();
 }
 
 TEST_F(XlsxImportTest, PartInflatingPastItsClaimIsRefused) {
-  std::string sheet =
-      "<worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">"
-      "<sheetData>" +
-      std::string(1 << 20, ' ') + "</sheetData></worksheet>";
-  const std::string path = dir_.File("liar.xlsx");
-  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
-  std::string bytes = ReadFileBytes(path);
-  PatchSizeClaim(&bytes, "xl/worksheets/sheet1.xml", 1000);
-  WriteFileBytes(path, bytes);
-  Status status = Refusal(path);
+  Status status = Refusal(WritePackage("liar.xlsx", std::string(1 << 20, ' '), 1000));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("xl/worksheets/sheet1.xml"), std::string::npos)
       << status.message();
@@ -236,12 +226,7 @@ TEST_F(XlsxImportTest, PartInflatingPastItsClaimIsRefused) {
 
 TEST_F(XlsxImportTest, PartInflatingPastTheLimitIsRefused) {
   // A zip bomb in miniature: a worksheet that inflates far beyond its compressed size.
-  std::string sheet =
-      "<worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">"
-      "<sheetData>" +
-      std::string(1 << 20, ' ') + "</sheetData></worksheet>";
-  const std::string path = dir_.File("inflate.xlsx");
-  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
+  const std::string path = WritePackage("inflate.xlsx", std::string(1 << 20, ' '));
   ImportLimits limits;
   limits.max_xml_part_bytes = 64 * 1024;
   Status status;
@@ -252,13 +237,8 @@ TEST_F(XlsxImportTest, PartInflatingPastTheLimitIsRefused) {
 }
 
 TEST_F(XlsxImportTest, BadCellContentNamesTheCell) {
-  const std::string sheet =
-      "<worksheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\">"
-      "<sheetData><row r=\"7\"><c "
-      "r=\"B7\"><v>12abc</v></c></row></sheetData></worksheet>";
-  const std::string path = dir_.File("badnumber.xlsx");
-  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
-  Status status = Refusal(path);
+  Status status = Refusal(
+      WritePackage("badnumber.xlsx", "<row r=\"7\"><c r=\"B7\"><v>12abc</v></c></row>"));
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("XLSX sheet 'Data' cell B7: bad number '12abc'"),
             std::string::npos)
