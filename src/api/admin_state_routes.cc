@@ -15,10 +15,6 @@
 
 namespace sheetlog::api {
 
-namespace {
-
-// Unix seconds from "1767225600", "2026-01-01", "2026-01-01T00:00:00Z" (or with
-// "+00:00"); only UTC is accepted, so a time means the same on every machine.
 std::optional<int64_t> ParseTimePoint(const std::string& text) {
   if (std::optional<int64_t> seconds = ParseInt(text)) return seconds;
   struct tm parts = {};
@@ -33,6 +29,8 @@ std::optional<int64_t> ParseTimePoint(const std::string& text) {
   }
   return static_cast<int64_t>(timegm(&parts));
 }
+
+namespace {
 
 int64_t TimeParam(Call& call, const std::string& name, int64_t fallback) {
   std::optional<std::string> text = call.Query(name);

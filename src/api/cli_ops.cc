@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "src/api/cli.h"
+#include "src/api/routes.h"
 
 namespace sheetlog::cli {
 
@@ -190,6 +191,12 @@ int RunReprocess(int argc, char** argv) {
     return Fail(std::string("--since is required; usage: sheetlog ") + kReprocessUsage);
 
   json report = {{"sheets", 0}, {"actions", json::array()}};
+  // Checked here too, so a bad time is refused even when there is no sheet to ask about.
+  if (!api::ParseTimePoint(*since)) {
+    return Fail(
+        "--since must be ISO-8601 UTC (2026-01-01T00:00:00Z) or unix seconds, got '" +
+        *since + "'");
+  }
   code = ForEachSheet(
       client, sheet, "reprocess",
       [&](const std::string& id) {

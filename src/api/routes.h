@@ -38,6 +38,10 @@ Result<AppendResult> AppendPrepared(App& app, AppendRequest request, UnitMeter* 
 
 // The sheet id of the route's first capture. NotFound unless it is a UUID.
 std::string SheetId(Call& call);
+// Unix seconds from "1767225600", "2026-01-01", "2026-01-01T00:00:00Z" (or with
+// "+00:00"); only UTC is accepted, so a time means the same on every machine.
+std::optional<int64_t> ParseTimePoint(const std::string& text);
+
 // A seq query parameter: a non-negative integer below 2^53 (ValidationError /
 // RangeError otherwise).
 int64_t ParseSeq(const std::string& name, const std::string& text);

@@ -147,6 +147,15 @@ TEST_F(VerifyHttpTest, HealthySheetVerifiesCleanAndTheCliExitsZero) {
   EXPECT_NE(out.find("0 violations"), std::string::npos) << out;
   EXPECT_EQ(Cli("verify --json", &out), 0) << out;
   EXPECT_EQ(json::parse(out)["ok"], true) << out;
+  // Nothing was lost: reprocess finds every snapshot made and every blob untagged.
+  EXPECT_EQ(Cli("reprocess --since 1970-01-01T00:00:00Z --sheet " + sheet_, &out), 0)
+      << out;
+  EXPECT_NE(out.find("reprocessed 1 sheets, 9 entries since 1970-01-01T00:00:00Z: 0 "
+                     "snapshots enqueued, 0 blobs untagged"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(Cli("reprocess --since 1970-01-01 --json", &out), 0) << out;
+  EXPECT_EQ(json::parse(out)["snapshots_enqueued"], 0) << out;
 }
 
 TEST_F(VerifyHttpTest, BadRequestsAreRefused) {
@@ -162,6 +171,8 @@ TEST_F(VerifyHttpTest, BadRequestsAreRefused) {
   std::string out;
   EXPECT_EQ(Cli("verify --bogus 1", &out), 2);
   EXPECT_EQ(Cli("rebuild-snapshots", &out), 2);
+  EXPECT_EQ(Cli("reprocess", &out), 2);
+  EXPECT_EQ(Cli("reprocess --since yesterday", &out), 2);
 }
 
 TEST_F(VerifyHttpTest, DetectsAGap) {
