@@ -45,6 +45,22 @@ int64_t TimeParam(Call& call, const std::string& name, int64_t fallback) {
   return *seconds;
 }
 
+// A time field of a request body: required, ISO-8601 UTC or unix seconds.
+int64_t RequiredTimeField(const char* name, const std::optional<std::string>& text) {
+  if (!text) {
+    throw ApiError::Validation(std::string("field '") + name +
+                               "' is required (ISO-8601 UTC, e.g. 2026-01-01T00:00:00Z)");
+  }
+  std::optional<int64_t> seconds = ParseTimePoint(*text);
+  if (!seconds) {
+    throw ApiError::Validation(std::string("field '") + name +
+                               "' must be ISO-8601 UTC (2026-01-01T00:00:00Z) or unix "
+                               "seconds, got '" +
+                               *text + "'");
+  }
+  return *seconds;
+}
+
 int LimitParam(Call& call, int fallback, int max) {
   std::optional<std::string> text = call.Query("limit");
   if (!text) return fallback;
@@ -220,25 +236,9 @@ void RegisterAdminStateRoutes(Router& router, App& app) {
         std::optional<std::string> until_text = fields.String("until");
         std::optional<int64_t> limit = fields.Int("limit");
         fields.Finish();
-        auto time_field = [](const char* name, const std::optional<std::string>& text,
-                             int64_t fallback) {
-          if (!text) return fallback;
-          std::optional<int64_t> seconds = ParseTimePoint(*text);
-          if (!seconds) {
-            throw ApiError::Validation(std::string("field '") + name +
-                                       "' must be ISO-8601 UTC "
-                                       "(2026-01-01T00:00:00Z) or unix seconds, got '" +
-                                       *text + "'");
-          }
-          return *seconds;
-        };
-        if (!since_text) {
-          throw ApiError::Validation(
-              "field 'since' is required (ISO-8601 UTC, e.g. 2026-01-01T00:00:00Z)");
-        }
-        const int64_t since = time_field("since", since_text, 0);
-        const int64_t until =
-            time_field("until", until_text, app.clock()->NowSeconds() + 1);
+        const int64_t since = RequiredTimeField("since", since_text);
+        const int64_t until = until_text ? RequiredTimeField("until", until_text)
+                                         : app.clock()->NowSeconds() + 1;
         if (until < since) {
           throw ApiError::Validation("'until' must not be before 'since'");
         }
@@ -273,18 +273,8 @@ void RegisterAdminStateRoutes(Router& router, App& app) {
         std::optional<std::string> since_text = fields.String("since");
         std::optional<std::string> sheet = fields.String("sheet");
         fields.Finish();
-        if (!since_text) {
-          throw ApiError::Validation(
-              "field 'since' is required (ISO-8601 UTC, e.g. 2026-01-01T00:00:00Z)");
-        }
-        std::optional<int64_t> since = ParseTimePoint(*since_text);
-        if (!since) {
-          throw ApiError::Validation(
-              "field 'since' must be ISO-8601 UTC "
-              "(2026-01-01T00:00:00Z) or unix seconds, got '" +
-              *since_text + "'");
-        }
-        ReprocessRequest request{*since, sheet};
+        const int64_t since = RequiredTimeField("since", since_text);
+        ReprocessRequest request{since, sheet};
         ReprocessReport report =
             Check(Reprocess(request, app.log(), app.blobs(), app.uploads(), app.queues(),
                             kSnapshotQueue));
