@@ -54,8 +54,9 @@ class SheetVerifier {
     RETURN_IF_ERROR(segments.status());
     replay_.Reset(sheet_.first_seq == 0);
     std::optional<SegmentInfo> previous;
-    std::optional<int64_t>
-        previous_count;  // entries of the previous segment, if retained
+    // Entries of the previous segment; -1 if it is not retained. (Not an optional:
+    // GCC 12 at -O3 reports it maybe-uninitialized, a false positive under -Werror.)
+    int64_t previous_count = -1;
     for (size_t i = 0; i < segments->size(); ++i) {
       const SegmentInfo& segment = (*segments)[i];
       ++report_->segments;
@@ -67,19 +68,19 @@ class SheetVerifier {
                             : std::string("nothing")) +
                   " (expected segment " + std::to_string(expected_num) + ")");
       }
-      if (previous && previous_count &&
-          segment.first_seq != previous->first_seq + *previous_count) {
+      if (previous && previous_count >= 0 &&
+          segment.first_seq != previous->first_seq + previous_count) {
         AddAt("segment-first-seq", segment.num, segment.first_seq,
               "segment " + std::to_string(segment.num) + " has first_seq " +
                   std::to_string(segment.first_seq) + " but segment " +
                   std::to_string(previous->num) + " ends at " +
-                  SeqText(previous->first_seq + *previous_count - 1));
+                  SeqText(previous->first_seq + previous_count - 1));
       }
       ASSIGN_OR_RETURN(std::vector<EntryRecord> entries,
                        SegmentEntries(log_->db(), sheet_.id, segment.num));
       const bool last = i + 1 == segments->size();
       if (entries.empty()) {
-        previous_count.reset();
+        previous_count = -1;
         if (segment.first_seq >= sheet_.first_seq || last) {
           AddAt("segment-empty", segment.num, std::nullopt,
                 "segment " + std::to_string(segment.num) +

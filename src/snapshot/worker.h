@@ -114,6 +114,9 @@ class SnapshotWorker {
     kHandedOff,
     kCompleted,
     kFailed,
+    // Only with the fault point "snapshot.message_lost" armed: the message was deleted
+    // before any work, as if lost (tests of the manual fallback).
+    kMessageLost,
   };
   static const char* OutcomeName(Outcome outcome);
 

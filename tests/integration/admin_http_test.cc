@@ -255,5 +255,30 @@ TEST_F(AdminHttpTest, SnapshotsLostWithExpiredStreamRecordsAreMadeByReprocess) {
   EXPECT_EQ(cells.body["rows"][0][0], 7);
 }
 
+// Issue 7: a queue message deleted by a fault before its work leaves a Snapshot entry
+// that nothing will ever build; reprocess finds it and the pipeline completes it.
+TEST_F(AdminHttpTest, SnapshotMessageLostBeforeItsWorkIsRepairedByReprocess) {
+  ASSERT_EQ(
+      Post(*client_, "/v1/admin/faults", {{"point", "snapshot.message_lost"}}).status,
+      200);
+  const std::string id = SheetWithOneCell(7);
+  // The one message (entry 0's snapshot) is received and deleted with nothing done.
+  ASSERT_TRUE(Eventually([&] {
+    json q = Queue("snapshots");
+    json armed = Get(*client_, "/v1/admin/faults").body["armed"];
+    return q["visible"] == 0 && q["in_flight"] == 0 && q["delayed"] == 0 &&
+           armed.size() == 1 && armed[0]["fired"] == 1;
+  })) << Queue("snapshots").dump();
+  JsonResponse list = Get(*client_, "/v1/sheets/" + id + "/snapshots");
+  ASSERT_EQ(list.body["snapshots"].size(), 1u);
+  EXPECT_EQ(list.body["snapshots"][0]["state"], "queued") << "no worker will build it";
+
+  JsonResponse reprocess = Post(*client_, "/v1/admin/reprocess",
+                                {{"since", "1970-01-01T00:00:00Z"}, {"sheet", id}});
+  ASSERT_EQ(reprocess.status, 200) << reprocess.raw;
+  EXPECT_EQ(reprocess.body["snapshots_enqueued"], 1);
+  ASSERT_TRUE(Eventually([&] { return AllSnapshotsComplete(id); }));
+}
+
 }  // namespace
 }  // namespace sheetlog::testing
