@@ -23,43 +23,15 @@ Status LifecycleSweeper::Start() {
   if (options_.rule.tag_key.empty() || options_.rule.max_age_micros < 0) {
     return InvalidArgument("lifecycle rule needs a tag key and a non-negative age");
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (running_) return Status::OK();
-  stop_ = false;
-  running_ = true;
-  thread_ = std::thread([this] { Run(); });
+  worker_.Start(options_.period_micros, options_.sweep_at_start,
+                [this](const std::atomic<bool>& stopping) {
+                  // Errors are recorded in the counters; the worker keeps its schedule.
+                  (void)SweepOnce(&stopping);
+                });
   return Status::OK();
 }
 
-void LifecycleSweeper::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!running_) return;
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-  std::lock_guard<std::mutex> lock(mu_);
-  running_ = false;
-}
-
-void LifecycleSweeper::Run() {
-  int64_t next = options_.sweep_at_start ? clock_->NowMicros()
-                                         : clock_->NowMicros() + options_.period_micros;
-  while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      while (!stop_ && clock_->NowMicros() < next) clock_->WaitUntil(cv_, lock, next);
-      if (stop_) return;
-    }
-    // Scheduled from the start of this sweep, read before the sweep is counted: time
-    // that passes while (or right after) it runs counts toward the next one. A sweep
-    // longer than the period is followed by the next at once.
-    next = clock_->NowMicros() + options_.period_micros;
-    // Errors are recorded in the counters; the worker keeps its schedule.
-    (void)SweepOnce(&stop_);
-  }
-}
+void LifecycleSweeper::Stop() { worker_.Stop(); }
 
 Result<SweepReport> LifecycleSweeper::RunNow() { return SweepOnce(nullptr); }
 

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "emulator/blob/blob_store.h"
+#include "emulator/env/periodic_worker.h"
 #include "emulator/status.h"
 
 namespace sheetlog {
@@ -77,7 +78,6 @@ class LifecycleSweeper {
   bool WaitForSweeps(int64_t count, int64_t real_timeout_millis);
 
  private:
-  void Run();
   Result<SweepReport> SweepOnce(const std::atomic<bool>* cancel);
 
   BlobStore* const store_;
@@ -88,11 +88,9 @@ class LifecycleSweeper {
   std::mutex sweep_mu_;  // held for the duration of a sweep: sweeps never overlap
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;         // wakes the worker (stop) and WaitForSweeps
+  std::condition_variable cv_;         // wakes WaitForSweeps
   LifecycleSweeperCounters counters_;  // GUARDED_BY(mu_)
-  bool running_ = false;               // GUARDED_BY(mu_)
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
+  PeriodicWorker worker_{clock_};      // last: stopped before the rest goes
 };
 
 }  // namespace sheetlog

@@ -54,44 +54,19 @@ Status RetentionWorker::Start() {
     return InvalidArgument("retention limits must not be negative");
   }
   if (!options_.enabled()) return Status::OK();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (running_) return Status::OK();
-  stop_ = false;
-  running_ = true;
-  thread_ = std::thread([this] { Run(); });
+  worker_.Start(options_.period_micros, /*run_at_start=*/false,
+                [this](const std::atomic<bool>&) {
+                  Status ran = RunNow();
+                  if (!ran.ok()) {
+                    std::lock_guard<std::mutex> lock(mu_);
+                    ++counters_.errors;
+                    counters_.last_error = ran.ToString();
+                  }
+                });
   return Status::OK();
 }
 
-void RetentionWorker::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!running_) return;
-    stop_ = true;
-  }
-  cv_.notify_all();
-  thread_.join();
-  std::lock_guard<std::mutex> lock(mu_);
-  running_ = false;
-}
-
-void RetentionWorker::Run() {
-  int64_t next = clock_->NowMicros() + options_.period_micros;
-  while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      while (!stop_ && clock_->NowMicros() < next) clock_->WaitUntil(cv_, lock, next);
-      if (stop_) return;
-    }
-    // Scheduled from the start of this run, as the lifecycle sweeper does.
-    next = clock_->NowMicros() + options_.period_micros;
-    Status ran = RunNow();
-    if (!ran.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counters_.errors;
-      counters_.last_error = ran.ToString();
-    }
-  }
-}
+void RetentionWorker::Stop() { worker_.Stop(); }
 
 Status RetentionWorker::RunNow() {
   std::lock_guard<std::mutex> running(run_mu_);
@@ -103,10 +78,7 @@ Status RetentionWorker::RunNow() {
 
 Status RetentionWorker::RunOnce() {
   return ForEachSheet(log_, std::nullopt, [&](const SheetInfo& sheet) -> Status {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) return Status::OK();  // the rest waits for the next start
-    }
+    if (worker_.stopping()) return Status::OK();  // the rest waits for the next start
     Status retained = RetainSheet(sheet);
     if (!retained.ok() && !retained.IsNotFound()) {  // NotFound: deleted meanwhile
       std::lock_guard<std::mutex> lock(mu_);

@@ -19,6 +19,7 @@
 
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
+#include "emulator/env/periodic_worker.h"
 #include "emulator/status.h"
 #include "src/log/event_log.h"
 
@@ -70,7 +71,6 @@ class RetentionWorker {
   const RetentionOptions& options() const { return options_; }
 
  private:
-  void Run();
   Status RunOnce();
   Status RetainSheet(const SheetInfo& sheet);
 
@@ -80,11 +80,8 @@ class RetentionWorker {
   const RetentionOptions options_;
   std::mutex run_mu_;  // held for a whole pass: passes never overlap
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // wakes the worker to stop
-  RetentionCounters counters_;  // GUARDED_BY(mu_)
-  bool running_ = false;        // GUARDED_BY(mu_)
-  bool stop_ = false;           // GUARDED_BY(mu_)
-  std::thread thread_;
+  RetentionCounters counters_;     // GUARDED_BY(mu_)
+  PeriodicWorker worker_{clock_};  // last: stopped before the rest goes
 };
 
 }  // namespace sheetlog
