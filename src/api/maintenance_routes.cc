@@ -54,13 +54,6 @@ json RebuildReportJson(const RebuildReport& report) {
   return out;
 }
 
-// A sheet named in a request: NotFound unless it is a UUID (then the log decides).
-std::string SheetParam(const std::string& id) {
-  if (!IsUuid(id))
-    throw ApiError::NotFound("no sheet '" + id + "' (sheet ids are UUIDs)");
-  return id;
-}
-
 json PricesJson(const Prices& p) {
   return json{{"dynamodb_wru_per_million", p.dynamodb_wru},
               {"dynamodb_rru_per_million", p.dynamodb_rru},
@@ -117,7 +110,7 @@ void RegisterMaintenanceRoutes(Router& router, App& app) {
   // 200 with the report whether or not it found violations: "ok" says which.
   auto verify = [&](Call& call, std::optional<std::string> sheet) {
     VerifyOptions options;
-    if (sheet) options.sheet = SheetParam(*sheet);
+    if (sheet) options.sheet = CheckedSheetId(*sheet);
     call.Reply(200, VerifyReportJson(Check(Verify(options, app.log(), app.blobs()))));
   };
   router.Get(
@@ -137,7 +130,7 @@ void RegisterMaintenanceRoutes(Router& router, App& app) {
               [&](Call& call) {
                 json body = call.Body();
                 FieldReader(body, "request body").Finish();
-                const std::string sheet = SheetParam(call.Path(1));
+                const std::string sheet = CheckedSheetId(call.Path(1));
                 call.Reply(200, RebuildReportJson(Check(RebuildSnapshots(
                                     sheet, app.log(), app.blobs(), {}))));
               },

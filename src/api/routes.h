@@ -36,7 +36,9 @@ Uploads::Validator CompletionValidator(App& app);
 Result<AppendResult> AppendPrepared(App& app, AppendRequest request, UnitMeter* meter,
                                     int64_t* next_seq_out);
 
-// The sheet id of the route's first capture. NotFound unless it is a UUID.
+// `id` as a sheet id: NotFound unless it is a UUID (then the log decides).
+std::string CheckedSheetId(const std::string& id);
+// The sheet id of the route's first capture, checked as above.
 std::string SheetId(Call& call);
 // Unix seconds from "1767225600", "2026-01-01", "2026-01-01T00:00:00Z" (or with
 // "+00:00"); only UTC is accepted, so a time means the same on every machine.

@@ -30,12 +30,13 @@ T Must(Result<T> result) {
 
 }  // namespace
 
-std::string SheetId(Call& call) {
-  std::string id = call.Path(1);
+std::string CheckedSheetId(const std::string& id) {
   if (!IsUuid(id))
     throw ApiError::NotFound("no sheet '" + id + "' (sheet ids are UUIDs)");
   return id;
 }
+
+std::string SheetId(Call& call) { return CheckedSheetId(call.Path(1)); }
 
 // seq query parameter: a non-negative integer below 2^53.
 int64_t ParseSeq(const std::string& name, const std::string& text) {
