@@ -45,8 +45,7 @@ Uploads::Validator CompletionValidator(App& app) {
     if (import == nullptr) return Internal("an Import body parsed as another type");
     ASSIGN_OR_RETURN(std::unique_ptr<BlobPayloadSource> payload,
                      BlobPayloadSource::Open(&blobs, upload.blob_key));
-    Status parsed = ReadImportPayload(*import, *payload,
-                                      [](const CellRef&, Cell) { return Status::OK(); });
+    Status parsed = CheckImportPayload(*import, *payload);
     if (parsed.ok() || parsed.code() != StatusCode::kInvalidArgument) return parsed;
     return InvalidArgument("the uploaded file cannot be imported: " + parsed.message());
   };

@@ -82,7 +82,7 @@ class BandWalker {
 // The exact last row and column holding a cell (pass one of the export: cells only,
 // nothing kept).
 CellRef UsedExtent(const std::shared_ptr<SheetView>& view) {
-  const CellRef bound = view->Bound();
+  const CellRef bound = Check(view->Bound());
   CellRef used{0, 0};
   if (bound.row == 0 || bound.col == 0) return used;
   BandWalker walker(view, bound.row, bound.col);

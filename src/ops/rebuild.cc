@@ -24,15 +24,13 @@ Result<std::string> Build(BlobStore* blobs, const SnapshotId& id,
                           const std::optional<std::string>& previous_root,
                           const std::vector<EntryRecord>& entries_since,
                           const SnapshotBuilder::Options& options) {
-  ASSIGN_OR_RETURN(std::vector<SheetEdit> edits, EditsOfEntries(entries_since, blobs));
-  SheetDelta delta;
-  for (const SheetEdit& edit : edits) delta.Apply(edit);
-  SnapshotBuilder builder(blobs, id, previous_root, std::move(delta), options);
+  ASSIGN_OR_RETURN(SheetPlan plan, PlanSheet(blobs, previous_root, entries_since));
+  std::unique_ptr<SnapshotBuilder> builder = NewSnapshotBuilder(blobs, id, plan, options);
   while (true) {
-    ASSIGN_OR_RETURN(bool done, builder.WriteNextChunk());
+    ASSIGN_OR_RETURN(bool done, builder->WriteNextChunk());
     if (done) break;
   }
-  return builder.Finish();
+  return builder->Finish();
 }
 
 // Builds `id` and compares it with `expected`; deletes its objects unless `keep`.

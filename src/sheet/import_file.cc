@@ -1,6 +1,11 @@
 #include "src/sheet/import_file.h"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include "src/sheet/csv.h"
 #include "src/sheet/xlsx.h"
@@ -21,6 +26,143 @@ Status ReadCsv(const PayloadSource& source, const ImportCellSink& sink) {
   }
   return parser.Finish();
 }
+
+// Cells per batch handed from the parsing thread to the reader, and batches in flight.
+constexpr size_t kImportBatchCells = 4096;
+constexpr size_t kImportBatchesAhead = 2;
+
+class ImportCursor : public CellCursor {
+ public:
+  ImportCursor(const ImportEdit& edit, std::unique_ptr<PayloadSource> source,
+               const ImportLimits& limits)
+      : edit_(edit), source_(std::move(source)), limits_(limits) {
+    edit_.cells.reset();
+  }
+
+  ~ImportCursor() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+    }
+    stopping_.store(true);
+    changed_.notify_all();
+    if (parser_.joinable()) parser_.join();
+  }
+
+  Result<bool> Next(PlacedCell* cell) override {
+    if (taken_ == batch_.size()) {
+      batch_.clear();
+      taken_ = 0;
+      if (!parser_.joinable()) parser_ = std::thread([this] { Parse(); });
+      std::unique_lock<std::mutex> lock(mu_);
+      changed_.wait(lock, [&] { return !ready_.empty() || finished_; });
+      if (ready_.empty()) {
+        if (!status_.ok()) return status_;
+        return false;
+      }
+      batch_ = std::move(ready_.front());
+      ready_.pop_front();
+      lock.unlock();
+      changed_.notify_all();
+    }
+    *cell = std::move(batch_[taken_++]);
+    return true;
+  }
+
+ private:
+  // On the parser thread.
+  void Parse() {
+    Status status = ParseAll();
+    if (status.ok() && !pending_.empty()) status = Hand(std::move(pending_));
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+    if (!cancelled_) status_ = std::move(status);
+    changed_.notify_all();
+  }
+
+  Status ParseAll() {
+    if (edit_.format == ImportEdit::Format::kXlsx) {
+      ASSIGN_OR_RETURN(bool in_order, ListedInOrder());
+      if (!in_order) {
+        ASSIGN_OR_RETURN(ImportedCells cells,
+                         ReadImportedCells(edit_, *source_, limits_));
+        for (PlacedCell& c : cells) RETURN_IF_ERROR(Add(c.ref, std::move(c.cell)));
+        return Status::OK();
+      }
+    }
+    std::optional<CellRef> last;
+    return ReadImportPayload(
+        edit_, *source_,
+        [&](const CellRef& ref, Cell cell) -> Status {
+          if (last && !(*last < ref)) {
+            return Internal("the import's cells changed order between two reads");
+          }
+          last = ref;
+          return Add(ref, std::move(cell));
+        },
+        limits_);
+  }
+
+  // True if the file lists each position once, in row-major order.
+  Result<bool> ListedInOrder() {
+    std::optional<CellRef> last;
+    bool in_order = true;
+    Status read = ReadImportPayload(
+        edit_, *source_,
+        [&](const CellRef& ref, const Cell&) -> Status {
+          if (last && !(*last < ref)) {
+            in_order = false;
+            return Aborted("out of order");
+          }
+          last = ref;
+          if (stopping_.load(std::memory_order_relaxed)) {
+            return Aborted("the import cursor was closed");
+          }
+          return Status::OK();
+        },
+        limits_);
+    if (!in_order) return false;
+    RETURN_IF_ERROR(read);
+    return true;
+  }
+
+  // A file cell, placed at the anchor, into the batch being filled.
+  Status Add(const CellRef& ref, Cell cell) {
+    // Offsets stay far from int64 overflow: ReadImportPayload keeps them on the grid.
+    pending_.push_back(
+        {{edit_.at.row + ref.row - 1, edit_.at.col + ref.col - 1}, std::move(cell)});
+    if (pending_.size() < kImportBatchCells) return Status::OK();
+    return Hand(std::exchange(pending_, {}));
+  }
+
+  // Waits for room, then hands a batch over. Aborted once the cursor is gone.
+  Status Hand(std::vector<PlacedCell> batch) {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock,
+                  [&] { return ready_.size() < kImportBatchesAhead || cancelled_; });
+    if (cancelled_) return Aborted("the import cursor was closed");
+    ready_.push_back(std::move(batch));
+    changed_.notify_all();
+    return Status::OK();
+  }
+
+  ImportEdit edit_;
+  const std::unique_ptr<PayloadSource> source_;
+  const ImportLimits limits_;
+  std::vector<PlacedCell> pending_;  // parser thread only
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::vector<PlacedCell>> ready_;
+  bool finished_ = false;
+  bool cancelled_ = false;
+  std::atomic<bool> stopping_{false};  // cancelled_, read without the lock
+  Status status_;
+
+  std::vector<PlacedCell> batch_;  // reader only
+  size_t taken_ = 0;
+  std::thread parser_;
+};
 
 }  // namespace
 
@@ -55,6 +197,30 @@ Status ReadImportPayload(const ImportEdit& edit, const PayloadSource& source,
   return ReadXlsx(source, edit.worksheet, limits, checked);
 }
 
+Status CheckImportPayload(const ImportEdit& edit, const PayloadSource& source,
+                          const ImportLimits& limits) {
+  std::optional<CellRef> last;
+  bool in_order = true;
+  int64_t cells = 0;
+  RETURN_IF_ERROR(ReadImportPayload(
+      edit, source,
+      [&](const CellRef& ref, const Cell&) {
+        if (last && !(*last < ref)) in_order = false;
+        last = ref;
+        ++cells;
+        return Status::OK();
+      },
+      limits));
+  if (!in_order && cells > limits.max_unordered_cells) {
+    return InvalidArgument("the file lists its " + std::to_string(cells) +
+                           " cells out of row order (or a cell twice); such a file is "
+                           "sorted in memory, so it may hold at most " +
+                           std::to_string(limits.max_unordered_cells) +
+                           " cells: save it again from a spreadsheet tool or split it");
+  }
+  return Status::OK();
+}
+
 Result<ImportedCells> ReadImportedCells(const ImportEdit& edit,
                                         const PayloadSource& source,
                                         const ImportLimits& limits) {
@@ -71,6 +237,12 @@ Result<ImportedCells> ReadImportedCells(const ImportEdit& edit,
   // A file may list a position twice or out of order: the last one wins.
   if (!sorted) SortKeepingLastWrite(&cells);
   return cells;
+}
+
+std::unique_ptr<CellCursor> OpenImportCursor(const ImportEdit& edit,
+                                             std::unique_ptr<PayloadSource> source,
+                                             const ImportLimits& limits) {
+  return std::make_unique<ImportCursor>(edit, std::move(source), limits);
 }
 
 }  // namespace sheetlog

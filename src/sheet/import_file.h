@@ -13,11 +13,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "emulator/status.h"
 #include "src/sheet/a1.h"
 #include "src/sheet/cell.h"
+#include "src/sheet/cell_cursor.h"
 #include "src/sheet/sheet_edit.h"
 
 namespace sheetlog {
@@ -43,10 +45,12 @@ class StringPayloadSource : public PayloadSource {
   std::string_view bytes_;
 };
 
-// What one import may hold. The cells of an import are held in memory while the
-// reducer applies them, so their number is capped.
+// What one import may hold. Snapshot builds and reads stream an import's cells
+// (OpenImportCursor), so the cap on cells is far above what memory could hold; a file
+// that lists its cells out of order must be sorted in memory and has a lower one.
 struct ImportLimits {
-  int64_t max_cells = 5'000'000;
+  int64_t max_cells = 100'000'000;
+  int64_t max_unordered_cells = 5'000'000;
   // XLSX: the most bytes one XML part may inflate to (a larger size claimed in the zip
   // directory is refused before anything is inflated), and the shared-strings table.
   int64_t max_xml_part_bytes = int64_t{1} << 30;
@@ -61,10 +65,29 @@ using ImportCellSink = std::function<Status(const CellRef& ref, Cell cell)>;
 Status ReadImportPayload(const ImportEdit& edit, const PayloadSource& source,
                          const ImportCellSink& sink, const ImportLimits& limits = {});
 
+// What completing an upload runs: ReadImportPayload keeping nothing, and refusing a
+// file that lists more than limits.max_unordered_cells cells out of order.
+Status CheckImportPayload(const ImportEdit& edit, const PayloadSource& source,
+                          const ImportLimits& limits = {});
+
 // ReadImportPayload into a list, sorted by position, one cell per position: what
 // ImportEdit::cells holds.
 Result<ImportedCells> ReadImportedCells(const ImportEdit& edit,
                                         const PayloadSource& source,
                                         const ImportLimits& limits = {});
+
+// The cells of an import as a sorted stream, placed at edit.at (the positions they take
+// on the sheet), in memory bounded by a few thousand cells whatever the file's size:
+// how a large import reaches a snapshot build or a read (seed 001's merge-import
+// design). The file is parsed on a thread of the cursor's own, started by the first
+// Next() and handing over batches; destroying the cursor stops it.
+//
+// Files list their cells row by row (CSV always; XLSX as Excel, LibreOffice, Gnumeric
+// and openpyxl write it). An XLSX file is first read once to check that; one that lists
+// a position out of order or twice is read into memory instead (ReadImportedCells, at
+// most limits.max_cells cells) and served sorted, last write winning.
+std::unique_ptr<CellCursor> OpenImportCursor(const ImportEdit& edit,
+                                             std::unique_ptr<PayloadSource> source,
+                                             const ImportLimits& limits = {});
 
 }  // namespace sheetlog

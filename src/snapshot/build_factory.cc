@@ -9,20 +9,31 @@ namespace {
 
 class StreamingBuild : public SnapshotBuild {
  public:
-  StreamingBuild(BlobStore* blobs, SnapshotId id,
-                 std::optional<std::string> previous_root, SheetDelta delta,
-                 SnapshotBuilder::Options options)
-      : builder_(blobs, std::move(id), std::move(previous_root), std::move(delta),
-                 options) {}
+  explicit StreamingBuild(std::unique_ptr<SnapshotBuilder> builder)
+      : builder_(std::move(builder)) {}
 
-  Status Resume(const nlohmann::json& checkpoint) { return builder_.Resume(checkpoint); }
-  Result<bool> WriteNextChunk() override { return builder_.WriteNextChunk(); }
-  nlohmann::json Checkpoint() const override { return builder_.Checkpoint(); }
-  Result<std::string> Finish() override { return builder_.Finish(); }
+  Status Resume(const nlohmann::json& checkpoint) { return builder_->Resume(checkpoint); }
+  Result<bool> WriteNextChunk() override { return builder_->WriteNextChunk(); }
+  nlohmann::json Checkpoint() const override { return builder_->Checkpoint(); }
+  Result<std::string> Finish() override { return builder_->Finish(); }
 
  private:
-  SnapshotBuilder builder_;
+  std::unique_ptr<SnapshotBuilder> builder_;
 };
+
+// A snapshot's cells in order, the cursor owning its reader.
+class SnapshotScan : public CellCursor {
+ public:
+  explicit SnapshotScan(std::unique_ptr<SnapshotReader> reader)
+      : reader_(std::move(reader)), cursor_(reader_->Scan()) {}
+  Result<bool> Next(PlacedCell* cell) override { return cursor_->Next(cell); }
+
+ private:
+  std::unique_ptr<SnapshotReader> reader_;
+  std::unique_ptr<SnapshotReader::Cursor> cursor_;
+};
+
+using OpenAll = std::function<Result<std::unique_ptr<CellCursor>>()>;
 
 }  // namespace
 
@@ -33,7 +44,7 @@ Result<std::unique_ptr<BlobPayloadSource>> BlobPayloadSource::Open(
 }
 
 Result<std::vector<SheetEdit>> EditsOfEntries(const std::vector<EntryRecord>& entries,
-                                              BlobStore* blobs) {
+                                              BlobStore* blobs, bool resolve_imports) {
   std::vector<SheetEdit> edits;
   edits.reserve(entries.size());
   for (const EntryRecord& e : entries) {
@@ -55,7 +66,8 @@ Result<std::vector<SheetEdit>> EditsOfEntries(const std::vector<EntryRecord>& en
       return Internal("entry " + std::to_string(e.seq) +
                       " no longer parses: " + edit.status().message());
     }
-    if (auto* import = std::get_if<ImportEdit>(&*edit); import && e.external) {
+    if (auto* import = std::get_if<ImportEdit>(&*edit);
+        import && e.external && resolve_imports) {
       ASSIGN_OR_RETURN(std::unique_ptr<BlobPayloadSource> payload,
                        BlobPayloadSource::Open(blobs, *e.external));
       Result<ImportedCells> cells = ReadImportedCells(*import, *payload);
@@ -70,6 +82,67 @@ Result<std::vector<SheetEdit>> EditsOfEntries(const std::vector<EntryRecord>& en
   return edits;
 }
 
+Result<SheetPlan> PlanSheet(BlobStore* blobs, std::optional<std::string> previous_root,
+                            const std::vector<EntryRecord>& entries) {
+  ASSIGN_OR_RETURN(std::vector<SheetEdit> edits,
+                   EditsOfEntries(entries, blobs, /*resolve_imports=*/false));
+  SheetPlan plan;
+  plan.previous_root = std::move(previous_root);
+  // The sheet before the edits in plan.delta, opened from its first cell.
+  OpenAll open_base;
+  if (plan.previous_root) {
+    open_base = [blobs,
+                 root = *plan.previous_root]() -> Result<std::unique_ptr<CellCursor>> {
+      ASSIGN_OR_RETURN(std::unique_ptr<SnapshotReader> reader,
+                       SnapshotReader::Open(blobs, root));
+      return std::unique_ptr<CellCursor>(new SnapshotScan(std::move(reader)));
+    };
+  } else {
+    open_base = []() -> Result<std::unique_ptr<CellCursor>> { return EmptyCursor(); };
+  }
+  for (size_t i = 0; i < edits.size(); ++i) {
+    const auto* import = std::get_if<ImportEdit>(&edits[i]);
+    if (import == nullptr || !entries[i].external) {
+      plan.delta.Apply(edits[i]);
+      continue;
+    }
+    OpenAll open_import = [blobs, key = *entries[i].external,
+                           edit = *import]() -> Result<std::unique_ptr<CellCursor>> {
+      ASSIGN_OR_RETURN(std::unique_ptr<BlobPayloadSource> payload,
+                       BlobPayloadSource::Open(blobs, key));
+      return OpenImportCursor(edit, std::move(payload));
+    };
+    if (import->mode == ImportEdit::Mode::kReplace) {
+      open_base = std::move(open_import);
+    } else {
+      auto before = std::make_shared<const SheetDelta>(std::move(plan.delta));
+      open_base = [open_before = std::move(open_base), before,
+                   open_import =
+                       std::move(open_import)]() -> Result<std::unique_ptr<CellCursor>> {
+        ASSIGN_OR_RETURN(std::unique_ptr<CellCursor> sheet, open_before());
+        ASSIGN_OR_RETURN(std::unique_ptr<CellCursor> imported, open_import());
+        return MergeCursors(ApplyDelta(std::move(sheet), before), std::move(imported));
+      };
+    }
+    plan.delta = SheetDelta();
+    plan.base_name = "imports through seq " + std::to_string(entries[i].seq) + " over " +
+                     plan.previous_root.value_or("the empty sheet");
+  }
+  if (!plan.base_name.empty()) plan.base = SkippingSource(std::move(open_base));
+  return plan;
+}
+
+std::unique_ptr<SnapshotBuilder> NewSnapshotBuilder(BlobStore* blobs, SnapshotId id,
+                                                    const SheetPlan& plan,
+                                                    SnapshotBuilder::Options options) {
+  if (plan.base) {
+    return std::make_unique<SnapshotBuilder>(blobs, std::move(id), plan.base,
+                                             plan.base_name, plan.delta, options);
+  }
+  return std::make_unique<SnapshotBuilder>(blobs, std::move(id), plan.previous_root,
+                                           plan.delta, options);
+}
+
 SnapshotBuildFactory MakeSnapshotBuildFactory(BlobStore* blobs,
                                               SnapshotBuilder::Options options) {
   return [blobs, options](
@@ -77,22 +150,17 @@ SnapshotBuildFactory MakeSnapshotBuildFactory(BlobStore* blobs,
              const std::optional<std::string>& previous_root,
              const std::vector<EntryRecord>& entries_since,
              const nlohmann::json& checkpoint) -> Result<std::unique_ptr<SnapshotBuild>> {
-    ASSIGN_OR_RETURN(std::vector<SheetEdit> edits, EditsOfEntries(entries_since, blobs));
-    SheetDelta delta;
-    for (SheetEdit& edit : edits) {
-      delta.Apply(edit);
-      edit = SkippedEdit{};  // an import's cells now live in the delta: free the copy
-    }
+    ASSIGN_OR_RETURN(SheetPlan plan, PlanSheet(blobs, previous_root, entries_since));
     SnapshotId id{job.sheet_id, job.segment, job.entry, job_seq};
     auto build =
-        std::make_unique<StreamingBuild>(blobs, id, previous_root, delta, options);
+        std::make_unique<StreamingBuild>(NewSnapshotBuilder(blobs, id, plan, options));
     if (!checkpoint.is_null()) {
       Status resumed = build->Resume(checkpoint);
       if (resumed.code() == StatusCode::kInvalidArgument) {
         // A checkpoint from another layout or a damaged one: starting over is always
         // safe, it rewrites the same objects.
-        build = std::make_unique<StreamingBuild>(blobs, id, previous_root,
-                                                 std::move(delta), options);
+        build = std::make_unique<StreamingBuild>(
+            NewSnapshotBuilder(blobs, std::move(id), plan, options));
       } else {
         RETURN_IF_ERROR(resumed);
       }

@@ -18,7 +18,7 @@ AxisSpans SourceSpans(const AxisMap& map, int64_t lo, int64_t hi) {
 
 }  // namespace
 
-Result<std::vector<PlacedCell>> CellsInRange(const SnapshotReader* snapshot,
+Result<std::vector<PlacedCell>> CellsInRange(const RegionReader* snapshot,
                                              const SheetDelta& delta,
                                              const CellRange& range) {
   // Older cells that land in the range, mapped to their new positions (still sorted:
@@ -62,12 +62,69 @@ Result<std::vector<PlacedCell>> CellsInRange(const SnapshotReader* snapshot,
   return out;
 }
 
-Result<std::vector<PlacedCell>> CellsInRange(const SnapshotReader* snapshot,
+Result<std::vector<PlacedCell>> CellsInRange(const RegionReader* snapshot,
                                              const std::vector<SheetEdit>& edits_after,
                                              const CellRange& range) {
   SheetDelta delta;
   for (const SheetEdit& edit : edits_after) delta.Apply(edit);
   return CellsInRange(snapshot, delta, range);
+}
+
+Result<std::vector<PlacedCell>> StreamRegionReader::ReadRegion(
+    const AxisSpans& rows, const AxisSpans& cols) const {
+  std::vector<PlacedCell> out;
+  if (rows.empty() || cols.empty()) return out;
+  const int64_t first_row = rows.spans().front().first;
+  const int64_t last_row = rows.spans().back().second;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!cursor_ || read_through_row_ >= first_row) {
+    pending_.reset();
+    read_through_row_ = 0;
+    std::optional<CellRef> after;
+    if (first_row > 1) after = CellRef{first_row - 1, kMaxColumn};
+    Result<std::unique_ptr<CellCursor>> opened = source_(after);
+    if (!opened.ok()) return opened.status();
+    cursor_ = std::move(opened).value();
+  }
+  while (true) {
+    PlacedCell cell;
+    if (pending_) {
+      cell = std::move(*pending_);
+      pending_.reset();
+    } else {
+      Result<bool> more = cursor_->Next(&cell);
+      if (!more.ok()) {
+        cursor_.reset();
+        return more.status();
+      }
+      if (!*more) break;
+    }
+    if (cell.ref.row > last_row) {
+      pending_ = std::move(cell);
+      break;
+    }
+    if (rows.Contains(cell.ref.row) && cols.Contains(cell.ref.col)) {
+      out.push_back(std::move(cell));
+    }
+  }
+  read_through_row_ = last_row;
+  return out;
+}
+
+Result<CellRef> StreamRegionReader::Extent() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (extent_) return *extent_;
+  ASSIGN_OR_RETURN(std::unique_ptr<CellCursor> cursor, source_(std::nullopt));
+  CellRef extent{0, 0};
+  PlacedCell cell;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, cursor->Next(&cell));
+    if (!more) break;
+    extent.row = std::max(extent.row, cell.ref.row);
+    extent.col = std::max(extent.col, cell.ref.col);
+  }
+  extent_ = extent;
+  return extent;
 }
 
 Result<Sheet::RangeValues> RangeValuesOf(const CellRange& range,

@@ -79,29 +79,38 @@ Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blo
                 " were truncated and no retained snapshot at or before seq " +
                 std::to_string(view->at_seq_) + " covers them");
   }
+  std::optional<std::string> base_root;
   if (base) {
     view->snapshot_seq_ = base->seq;
-    ASSIGN_OR_RETURN(view->snapshot_, SnapshotReader::Open(blobs, *base->snapshot_root));
+    base_root = *base->snapshot_root;
   }
-  ASSIGN_OR_RETURN(std::vector<SheetEdit> edits, EditsOfEntries(entries, blobs));
-  for (SheetEdit& edit : edits) {
-    view->delta_.Apply(edit);
-    edit = SkippedEdit{};  // an import's cells now live in the delta: free the copy
+  ASSIGN_OR_RETURN(SheetPlan plan, PlanSheet(blobs, base_root, entries));
+  if (plan.base) {
+    view->stream_ = std::make_unique<StreamRegionReader>(std::move(plan.base));
+  } else if (plan.previous_root) {
+    ASSIGN_OR_RETURN(view->snapshot_, SnapshotReader::Open(blobs, *plan.previous_root));
   }
+  view->delta_ = std::move(plan.delta);
   view->entries_applied_ = static_cast<int64_t>(entries.size());
   return view;
 }
 
 Result<std::vector<PlacedCell>> SheetView::Cells(const CellRange& range) const {
+  if (stream_) return CellsInRange(stream_.get(), delta_, range);
   return CellsInRange(snapshot_.get(), delta_, range);
 }
 
-CellRef SheetView::Bound() const {
+Result<CellRef> SheetView::Bound() const {
+  CellRef base{0, 0};
+  if (stream_) {
+    ASSIGN_OR_RETURN(base, stream_->Extent());
+  } else if (snapshot_) {
+    base = CellRef{snapshot_->manifest().rows, snapshot_->manifest().cols};
+  }
   CellRef bound{0, 0};
-  if (snapshot_ && !delta_.replaced()) {
-    const SnapshotManifest& manifest = snapshot_->manifest();
-    bound.row = ForwardBound(delta_.transform().rows(), manifest.rows);
-    bound.col = ForwardBound(delta_.transform().columns(), manifest.cols);
+  if (!delta_.replaced()) {
+    bound.row = ForwardBound(delta_.transform().rows(), base.row);
+    bound.col = ForwardBound(delta_.transform().columns(), base.col);
   }
   for (const auto& [row, cells] : delta_.overlay().rows()) {
     if (cells.empty()) continue;

@@ -2,7 +2,8 @@
 // snapshot at or before that seq plus the entries between them, held as a SheetDelta.
 // Nothing is materialized: each read maps its range back through the delta and fetches
 // only the snapshot chunks that cover it (see cells_at.h), so a view of a sheet of any
-// size costs memory in proportion to the entries after its snapshot.
+// size costs memory in proportion to the entries after its snapshot. An Import among
+// those entries is streamed from its file (PlanSheet), never held.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "src/log/event_log.h"
 #include "src/sheet/a1.h"
 #include "src/sheet/delta.h"
+#include "src/snapshot/cells_at.h"
 #include "src/snapshot/snapshot_reader.h"
 
 namespace sheetlog {
@@ -43,8 +45,9 @@ class SheetView {
 
   // A cell position no cell lies beyond: every cell's row <= bound.row and column <=
   // bound.col. {0, 0} when the sheet is certainly empty. Cheap: from the snapshot's
-  // manifest pushed through the row/column inserts, and the overlay.
-  CellRef Bound() const;
+  // manifest pushed through the row/column inserts, and the overlay; over an Import
+  // after the snapshot, the first call reads the imported file once.
+  Result<CellRef> Bound() const;
 
  private:
   SheetView() = default;
@@ -52,7 +55,10 @@ class SheetView {
   int64_t at_seq_ = 0;
   std::optional<int64_t> snapshot_seq_;
   int64_t entries_applied_ = 0;
+  // The base the delta applies to: the snapshot, or (when an Import follows it) the
+  // stream PlanSheet makes; null for the empty sheet.
   std::unique_ptr<SnapshotReader> snapshot_;
+  std::unique_ptr<StreamRegionReader> stream_;
   SheetDelta delta_;
 };
 

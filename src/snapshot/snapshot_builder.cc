@@ -36,15 +36,34 @@ bool RefFromJson(const json& j, std::optional<CellRef>* ref) {
 SnapshotBuilder::SnapshotBuilder(BlobStore* store, SnapshotId id,
                                  std::optional<std::string> previous_root,
                                  SheetDelta delta, Options options)
+    : SnapshotBuilder(store, std::move(id), std::move(previous_root), nullptr, "",
+                      std::move(delta), std::move(options)) {}
+
+SnapshotBuilder::SnapshotBuilder(BlobStore* store, SnapshotId id, CellSource base,
+                                 std::string base_name, SheetDelta delta, Options options)
+    : SnapshotBuilder(store, std::move(id), std::nullopt, std::move(base),
+                      std::move(base_name), std::move(delta), std::move(options)) {}
+
+SnapshotBuilder::SnapshotBuilder(BlobStore* store, SnapshotId id,
+                                 std::optional<std::string> previous_root,
+                                 CellSource base, std::string base_name, SheetDelta delta,
+                                 Options options)
     : store_(store),
       id_(std::move(id)),
       previous_root_(std::move(previous_root)),
+      base_(std::move(base)),
+      base_name_(std::move(base_name)),
       delta_(std::move(delta)),
       options_(std::move(options)),
       encoder_(options_.layout) {
   manifest_.id = id_;
   manifest_.layout = options_.layout;
   overlay_row_ = delta_.overlay().rows().end();
+}
+
+json SnapshotBuilder::InputJson() const {
+  if (base_) return json{{"base", base_name_}};
+  return previous_root_ ? json(*previous_root_) : json(nullptr);
 }
 
 Status SnapshotBuilder::Start() {
@@ -59,8 +78,12 @@ Status SnapshotBuilder::Start() {
 
 Status SnapshotBuilder::OpenPrevious() {
   // A replacing import drops every older cell: the previous snapshot is not needed.
-  if (!previous_root_ || delta_.replaced()) {
+  if ((!previous_root_ && !base_) || delta_.replaced()) {
     input_done_ = true;
+    return Status::OK();
+  }
+  if (base_) {
+    ASSIGN_OR_RETURN(cursor_, base_(input_after_));
     return Status::OK();
   }
   ASSIGN_OR_RETURN(previous_, SnapshotReader::Open(store_, *previous_root_));
@@ -208,7 +231,7 @@ json SnapshotBuilder::Checkpoint() const {
                 {"entry", id_.entry},
                 {"seq", id_.seq}}},
               {"layout", options_.layout.Name()},
-              {"previous", previous_root_ ? json(*previous_root_) : json(nullptr)},
+              {"previous", InputJson()},
               {"chunks", manifest_.chunks.size()},
               {"input_after", RefToJson(input_after_)},
               {"overlay_after", RefToJson(overlay_after_)},
@@ -232,8 +255,7 @@ Status SnapshotBuilder::Resume(const json& checkpoint) {
   if (checkpoint.value("layout", json()) != options_.layout.Name()) {
     return bad("was written with another layout");
   }
-  const json previous = previous_root_ ? json(*previous_root_) : json(nullptr);
-  if (checkpoint.value("previous", json()) != previous) {
+  if (checkpoint.value("previous", json()) != InputJson()) {
     return bad("starts from another previous snapshot");
   }
   const json chunks = checkpoint.value("chunks", json());

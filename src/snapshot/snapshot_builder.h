@@ -58,6 +58,12 @@ class SnapshotBuilder {
   SnapshotBuilder(BlobStore* store, SnapshotId id,
                   std::optional<std::string> previous_root, SheetDelta delta,
                   Options options);
+  // The same over any sorted cells instead of a previous snapshot (an imported file,
+  // or a combination: see build_factory.h). `base_name` stands for them in
+  // checkpoints: a checkpoint resumes only a builder with the same name, so it must
+  // name exactly these cells.
+  SnapshotBuilder(BlobStore* store, SnapshotId id, CellSource base, std::string base_name,
+                  SheetDelta delta, Options options);
   SnapshotBuilder(const SnapshotBuilder&) = delete;
   SnapshotBuilder& operator=(const SnapshotBuilder&) = delete;
 
@@ -87,7 +93,8 @@ class SnapshotBuilder {
   // Manifest of what has been written so far (complete after Finish).
   const SnapshotManifest& manifest() const { return manifest_; }
   int64_t chunks_written() const { return static_cast<int64_t>(manifest_.chunks.size()); }
-  // The previous snapshot's reader (after the first call), for its fetch counters.
+  // The previous snapshot's reader (after the first call; null when built over a
+  // CellSource), for its fetch counters.
   const SnapshotReader* previous() const { return previous_.get(); }
 
  private:
@@ -98,6 +105,9 @@ class SnapshotBuilder {
     bool takes_overlay = false;        // it consumes the current overlay write
   };
 
+  SnapshotBuilder(BlobStore* store, SnapshotId id,
+                  std::optional<std::string> previous_root, CellSource base,
+                  std::string base_name, SheetDelta delta, Options options);
   Status Start();
   Status OpenPrevious();
   void SeekOverlay();
@@ -106,10 +116,14 @@ class SnapshotBuilder {
   Result<const Candidate*> Peek();
   void Take();
   Result<ChunkInfo> ReadChunkInfo(int64_t index) const;
+  // What checkpoints record as the input: the previous root, the base's name or null.
+  nlohmann::json InputJson() const;
 
   BlobStore* const store_;
   const SnapshotId id_;
   const std::optional<std::string> previous_root_;
+  const CellSource base_;  // null: the previous snapshot is the input
+  const std::string base_name_;
   const SheetDelta delta_;
   const Options options_;
 
@@ -118,9 +132,9 @@ class SnapshotBuilder {
   SnapshotManifest manifest_;  // chunks written so far
   ChunkEncoder encoder_;
 
-  // Input: the previous snapshot, positioned after input_after_.
+  // Input: the previous snapshot or the base, positioned after input_after_.
   std::unique_ptr<SnapshotReader> previous_;
-  std::unique_ptr<SnapshotReader::Cursor> cursor_;
+  std::unique_ptr<CellCursor> cursor_;
   std::optional<CellRef> input_after_;  // last input cell consumed (input positions)
   bool input_done_ = false;
   std::optional<PlacedCell> input_head_;  // next surviving input cell, mapped

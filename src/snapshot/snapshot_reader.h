@@ -14,6 +14,7 @@
 #include "emulator/blob/blob_store.h"
 #include "emulator/status.h"
 #include "src/sheet/a1.h"
+#include "src/sheet/cell_cursor.h"
 #include "src/sheet/sheet_edit.h"
 #include "src/snapshot/chunk_codec.h"
 #include "src/snapshot/snapshot_layout.h"
@@ -43,7 +44,17 @@ class AxisSpans {
   std::vector<std::pair<int64_t, int64_t>> spans_;
 };
 
-class SnapshotReader {
+// Reads the cells of a region of a sheet (a snapshot's, or a stream's: cells_at.h).
+class RegionReader {
+ public:
+  virtual ~RegionReader() = default;
+  // The cells whose row lies in `rows` and whose column lies in `cols`, in row-major
+  // order.
+  virtual Result<std::vector<PlacedCell>> ReadRegion(const AxisSpans& rows,
+                                                     const AxisSpans& cols) const = 0;
+};
+
+class SnapshotReader : public RegionReader {
  public:
   // Fetches and parses the root manifest at `root_key`. NotFound if there is no such
   // object; InvalidArgument if it is not a manifest of a known version; blob store
@@ -63,19 +74,19 @@ class SnapshotReader {
   // rectangles, as a range maps back through inserts and deletes), in row-major order,
   // fetching as ReadRange does: one ranged GET per chunk with a tile meeting the region.
   Result<std::vector<PlacedCell>> ReadRegion(const AxisSpans& rows,
-                                             const AxisSpans& cols) const;
+                                             const AxisSpans& cols) const override;
 
   // A forward cursor over the cells after a position, in row-major order. Holds one
   // chunk object at a time (fetched whole, checksum verified). Not thread-safe; the
   // reader must outlive it.
-  class Cursor {
+  class Cursor : public CellCursor {
    public:
     Cursor(const Cursor&) = delete;
     Cursor& operator=(const Cursor&) = delete;
 
     // The next cell into *cell: true, or false at the end. Errors: a missing chunk
     // (NotFound) or a damaged one (InvalidArgument); every later call fails too.
-    Result<bool> Next(PlacedCell* cell);
+    Result<bool> Next(PlacedCell* cell) override;
 
    private:
     friend class SnapshotReader;
