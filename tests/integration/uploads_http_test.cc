@@ -227,21 +227,11 @@ TEST_F(UploadsHttpTest, CrashAfterEntryBeforeUntagIsRepairedByTheRetriedSideEffe
   (void)r;
 }
 
-// Peak resident memory of a process, from /proc (kB).
-int64_t PeakRssKb(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  }
-  return -1;
-}
-
 TEST_F(UploadsHttpTest, FiftyMegabyteUploadStreamsWithoutHoldingItInMemory) {
   std::string sheet = NewSheet();
   JsonResponse created =
       Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});
-  const int64_t before = PeakRssKb(server_->pid());
+  const int64_t before = server_->PeakRssKb();
   constexpr size_t kSize = 50u << 20;
   std::string chunk(1 << 16, 'z');
   size_t sent = 0;
@@ -257,7 +247,7 @@ TEST_F(UploadsHttpTest, FiftyMegabyteUploadStreamsWithoutHoldingItInMemory) {
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200) << res->body;
   EXPECT_EQ(json::parse(res->body)["size"], kSize);
-  const int64_t after = PeakRssKb(server_->pid());
+  const int64_t after = server_->PeakRssKb();
   // The body streamed to disk: the peak grew by far less than 50 MB.
   EXPECT_LT(after - before, 20 * 1024)
       << "peak RSS " << before << " kB -> " << after << " kB";

@@ -57,6 +57,19 @@ bool ServerProcess::Start() {
     args.push_back(options_.token);
   }
   for (const auto& e : options_.extra) args.push_back(e);
+  // The environment, built before fork (the child only execs).
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& [key, value] : options_.env) replaced |= key == name;
+    if (!replaced) env.push_back(entry);
+  }
+  for (const auto& [key, value] : options_.env) env.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
 
   pid_t pid = fork();
   if (pid < 0) {
@@ -72,7 +85,7 @@ bool ServerProcess::Start() {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    execv(argv[0], argv.data());
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   pid_ = pid;
@@ -142,6 +155,15 @@ httplib::Client ServerProcess::Client() const {
 }
 
 std::string ServerProcess::Log() const { return ReadFile(log_path_); }
+
+int64_t ServerProcess::PeakRssKb() const {
+  std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
 
 bool Eventually(const std::function<bool()>& condition, int real_seconds) {
   time_t deadline = time(nullptr) + real_seconds;

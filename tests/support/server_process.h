@@ -30,6 +30,8 @@ struct ServerOptions {
   bool in_memory = false;
   std::vector<std::string> extra;  // more `serve` flags
   std::string token;
+  // Environment variables set (or replaced) for the server, e.g. ASAN_OPTIONS.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 class ServerProcess {
@@ -53,6 +55,8 @@ class ServerProcess {
   httplib::Client Client() const;
   // The server's stderr so far.
   std::string Log() const;
+  // The server's peak resident memory so far (VmHWM, kB), or -1.
+  int64_t PeakRssKb() const;
 
  private:
   ServerOptions options_;
