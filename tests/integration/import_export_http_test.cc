@@ -173,6 +173,50 @@ TEST_F(ImportExportHttpTest, GnumericCsvAndXlsxImportGiveTheCellsTheToolsRead) {
   ExpectSameValues(Cells(xlsx_sheet, "A1:D4"), ValuesOf(theirs));
 }
 
+// LibreOffice (soffice --headless --convert-to): it saves openpyxl's workbook as its own
+// XLSX and CSV; each imports as the cells LibreOffice itself reads from it.
+TEST_F(ImportExportHttpTest, LibreOfficeXlsxAndCsvImportGiveTheCellsLibreOfficeReads) {
+  if (!HaveProgram("soffice")) GTEST_SKIP() << "LibreOffice (soffice) is not installed";
+  const std::string source = dir_.File("source.xlsx");
+  json cells = ToolCells();
+  cells["D4"] = {{"value", -12.375}};
+  ASSERT_EQ(OpenpyxlWrite(source, cells), "");
+  const std::string out = dir_.File("libreoffice");
+  ASSERT_EQ(LibreOfficeConvert(source, "xlsx:Calc MS Excel 2007 XML", out), "");
+  ASSERT_EQ(LibreOfficeConvert(source, "csv:Text - txt - csv (StarCalc):44,34,76", out),
+            "");
+
+  std::string error;
+  json theirs = LibreOfficeRead(out + "/source.xlsx", &error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(theirs["C3"]["value"], "=B2*2");
+  const std::string xlsx_sheet = NewSheet();
+  ASSERT_EQ(Import(xlsx_sheet, ReadFileBytes(out + "/source.xlsx"), {{"format", "xlsx"}})
+                .status,
+            201);
+  ExpectSameValues(Cells(xlsx_sheet, "A1:D4"), ValuesOf(theirs));
+
+  // The CSV holds LibreOffice's text as shown ("50.0%"), quoted where RFC 4180 needs
+  // it: each field typed by our documented rules is what we hold.
+  const std::string csv_bytes = ReadFileBytes(out + "/source.csv");
+  std::map<std::string, json> expected_csv;
+  CsvParser parser([&](const CellRef& ref, Cell cell) {
+    expected_csv[FormatCellRef(ref)] = cell.value.ToJson();
+    return Status::OK();
+  });
+  ASSERT_TRUE(parser.Feed(csv_bytes).ok());
+  ASSERT_TRUE(parser.Finish().ok());
+  EXPECT_EQ(expected_csv["A2"], "Z\u00fcrich, CH");
+  EXPECT_EQ(expected_csv["A3"], "line\nbreak");
+  EXPECT_EQ(expected_csv["B2"], 421878);
+  EXPECT_EQ(expected_csv["B3"], true);
+  EXPECT_EQ(expected_csv["C2"], "50.0%");  // a percentage stays text (csv.h)
+  EXPECT_EQ(expected_csv["D4"], -12.375);
+  const std::string csv_sheet = NewSheet();
+  ASSERT_EQ(Import(csv_sheet, csv_bytes, {{"format", "csv"}}).status, 201);
+  ExpectSameValues(Cells(csv_sheet, "A1:D4"), expected_csv);
+}
+
 TEST_F(ImportExportHttpTest, PythonCsvWithEveryQuotingCaseImports) {
   const std::string path = dir_.File("py.csv");
   const std::string program = dir_.File("write_csv.py");
@@ -358,7 +402,7 @@ TEST_F(BoundedImportTest, PeakMemoryDoesNotGrowWithTheImportedFile) {
   EXPECT_LT(large, 48 * 1024);
 }
 
-TEST_F(ImportExportHttpTest, XlsxExportReadsBackInOpenpyxlAndGnumeric) {
+TEST_F(ImportExportHttpTest, XlsxExportReadsBackInOpenpyxlGnumericAndLibreOffice) {
   const std::string sheet = NewSheet();
   ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/entries",
                  {{"type", "SetCells"},
@@ -393,6 +437,20 @@ TEST_F(ImportExportHttpTest, XlsxExportReadsBackInOpenpyxlAndGnumeric) {
   // Gnumeric renders the date by its own reading of the format (2024/01/15 here).
   EXPECT_NE(text.find("\"comma, \"\"quote\"\"\",2024"), std::string::npos) << text;
   EXPECT_NE(text.find(",,,-1E-07"), std::string::npos) << text;
+
+  if (!HaveProgram("soffice")) GTEST_SKIP() << "LibreOffice (soffice) is not installed";
+  json libreoffice = LibreOfficeRead(path, &error);
+  ASSERT_EQ(error, "");
+  std::map<std::string, json> ours = Cells(sheet, "A1:D3");
+  // LibreOffice keeps a boolean as a formula TRUE() (it has no boolean cell type).
+  EXPECT_EQ(libreoffice["C1"]["value"], "=TRUE()");
+  // and writes a date as a date even among raw values: day 45306 with our format.
+  EXPECT_EQ(libreoffice["B2"]["value"], "2024-01-15");
+  for (const char* ref : {"C1", "B2"}) {
+    libreoffice.erase(ref);
+    ours.erase(ref);
+  }
+  ExpectSameValues(ours, ValuesOf(libreoffice));
 }
 
 TEST_F(ImportExportHttpTest, EmptySheetExportsAnEmptyWorkbook) {

@@ -152,6 +152,57 @@ std::string Ssconvert(const std::string& from, const std::string& to) {
                      : "ssconvert failed (" + std::to_string(status) + "): " + output;
 }
 
+std::string LibreOfficeConvert(const std::string& from, const std::string& filter,
+                               const std::string& out_dir) {
+  std::string output;
+  int status = RunShell("soffice -env:UserInstallation=file://" + out_dir +
+                            "/.lo-profile --headless --convert-to " + Quote(filter) +
+                            " --outdir " + Quote(out_dir) + " " + Quote(from),
+                        &output);
+  return status == 0 ? "" : "soffice failed (" + std::to_string(status) + "): " + output;
+}
+
+constexpr const char* kLibreOfficeCsvProgram = R"PY(
+import csv, json, re, sys
+def name(row, col):
+    letters = ""
+    while col:
+        col, rem = divmod(col - 1, 26)
+        letters = chr(65 + rem) + letters
+    return letters + str(row)
+out = {}
+with open(sys.argv[1], newline="", encoding="utf-8") as f:
+    for r, fields in enumerate(csv.reader(f), start=1):
+        for c, text in enumerate(fields, start=1):
+            if text == "":
+                continue
+            value = text
+            if not text.startswith("="):
+                number = re.fullmatch(r"-?[0-9]+(\.[0-9]+)?(E[+-]?[0-9]+)?(%?)", text)
+                if number:
+                    value = float(text.rstrip("%")) / (100 if number.group(3) else 1)
+                    if value == int(value) and abs(value) < 2**53:
+                        value = int(value)
+            out[name(r, c)] = {"value": value}
+print(json.dumps(out))
+)PY";
+
+nlohmann::json LibreOfficeRead(const std::string& path, std::string* error) {
+  TempDir dir;
+  *error = LibreOfficeConvert(
+      path, "csv:Text - txt - csv (StarCalc):44,34,76,1,,1033,false,false,false,true",
+      dir.path());
+  if (!error->empty()) return nullptr;
+  std::string stem = path.substr(path.find_last_of('/') + 1);
+  stem = stem.substr(0, stem.find_last_of('.'));
+  std::string output;
+  *error = RunPython(kLibreOfficeCsvProgram, dir.File(stem + ".csv"), &output);
+  if (!error->empty()) return nullptr;
+  nlohmann::json parsed = nlohmann::json::parse(output, nullptr, false);
+  if (parsed.is_discarded()) *error = "the CSV reader printed no JSON: " + output;
+  return parsed;
+}
+
 std::string PythonZip(const std::string& path, const nlohmann::json& parts) {
   TempDir dir;
   WriteFileBytes(dir.File("spec.json"),

@@ -38,6 +38,17 @@ nlohmann::json OpenpyxlRead(const std::string& path, const std::string& sheet,
 // ssconvert `from` `to` (the format from the names). Returns "" or the error.
 std::string Ssconvert(const std::string& from, const std::string& to);
 
+// LibreOffice: `soffice --headless --convert-to <filter> --outdir <out_dir> <from>`,
+// with a profile of its own under out_dir (so parallel tests do not share one).
+// Returns "" or the error; the result is out_dir/<from's stem>.<filter's extension>.
+std::string LibreOfficeConvert(const std::string& from, const std::string& filter,
+                               const std::string& out_dir);
+// The cells LibreOffice reads from a spreadsheet file, as {"B2": {"value": v}}: it
+// writes them as CSV of raw values with formulas as text (filter options
+// 44,34,76,1,,1033,false,false,false,true), read here field by field: "=..." stays a
+// formula's text, numbers become numbers ("50%" is 0.5, as LibreOffice writes a
+// percentage even raw), anything else a string. Sets *error on failure.
+nlohmann::json LibreOfficeRead(const std::string& path, std::string* error);
 // A zip written by Python's zipfile: {"name": "content", ...}. Returns "" or the error.
 std::string PythonZip(const std::string& path, const nlohmann::json& parts);
 
