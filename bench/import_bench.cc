@@ -7,7 +7,10 @@
 // writer). Each case then runs in its own forked child, so its peak RSS (VmHWM of
 // /proc/self/status) is its own:
 //   validate    ReadImportPayload counting cells: what Complete runs (streams the file)
-//   resolve     ReadImportedCells: the list of cells the reducer applies
+//   resolve     ReadImportedCells: the list of cells whole-sheet replays apply
+//   stream      OpenImportCursor drained: how snapshot builds and reads take an import
+//   snapshot    a replace Import's next snapshot built from the blob (PlanSheet +
+//               SnapshotBuilder, default 1 MiB chunks, blob store without fsync)
 //   export      the same 10^6 cells written as CSV text / an XLSX file
 // The file is read through a PayloadSource over the file (pread), as the server reads
 // a blob. Record results in bench/README.md with the date and machine.
@@ -22,10 +25,13 @@
 #include <sstream>
 #include <string>
 
+#include "emulator/blob/blob_store.h"
+#include "emulator/env/clock.h"
 #include "emulator/env/scratch_file.h"
 #include "src/sheet/csv.h"
 #include "src/sheet/import_file.h"
 #include "src/sheet/xlsx.h"
+#include "src/snapshot/build_factory.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -125,16 +131,70 @@ void InChild(const std::function<void()>& body) {
   waitpid(pid, &status, 0);
 }
 
+enum class Read { kValidate, kResolve, kStream, kSnapshot };
+
+std::unique_ptr<BlobStore> OpenBlobs(const std::string& root) {
+  BlobStoreOptions options;
+  options.root = root;
+  options.sync = false;
+  auto store = BlobStore::Open(options, SystemClock::Default());
+  Require(store.status(), "blob store");
+  return std::move(store).value();
+}
+
+// The file as a blob (put from the parent, so the children start small).
+void PutBlob(const std::string& root, const std::string& key, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  Require(OpenBlobs(root)->Put(key, bytes.str()).status(), "put " + key);
+}
+
+// A replace Import of blob `key`'s file, built into a snapshot: its cells.
+int64_t BuildSnapshot(const std::string& blob_root, const std::string& key,
+                      const ImportEdit& edit) {
+  std::unique_ptr<BlobStore> blobs = OpenBlobs(blob_root);
+  EntryRecord entry;
+  entry.seq = 1;
+  entry.type = "Import";
+  entry.body = EncodeEditBody(edit).dump();
+  entry.external = key;
+  auto plan = PlanSheet(blobs.get(), std::nullopt, {entry});
+  Require(plan.status(), "plan");
+  auto builder = NewSnapshotBuilder(blobs.get(), SnapshotId{"bench-sheet", 0, 1, 1},
+                                    *plan, SnapshotBuilder::Options{});
+  while (true) {
+    Result<bool> done = builder->WriteNextChunk();
+    Require(done.status(), "build");
+    if (*done) break;
+  }
+  Require(builder->Finish().status(), "finish");
+  return builder->manifest().cells;
+}
+
 void ImportCase(const char* name, const std::string& path, ImportEdit::Format format,
-                bool resolve) {
+                Read read, const std::string& blob_root = "",
+                const std::string& key = "") {
   InChild([&] {
     FileSource source(path);
     ImportEdit edit;
     edit.format = format;
+    edit.at = {1, 1};
     const int64_t rss_before = StatusKb("VmRSS");
     const auto start = Clock::now();
     int64_t cells = 0;
-    if (resolve) {
+    if (read == Read::kSnapshot) {
+      cells = BuildSnapshot(blob_root, key, edit);
+    } else if (read == Read::kStream) {
+      auto cursor = OpenImportCursor(edit, std::make_unique<FileSource>(path));
+      PlacedCell cell;
+      while (true) {
+        Result<bool> more = cursor->Next(&cell);
+        Require(more.status(), name);
+        if (!*more) break;
+        ++cells;
+      }
+    } else if (read == Read::kResolve) {
       Result<ImportedCells> list = ReadImportedCells(edit, source);
       Require(list.status(), name);
       cells = static_cast<int64_t>(list->size());
@@ -224,10 +284,19 @@ int Main() {
   std::printf(
       "| case | file | cells | time | MB/s | cells/s | RSS before | peak RSS |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
-  ImportCase("csv validate", csv, ImportEdit::Format::kCsv, false);
-  ImportCase("csv resolve", csv, ImportEdit::Format::kCsv, true);
-  ImportCase("xlsx validate", xlsx, ImportEdit::Format::kXlsx, false);
-  ImportCase("xlsx resolve", xlsx, ImportEdit::Format::kXlsx, true);
+  const std::string blobs = dir.File("blobs");
+  PutBlob(blobs, "payload/cells.csv", csv);
+  PutBlob(blobs, "payload/cells.xlsx", xlsx);
+  ImportCase("csv validate", csv, ImportEdit::Format::kCsv, Read::kValidate);
+  ImportCase("csv resolve", csv, ImportEdit::Format::kCsv, Read::kResolve);
+  ImportCase("csv stream", csv, ImportEdit::Format::kCsv, Read::kStream);
+  ImportCase("csv -> snapshot", csv, ImportEdit::Format::kCsv, Read::kSnapshot, blobs,
+             "payload/cells.csv");
+  ImportCase("xlsx validate", xlsx, ImportEdit::Format::kXlsx, Read::kValidate);
+  ImportCase("xlsx resolve", xlsx, ImportEdit::Format::kXlsx, Read::kResolve);
+  ImportCase("xlsx stream", xlsx, ImportEdit::Format::kXlsx, Read::kStream);
+  ImportCase("xlsx -> snapshot", xlsx, ImportEdit::Format::kXlsx, Read::kSnapshot, blobs,
+             "payload/cells.xlsx");
   ExportCase("csv export", false);
   ExportCase("xlsx export", true);
   return 0;

@@ -201,6 +201,7 @@ void RegisterSpreadsheetRoutes(Router& router, App& app) {
              {"at_seq", view->at_seq()},
              {"rows", ValueRows(values.values)}};
     if (values.has_formats) out["formats"] = values.formats;
+    if (values.has_cached) out["cached"] = ValueRows(values.cached);
     call.res.set_header("X-Snapshot-Seq", view->snapshot_seq()
                                               ? std::to_string(*view->snapshot_seq())
                                               : std::string("none"));

@@ -90,8 +90,11 @@ std::string CellValue::DebugString() const {
 }
 
 nlohmann::json Cell::ToJson() const {
-  if (format.empty()) return value.ToJson();
-  return nlohmann::json{{"value", value.ToJson()}, {"format", format}};
+  if (format.empty() && cached.is_null()) return value.ToJson();
+  nlohmann::json out{{"value", value.ToJson()}};
+  if (!format.empty()) out["format"] = format;
+  if (!cached.is_null()) out["cached"] = cached.ToJson();
+  return out;
 }
 
 Result<Cell> Cell::FromJson(const nlohmann::json& j) {
@@ -116,17 +119,27 @@ Result<Cell> Cell::FromJson(const nlohmann::json& j) {
                                std::string(JsonTypeName(item)));
       }
       cell.format = item.get<std::string>();
+    } else if (key == "cached") {
+      auto cached = CellValue::FromJson(item);
+      if (!cached.ok()) return cached.status().Annotate("field 'cached'");
+      cell.cached = std::move(cached).value();
     } else {
       return InvalidArgument("unknown field '" + key + "' in a cell");
     }
   }
   if (!has_value) return InvalidArgument("missing field 'value' in a cell");
+  if (!cell.cached.is_null() && !cell.value.is_formula()) {
+    return InvalidArgument(
+        "field 'cached' is a formula's result: only a value starting with '=' has one");
+  }
   return cell;
 }
 
 std::string Cell::DebugString() const {
-  if (format.empty()) return value.DebugString();
-  return value.DebugString() + " [" + format + "]";
+  std::string out = value.DebugString();
+  if (!cached.is_null()) out += " (cached " + cached.DebugString() + ")";
+  if (!format.empty()) out += " [" + format + "]";
+  return out;
 }
 
 void PrintTo(const CellValue& value, std::ostream* os) { *os << value.DebugString(); }

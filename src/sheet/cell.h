@@ -5,13 +5,16 @@
 // A Cell is a value plus an optional number/display format ("" = none). A cell with a
 // null value and no format is *empty*: the sheet does not store it, and writing an
 // empty cell clears the position. A null value with a format is a formatted blank cell
-// and is stored.
+// and is stored. A formula may carry its *cached* result: the value the spreadsheet
+// tool that wrote it last computed (an imported XLSX keeps it; sheetlog does not
+// evaluate formulas, so it is never recomputed and a client may show it as is).
 //
 // JSON: a value is a JSON number, string, boolean or null; objects and arrays are
 // rejected where a value is expected. A JSON integer that a double cannot represent
 // exactly (beyond 2^53, e.g. 9007199254740993) is rejected rather than silently
 // rounded. A *cell spec* (where the API accepts a cell) is either a bare value or
-// {"value": v, "format"?: str}.
+// {"value": v, "format"?: str, "cached"?: v} ("cached" only with a formula value; null
+// means none).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -65,15 +68,25 @@ class CellValue {
 };
 
 struct Cell {
+  Cell() = default;
+  // Not explicit: {value, format} and {value, format, cached} spell cells everywhere.
+  Cell(CellValue value_in, std::string format_in = "", CellValue cached_in = {})
+      : value(std::move(value_in)),
+        format(std::move(format_in)),
+        cached(std::move(cached_in)) {}
+
   CellValue value;
   std::string format;  // "" = no format
+  CellValue cached;  // a formula's cached result; null = none (always, for non-formulas)
 
   // Null value and no format: not stored; writing it clears the position.
   bool empty() const { return value.is_null() && format.empty(); }
 
-  // Canonical cell spec: the bare value without a format, else {"value", "format"}.
+  // Canonical cell spec: the bare value without a format or cached result, else
+  // {"value", "format"?, "cached"?}.
   nlohmann::json ToJson() const;
-  // Accepts a bare value or {"value": v, "format"?: str} (no other fields).
+  // Accepts a bare value or {"value": v, "format"?: str, "cached"?: v} (no other
+  // fields; a non-null "cached" only with a formula value).
   static Result<Cell> FromJson(const nlohmann::json& j);
 
   bool operator==(const Cell&) const = default;

@@ -224,18 +224,30 @@ Result<Sheet::RangeValues> Sheet::ReadRange(const CellRange& range,
   for (int64_t r = 0; r < height; ++r) {
     for (int64_t c = 0; c < width; ++c) {
       const Cell* cell = grid[static_cast<size_t>(r * width + c)];
-      if (cell == nullptr) continue;
-      out.values[r][c] = cell->value;
-      if (!cell->format.empty()) {
-        if (!out.has_formats) {
-          out.formats.assign(height, std::vector<std::string>(width));
-          out.has_formats = true;
-        }
-        out.formats[r][c] = cell->format;
-      }
+      if (cell != nullptr) out.Put(r, c, *cell);
     }
   }
   return out;
+}
+
+void Sheet::RangeValues::Put(int64_t r, int64_t c, const Cell& cell) {
+  const size_t height = values.size();
+  const size_t width = height == 0 ? 0 : values[0].size();
+  values[r][c] = cell.value;
+  if (!cell.format.empty()) {
+    if (!has_formats) {
+      formats.assign(height, std::vector<std::string>(width));
+      has_formats = true;
+    }
+    formats[r][c] = cell.format;
+  }
+  if (!cell.cached.is_null()) {
+    if (!has_cached) {
+      cached.assign(height, std::vector<CellValue>(width));
+      has_cached = true;
+    }
+    cached[r][c] = cell.cached;
+  }
 }
 
 }  // namespace sheetlog

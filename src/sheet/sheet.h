@@ -85,6 +85,14 @@ class Sheet {
     // Same shape; "" where no format. Only filled when some cell in range has one.
     std::vector<std::vector<std::string>> formats;
     bool has_formats = false;
+    // Same shape; formulas' cached results, null elsewhere. Only filled when some cell
+    // in range has one.
+    std::vector<std::vector<CellValue>> cached;
+    bool has_cached = false;
+
+    // Places `cell` at (r, c) of the rectangle (0-based), filling formats and cached
+    // results as they first appear.
+    void Put(int64_t r, int64_t c, const Cell& cell);
   };
   // The rectangle `range` as rows of values. InvalidArgument when it spans more than
   // `max_cells` positions (the caller answers that with a 400).

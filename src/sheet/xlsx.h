@@ -10,7 +10,7 @@
 //   errors       t="e": the error text ("#DIV/0!") as a string
 //   formulas     the formula text with '=' in front ("=SUM(A1:A3)"), as sheetlog keeps
 //                formulas; shared formulas are expanded with their relative references
-//                moved. The cached result is not kept (a Cell has one value).
+//                moved. The cached result (<v>) is kept as the cell's `cached` value.
 //   formats      the cell's number format code ("0.00%", "yyyy-mm-dd"); General is ""
 //   styled blank a cell with a number format and no value is a formatted blank cell
 // Refused, with nothing read past the problem: not a zip or a damaged one ("truncated
@@ -18,7 +18,8 @@
 // a DOCTYPE (entity expansion bombs), malformed XML, a bad cell reference, number or
 // shared-string index.
 //
-// Writing (XlsxFileWriter): libxlsxwriter in constant_memory mode, one row at a time.
+// Writing (XlsxFileWriter): libxlsxwriter in constant_memory mode, one row at a time;
+// a formula with a cached number or string result is written with it.
 #pragma once
 
 #include <cstdint>

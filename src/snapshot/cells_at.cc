@@ -141,16 +141,7 @@ Result<Sheet::RangeValues> RangeValuesOf(const CellRange& range,
   out.values.assign(rows, std::vector<CellValue>(cols));
   for (const PlacedCell& c : cells) {
     if (!range.Contains(c.ref)) continue;
-    const int64_t r = c.ref.row - range.first.row;
-    const int64_t k = c.ref.col - range.first.col;
-    out.values[r][k] = c.cell.value;
-    if (!c.cell.format.empty()) {
-      if (!out.has_formats) {
-        out.formats.assign(rows, std::vector<std::string>(cols));
-        out.has_formats = true;
-      }
-      out.formats[r][k] = c.cell.format;
-    }
+    out.Put(c.ref.row - range.first.row, c.ref.col - range.first.col, c.cell);
   }
   return out;
 }

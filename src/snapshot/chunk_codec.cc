@@ -27,7 +27,77 @@ enum ValueType : uint8_t {
   kString = 5,
 };
 constexpr uint8_t kHasFormat = 0x08;
+constexpr uint8_t kHasCached = 0x10;
 constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
+
+// A value's tag (its type in the low 3 bits, `flags` above) and bytes.
+void PutValue(const CellValue& value, uint8_t flags, std::string* out) {
+  if (value.is_null()) {
+    out->push_back(static_cast<char>(kNoValue | flags));
+  } else if (value.is_boolean()) {
+    out->push_back(static_cast<char>((value.boolean() ? kTrue : kFalse) | flags));
+  } else if (value.is_string()) {
+    out->push_back(static_cast<char>(kString | flags));
+    PutLengthPrefixed(out, value.string());
+  } else {
+    const double d = value.number();
+    // Integral numbers within +-2^53 (every one a double holds exactly) as varints;
+    // -0.0 stays a double so that its sign survives.
+    if (d >= -kMaxExactInteger && d <= kMaxExactInteger && d == std::trunc(d) &&
+        !(d == 0 && std::signbit(d))) {
+      out->push_back(static_cast<char>(kInteger | flags));
+      PutSignedVarint(out, static_cast<int64_t>(d));
+    } else {
+      out->push_back(static_cast<char>(kDouble | flags));
+      PutDouble(out, d);
+    }
+  }
+}
+
+// The bytes of a value of `type` into *value; false (with *why) if truncated or unknown.
+bool GetValue(uint8_t type, Decoder* in, CellValue* value, std::string* why) {
+  switch (type) {
+    case kNoValue:
+      *value = CellValue();
+      return true;
+    case kFalse:
+      *value = CellValue::Boolean(false);
+      return true;
+    case kTrue:
+      *value = CellValue::Boolean(true);
+      return true;
+    case kInteger: {
+      int64_t v;
+      if (!in->GetSignedVarint(&v)) {
+        *why = "truncated integer";
+        return false;
+      }
+      *value = CellValue::Number(static_cast<double>(v));
+      return true;
+    }
+    case kDouble: {
+      double v;
+      if (!in->GetDouble(&v)) {
+        *why = "truncated number";
+        return false;
+      }
+      *value = CellValue::Number(v);
+      return true;
+    }
+    case kString: {
+      std::string_view s;
+      if (!in->GetLengthPrefixed(&s)) {
+        *why = "truncated string";
+        return false;
+      }
+      *value = CellValue::String(std::string(s));
+      return true;
+    }
+    default:
+      *why = "unknown value type " + std::to_string(type);
+      return false;
+  }
+}
 
 }  // namespace
 
@@ -56,29 +126,11 @@ void ChunkEncoder::EncodeCell(const PlacedCell& cell, const OpenTile* tile,
     PutVarint(out, row_delta);
     PutVarint(out, row_delta == 0 ? cell.ref.col - tile->last.col - 1 : cell.ref.col);
   }
-  const CellValue& value = cell.cell.value;
-  const uint8_t format_bit = cell.cell.format.empty() ? 0 : kHasFormat;
-  if (value.is_null()) {
-    out->push_back(static_cast<char>(kNoValue | format_bit));
-  } else if (value.is_boolean()) {
-    out->push_back(static_cast<char>((value.boolean() ? kTrue : kFalse) | format_bit));
-  } else if (value.is_string()) {
-    out->push_back(static_cast<char>(kString | format_bit));
-    PutLengthPrefixed(out, value.string());
-  } else {
-    const double d = value.number();
-    // Integral numbers within +-2^53 (every one a double holds exactly) as varints;
-    // -0.0 stays a double so that its sign survives.
-    if (d >= -kMaxExactInteger && d <= kMaxExactInteger && d == std::trunc(d) &&
-        !(d == 0 && std::signbit(d))) {
-      out->push_back(static_cast<char>(kInteger | format_bit));
-      PutSignedVarint(out, static_cast<int64_t>(d));
-    } else {
-      out->push_back(static_cast<char>(kDouble | format_bit));
-      PutDouble(out, d);
-    }
-  }
-  if (format_bit) PutLengthPrefixed(out, cell.cell.format);
+  const uint8_t flags = (cell.cell.format.empty() ? 0 : kHasFormat) |
+                        (cell.cell.cached.is_null() ? 0 : kHasCached);
+  PutValue(cell.cell.value, flags, out);
+  if (flags & kHasFormat) PutLengthPrefixed(out, cell.cell.format);
+  if (flags & kHasCached) PutValue(cell.cell.cached, 0, out);
 }
 
 int64_t ChunkEncoder::SizeWith(size_t closed_header, size_t open_entry, int64_t bodies,
@@ -299,41 +351,22 @@ Result<bool> TileDecoder::Next(PlacedCell* out) {
       cell.ref.col > tile_.col_hi || (!first && !(last_ < cell.ref))) {
     return bad("cell outside its tile or out of order");
   }
-  if ((tag & ~(kHasFormat | 0x07)) != 0) return bad("unknown tag bits");
-  switch (tag & 0x07) {
-    case kNoValue:
-      break;
-    case kFalse:
-      cell.cell.value = CellValue::Boolean(false);
-      break;
-    case kTrue:
-      cell.cell.value = CellValue::Boolean(true);
-      break;
-    case kInteger: {
-      int64_t v;
-      if (!in.GetSignedVarint(&v)) return bad("truncated integer");
-      cell.cell.value = CellValue::Number(static_cast<double>(v));
-      break;
-    }
-    case kDouble: {
-      double v;
-      if (!in.GetDouble(&v)) return bad("truncated number");
-      cell.cell.value = CellValue::Number(v);
-      break;
-    }
-    case kString: {
-      std::string_view s;
-      if (!in.GetLengthPrefixed(&s)) return bad("truncated string");
-      cell.cell.value = CellValue::String(std::string(s));
-      break;
-    }
-    default:
-      return bad("unknown value type " + std::to_string(tag & 0x07));
-  }
+  if ((tag & ~(kHasFormat | kHasCached | 0x07)) != 0) return bad("unknown tag bits");
+  std::string why;
+  if (!GetValue(tag & 0x07, &in, &cell.cell.value, &why)) return bad(why);
   if (tag & kHasFormat) {
     std::string_view f;
     if (!in.GetLengthPrefixed(&f) || f.empty()) return bad("truncated format");
     cell.cell.format = std::string(f);
+  }
+  if (tag & kHasCached) {
+    uint8_t cached_tag;
+    if (!in.GetByte(&cached_tag)) return bad("truncated cached result");
+    if ((cached_tag & ~0x07) != 0 || (cached_tag & 0x07) == kNoValue) {
+      return bad("bad cached result type");
+    }
+    if (!GetValue(cached_tag, &in, &cell.cell.cached, &why)) return bad(why);
+    if (!cell.cell.value.is_formula()) return bad("a cached result without a formula");
   }
   if (cell.cell.empty()) return bad("an empty cell is never stored");
   in_ = in_.substr(in_.size() - in.remaining());

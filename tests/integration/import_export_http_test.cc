@@ -195,6 +195,13 @@ TEST_F(ImportExportHttpTest, LibreOfficeXlsxAndCsvImportGiveTheCellsLibreOfficeR
                 .status,
             201);
   ExpectSameValues(Cells(xlsx_sheet, "A1:D4"), ValuesOf(theirs));
+  // LibreOffice computed the formula when it saved; its result comes along.
+  JsonResponse formula = Get(*client_, "/v1/sheets/" + xlsx_sheet + "/cells?range=B3:C3");
+  // (LibreOffice has no boolean cells: it saved B3's TRUE as the formula TRUE() with
+  // its result, and reads it back the same way.)
+  EXPECT_EQ(formula.body["rows"], json::parse(R"J([["=TRUE()", "=B2*2"]])J"))
+      << formula.raw;
+  EXPECT_EQ(formula.body["cached"], json::parse("[[true, 843756]]")) << formula.raw;
 
   // The CSV holds LibreOffice's text as shown ("50.0%"), quoted where RFC 4180 needs
   // it: each field typed by our documented rules is what we hold.

@@ -106,5 +106,24 @@ TEST(CellTest, ToJsonIsCanonicalAndRoundTrips) {
   EXPECT_EQ(formatted.DebugString(), "0.15 [0%]");
 }
 
+TEST(CellTest, FormulaCarriesItsCachedResult) {
+  Cell formula{CellValue::String("=B2*2"), "0.0", CellValue::Number(843756)};
+  const json spec =
+      json::parse(R"({"value": "=B2*2", "format": "0.0", "cached": 843756})");
+  EXPECT_EQ(formula.ToJson(), spec);
+  EXPECT_EQ(*Cell::FromJson(spec), formula);
+  Cell unformatted{CellValue::String("=A1"), "", CellValue::String("text")};
+  EXPECT_EQ(unformatted.ToJson(), json::parse(R"({"value": "=A1", "cached": "text"})"));
+  EXPECT_EQ(*Cell::FromJson(unformatted.ToJson()), unformatted);
+  // "cached": null is no cached result.
+  EXPECT_EQ(*Cell::FromJson(json::parse(R"({"value": "=A1", "cached": null})")),
+            (Cell{CellValue::String("=A1"), ""}));
+  // Only a formula has a result; a cached value must be a value.
+  auto not_formula = Cell::FromJson(json::parse(R"({"value": 3, "cached": 3})"));
+  EXPECT_EQ(not_formula.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(not_formula.status().message().find("cached"), std::string::npos);
+  EXPECT_FALSE(Cell::FromJson(json::parse(R"({"value": "=A1", "cached": [1]})")).ok());
+}
+
 }  // namespace
 }  // namespace sheetlog

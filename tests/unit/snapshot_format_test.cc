@@ -64,6 +64,19 @@ std::vector<PlacedCell> RandomCells(std::mt19937_64& rng, int count, int64_t max
         break;
       case 4:
         cell.value = CellValue::String("=SUM(A1:B" + std::to_string(rng() % 100) + ")");
+        switch (rng() % 4) {  // its cached result, of every kind, or none
+          case 0:
+            cell.cached = CellValue::Number(static_cast<double>(rng() % 1000) / 8);
+            break;
+          case 1:
+            cell.cached = CellValue::String("#DIV/0!");
+            break;
+          case 2:
+            cell.cached = CellValue::Boolean(rng() % 2 == 0);
+            break;
+          default:
+            break;
+        }
         break;
       case 5:
         cell.format = "0.00";  // a formatted blank

@@ -30,6 +30,8 @@ class XlsxImportTest : public ::testing::Test {
     json out = json::object();
     *status = ReadXlsx(source, worksheet, limits, [&](const CellRef& ref, Cell cell) {
       out[FormatCellRef(ref)] = {{"value", cell.value.ToJson()}, {"format", cell.format}};
+      if (!cell.cached.is_null())
+        out[FormatCellRef(ref)]["cached"] = cell.cached.ToJson();
       return Status::OK();
     });
     return out;
@@ -172,6 +174,9 @@ TEST_F(XlsxImportTest, SharedInlineErrorAndSharedFormulaCells) {
   EXPECT_EQ(ours["B2"]["value"], "=A2*2+$A$1");
   EXPECT_EQ(ours["B3"]["value"], "=A3*2+$A$1");
   EXPECT_EQ(ours["B4"]["value"], "=A4*2+$A$1");  // row and cells without r
+  EXPECT_EQ(ours["B2"]["cached"], 2);            // each formula's <v>
+  EXPECT_EQ(ours["B4"]["cached"], 6);
+  EXPECT_FALSE(ours["A2"].contains("cached"));
   EXPECT_EQ(ours["A4"]["value"], 3);
 }
 
@@ -275,12 +280,15 @@ TEST_F(XlsxImportTest, WrittenFileReadsBackInOpenpyxlAndHere) {
   const std::string path = dir_.File("written.xlsx");
   auto writer = XlsxFileWriter::Create(path);
   ASSERT_TRUE(writer.ok()) << writer.status().ToString();
-  std::vector<PlacedCell> cells = {{{1, 1}, {CellValue::String("text, \"quoted\""), ""}},
-                                   {{1, 2}, {CellValue::Number(2.5), ""}},
-                                   {{1, 3}, {CellValue::Boolean(true), ""}},
-                                   {{2, 1}, {CellValue::Number(45306), "yyyy-mm-dd"}},
-                                   {{2, 3}, {CellValue::String("=B1*2"), ""}},
-                                   {{3, 28}, {CellValue::Number(0.25), "0.00%"}}};
+  std::vector<PlacedCell> cells = {
+      {{1, 1}, {CellValue::String("text, \"quoted\""), ""}},
+      {{1, 2}, {CellValue::Number(2.5), ""}},
+      {{1, 3}, {CellValue::Boolean(true), ""}},
+      {{2, 1}, {CellValue::Number(45306), "yyyy-mm-dd"}},
+      {{2, 3}, {CellValue::String("=B1*2"), ""}},
+      {{2, 4}, {CellValue::String("=B1*4"), "", CellValue::Number(10)}},
+      {{2, 5}, {CellValue::String("=A1"), "", CellValue::String("cached text")}},
+      {{3, 28}, {CellValue::Number(0.25), "0.00%"}}};
   for (const PlacedCell& c : cells) ASSERT_TRUE((*writer)->Write(c.ref, c.cell).ok());
   ASSERT_TRUE((*writer)->Close().ok());
   json ours;
@@ -290,6 +298,18 @@ TEST_F(XlsxImportTest, WrittenFileReadsBackInOpenpyxlAndHere) {
   EXPECT_EQ(ours["C2"]["value"], "=B1*2");
   EXPECT_EQ(ours["AB3"]["format"], "0.00%");
   EXPECT_EQ(ours["A2"]["format"], "yyyy-mm-dd");
+  // Cached results are written: openpyxl's data_only read (which gives <v>) sees them.
+  EXPECT_EQ(ours["D2"]["cached"], 10);
+  EXPECT_EQ(ours["E2"]["cached"], "cached text");
+  std::string output;
+  ASSERT_EQ(RunShell("/usr/bin/python3 -c \"import openpyxl, sys; ws = "
+                     "openpyxl.load_workbook(sys.argv[1], data_only=True).active; "
+                     "print(ws['D2'].value, ws['E2'].value)\" " +
+                         path,
+                     &output),
+            0)
+      << output;
+  EXPECT_EQ(output, "10 cached text\n");
 }
 
 TEST_F(XlsxImportTest, WriterRefusesCellsOutsideXlsxGrid) {
