@@ -74,6 +74,16 @@ class ImportExportHttpTest : public ::testing::Test {
     return out;
   }
 
+  // A tool's CSV typed by our documented rules (csv.h), same shape as Cells(). False if
+  // it does not parse.
+  static bool TypedCsvFields(const std::string& bytes, std::map<std::string, json>* out) {
+    CsvParser parser([&](const CellRef& ref, Cell cell) {
+      (*out)[FormatCellRef(ref)] = cell.value.ToJson();
+      return Status::OK();
+    });
+    return parser.Feed(bytes).ok() && parser.Finish().ok();
+  }
+
   // Values of an openpyxl read-back, same shape as Cells().
   static std::map<std::string, json> ValuesOf(const json& tool_cells) {
     std::map<std::string, json> out;
@@ -152,12 +162,7 @@ TEST_F(ImportExportHttpTest, GnumericCsvAndXlsxImportGiveTheCellsTheToolsRead) {
   // The CSV: Gnumeric's own text, typed by our documented rules, is what we hold.
   const std::string csv_bytes = ReadFileBytes(csv);
   std::map<std::string, json> expected_csv;
-  CsvParser parser([&](const CellRef& ref, Cell cell) {
-    expected_csv[FormatCellRef(ref)] = cell.value.ToJson();
-    return Status::OK();
-  });
-  ASSERT_TRUE(parser.Feed(csv_bytes).ok());
-  ASSERT_TRUE(parser.Finish().ok());
+  ASSERT_TRUE(TypedCsvFields(csv_bytes, &expected_csv));
   EXPECT_EQ(expected_csv["A2"], "Z\u00fcrich, CH");
   EXPECT_EQ(expected_csv["B2"], 421878);
   const std::string csv_sheet = NewSheet();
@@ -207,12 +212,7 @@ TEST_F(ImportExportHttpTest, LibreOfficeXlsxAndCsvImportGiveTheCellsLibreOfficeR
   // it: each field typed by our documented rules is what we hold.
   const std::string csv_bytes = ReadFileBytes(out + "/source.csv");
   std::map<std::string, json> expected_csv;
-  CsvParser parser([&](const CellRef& ref, Cell cell) {
-    expected_csv[FormatCellRef(ref)] = cell.value.ToJson();
-    return Status::OK();
-  });
-  ASSERT_TRUE(parser.Feed(csv_bytes).ok());
-  ASSERT_TRUE(parser.Finish().ok());
+  ASSERT_TRUE(TypedCsvFields(csv_bytes, &expected_csv));
   EXPECT_EQ(expected_csv["A2"], "Z\u00fcrich, CH");
   EXPECT_EQ(expected_csv["A3"], "line\nbreak");
   EXPECT_EQ(expected_csv["B2"], 421878);
