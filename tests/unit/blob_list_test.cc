@@ -9,6 +9,7 @@
 
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
+#include "tests/support/blob_fixture.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -47,12 +48,8 @@ std::vector<std::string> Model(const std::set<std::string>& keys,
 class BlobListTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    BlobStoreOptions options;
-    options.root = dir_.File("blobs");
-    options.sync = false;
-    auto store = BlobStore::Open(options, &clock_);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
+    store_ = testing::OpenTestBlobStore(dir_.File("blobs"), &clock_);
+    ASSERT_NE(store_, nullptr);
   }
 
   void PutAll(const std::set<std::string>& keys) {

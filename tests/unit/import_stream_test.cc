@@ -19,6 +19,7 @@
 #include "src/snapshot/build_factory.h"
 #include "src/snapshot/cells_at.h"
 #include "src/snapshot/snapshot_reader.h"
+#include "tests/support/blob_fixture.h"
 #include "tests/support/random_edits.h"
 #include "tests/support/spreadsheet_tools.h"
 #include "tests/support/temp_dir.h"
@@ -212,23 +213,11 @@ TEST(ImportCursorTest, XlsxListingCellsOutOfOrderIsSortedAndCappedAtUpload) {
 
 // --- Snapshots and reads over imports -------------------------------------------------
 
-SnapshotLayout SmallLayout() {
-  SnapshotLayout layout;
-  layout.chunk_bytes = 1024;
-  layout.tile_bytes = 200;
-  layout.stripe_rows = 8;
-  return layout;
-}
-
 class ImportSnapshotTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    BlobStoreOptions options;
-    options.root = dir_.File("blobs");
-    options.sync = false;
-    auto store = BlobStore::Open(options, &clock_);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(store).value();
+    store_ = testing::OpenTestBlobStore(dir_.File("blobs"), &clock_);
+    ASSERT_NE(store_, nullptr);
   }
 
   EntryRecord Entry(const SheetEdit& edit) {
@@ -278,7 +267,7 @@ class ImportSnapshotTest : public ::testing::Test {
     *chunks = 0;
     while (true) {
       SnapshotBuilder::Options options;
-      options.layout = SmallLayout();
+      options.layout = testing::SmallSnapshotLayout();
       auto builder = NewSnapshotBuilder(store_.get(), id, plan, options);
       if (!checkpoint.is_null()) {
         EXPECT_TRUE(builder->Resume(checkpoint).ok());
@@ -322,7 +311,7 @@ TEST_F(ImportSnapshotTest, SnapshotOverImportsEqualsReplayAndHandsOffAtEveryChun
       first.push_back(Entry(RandomEditWithoutImport(rnd, 40, 8)));
     const std::vector<PlacedCell> previous_cells = Replay({}, first);
     SnapshotBuilder::Options options;
-    options.layout = SmallLayout();
+    options.layout = testing::SmallSnapshotLayout();
     auto first_plan = PlanSheet(store_.get(), std::nullopt, first);
     ASSERT_TRUE(first_plan.ok());
     SnapshotId first_id{"sheet", 0, seq_, seq_};

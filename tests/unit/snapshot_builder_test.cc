@@ -13,6 +13,7 @@
 #include "src/sheet/sheet.h"
 #include "src/snapshot/cells_at.h"
 #include "src/snapshot/snapshot_reader.h"
+#include "tests/support/blob_fixture.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -21,12 +22,7 @@ namespace {
 using nlohmann::json;
 
 std::unique_ptr<BlobStore> OpenStore(const std::string& root, Clock* clock) {
-  BlobStoreOptions options;
-  options.root = root;
-  options.sync = false;
-  auto store = BlobStore::Open(options, clock);
-  EXPECT_TRUE(store.ok()) << store.status().ToString();
-  return std::move(store).value();
+  return testing::OpenTestBlobStore(root, clock);
 }
 
 // Every object of the store: key -> body.
@@ -48,13 +44,7 @@ std::map<std::string, std::string> AllObjects(BlobStore* store) {
   return objects;
 }
 
-SnapshotLayout SmallLayout() {
-  SnapshotLayout layout;
-  layout.chunk_bytes = 1024;
-  layout.tile_bytes = 200;
-  layout.stripe_rows = 8;
-  return layout;
-}
+SnapshotLayout SmallLayout() { return testing::SmallSnapshotLayout(); }
 
 // Random edits within a rows x cols area (so they collide often), every built-in kind.
 class EditGenerator {

@@ -17,6 +17,7 @@
 #include "src/snapshot/sheet_view.h"
 #include "src/snapshot/snapshot_reader.h"
 #include "src/snapshot/worker.h"
+#include "tests/support/blob_fixture.h"
 #include "tests/support/random_edits.h"
 #include "tests/support/temp_dir.h"
 
@@ -79,12 +80,7 @@ class SnapshotWorkerTest : public ::testing::Test {
   }
 
   std::unique_ptr<BlobStore> OpenStore(const std::string& name) {
-    BlobStoreOptions options;
-    options.root = dir_.File(name);
-    options.sync = false;
-    auto store = BlobStore::Open(options, &clock_);
-    EXPECT_TRUE(store.ok()) << store.status().ToString();
-    return std::move(store).value();
+    return testing::OpenTestBlobStore(dir_.File(name), &clock_);
   }
 
   std::unique_ptr<SnapshotWorker> MakeWorker(SnapshotWorker::Options options) {
