@@ -93,7 +93,7 @@ nlohmann::json Cell::ToJson() const {
   if (format.empty() && cached.is_null()) return value.ToJson();
   nlohmann::json out{{"value", value.ToJson()}};
   if (!format.empty()) out["format"] = format;
-  if (!cached.is_null()) out["cached"] = cached.ToJson();
+  if (!cached.is_null()) out["cached"] = cached.get().ToJson();
   return out;
 }
 
@@ -137,7 +137,7 @@ Result<Cell> Cell::FromJson(const nlohmann::json& j) {
 
 std::string Cell::DebugString() const {
   std::string out = value.DebugString();
-  if (!cached.is_null()) out += " (cached " + cached.DebugString() + ")";
+  if (!cached.is_null()) out += " (cached " + cached.get().DebugString() + ")";
   if (!format.empty()) out += " [" + format + "]";
   return out;
 }

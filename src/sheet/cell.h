@@ -17,6 +17,7 @@
 // means none).
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -67,17 +68,39 @@ class CellValue {
   Rep rep_;
 };
 
+// A formula's cached result, or none: a CellValue kept out of line, so that the many
+// cells without one pay one pointer for it, not a whole CellValue. Immutable and
+// shared between copies.
+class CachedResult {
+ public:
+  CachedResult() = default;
+  // A null value is no result. Implicit: a result is spelled as its value.
+  CachedResult(CellValue value)
+      : value_(value.is_null() ? nullptr
+                               : std::make_shared<const CellValue>(std::move(value))) {}
+
+  bool is_null() const { return value_ == nullptr; }
+  // The result; a null CellValue for none.
+  const CellValue& get() const { return value_ ? *value_ : kNone; }
+
+  bool operator==(const CachedResult& other) const { return get() == other.get(); }
+
+ private:
+  static inline const CellValue kNone;
+  std::shared_ptr<const CellValue> value_;
+};
+
 struct Cell {
   Cell() = default;
   // Not explicit: {value, format} and {value, format, cached} spell cells everywhere.
-  Cell(CellValue value_in, std::string format_in = "", CellValue cached_in = {})
+  Cell(CellValue value_in, std::string format_in = "", CachedResult cached_in = {})
       : value(std::move(value_in)),
         format(std::move(format_in)),
         cached(std::move(cached_in)) {}
 
   CellValue value;
-  std::string format;  // "" = no format
-  CellValue cached;  // a formula's cached result; null = none (always, for non-formulas)
+  std::string format;   // "" = no format
+  CachedResult cached;  // a formula's cached result; none for non-formulas
 
   // Null value and no format: not stored; writing it clears the position.
   bool empty() const { return value.is_null() && format.empty(); }

@@ -246,7 +246,7 @@ void Sheet::RangeValues::Put(int64_t r, int64_t c, const Cell& cell) {
       cached.assign(height, std::vector<CellValue>(width));
       has_cached = true;
     }
-    cached[r][c] = cell.cached;
+    cached[r][c] = cell.cached.get();
   }
 }
 

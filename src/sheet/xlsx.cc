@@ -845,13 +845,14 @@ Status XlsxFileWriter::Write(const CellRef& ref, const Cell& cell) {
     error = worksheet_write_number(impl_->worksheet, row, col, value.number(), format);
   } else if (value.is_boolean()) {
     error = worksheet_write_boolean(impl_->worksheet, row, col, value.boolean(), format);
-  } else if (value.is_formula() && cell.cached.is_number()) {
-    error = worksheet_write_formula_num(
-        impl_->worksheet, row, col, value.string().c_str(), format, cell.cached.number());
-  } else if (value.is_formula() && cell.cached.is_string()) {
+  } else if (value.is_formula() && cell.cached.get().is_number()) {
+    error =
+        worksheet_write_formula_num(impl_->worksheet, row, col, value.string().c_str(),
+                                    format, cell.cached.get().number());
+  } else if (value.is_formula() && cell.cached.get().is_string()) {
     error =
         worksheet_write_formula_str(impl_->worksheet, row, col, value.string().c_str(),
-                                    format, cell.cached.string().c_str());
+                                    format, cell.cached.get().string().c_str());
   } else if (value.is_formula()) {
     // No cached result (or a boolean one, which libxlsxwriter cannot write): the
     // reader computes it.

@@ -130,7 +130,7 @@ void ChunkEncoder::EncodeCell(const PlacedCell& cell, const OpenTile* tile,
                         (cell.cell.cached.is_null() ? 0 : kHasCached);
   PutValue(cell.cell.value, flags, out);
   if (flags & kHasFormat) PutLengthPrefixed(out, cell.cell.format);
-  if (flags & kHasCached) PutValue(cell.cell.cached, 0, out);
+  if (flags & kHasCached) PutValue(cell.cell.cached.get(), 0, out);
 }
 
 int64_t ChunkEncoder::SizeWith(size_t closed_header, size_t open_entry, int64_t bodies,
@@ -365,7 +365,9 @@ Result<bool> TileDecoder::Next(PlacedCell* out) {
     if ((cached_tag & ~0x07) != 0 || (cached_tag & 0x07) == kNoValue) {
       return bad("bad cached result type");
     }
-    if (!GetValue(cached_tag, &in, &cell.cell.cached, &why)) return bad(why);
+    CellValue cached;
+    if (!GetValue(cached_tag, &in, &cached, &why)) return bad(why);
+    cell.cell.cached = std::move(cached);
     if (!cell.cell.value.is_formula()) return bad("a cached result without a formula");
   }
   if (cell.cell.empty()) return bad("an empty cell is never stored");

@@ -31,7 +31,7 @@ class XlsxImportTest : public ::testing::Test {
     *status = ReadXlsx(source, worksheet, limits, [&](const CellRef& ref, Cell cell) {
       out[FormatCellRef(ref)] = {{"value", cell.value.ToJson()}, {"format", cell.format}};
       if (!cell.cached.is_null())
-        out[FormatCellRef(ref)]["cached"] = cell.cached.ToJson();
+        out[FormatCellRef(ref)]["cached"] = cell.cached.get().ToJson();
       return Status::OK();
     });
     return out;
