@@ -1,5 +1,7 @@
 #include "src/sheet/cell_cursor.h"
 
+#include <algorithm>
+
 namespace sheetlog {
 
 namespace {
@@ -82,67 +84,87 @@ class Merging : public CellCursor {
   Lookahead top_;
 };
 
-class DeltaApplied : public CellCursor {
- public:
-  DeltaApplied(std::unique_ptr<CellCursor> input, std::shared_ptr<const SheetDelta> delta)
-      : input_(std::move(input)),
-        delta_(std::move(delta)),
-        row_(delta_->overlay().rows().begin()),
-        row_end_(delta_->overlay().rows().end()) {}
-
-  Result<bool> Next(PlacedCell* cell) override {
-    while (true) {
-      RETURN_IF_ERROR(FillInput());
-      const bool has_overlay = row_ != row_end_;
-      if (!head_ && !has_overlay) return false;
-      if (has_overlay) {
-        const CellRef ref{row_->first, row_->second[index_].first};
-        if (!head_ || ref <= head_->ref) {
-          // The overlay wins at its position; a clear removes what was there.
-          if (head_ && head_->ref == ref) head_.reset();
-          const Cell& written = row_->second[index_].second;
-          const bool empty = written.empty();
-          if (!empty) *cell = PlacedCell{ref, written};
-          if (++index_ == row_->second.size()) {
-            ++row_;
-            index_ = 0;
-          }
-          if (empty) continue;
-          return true;
-        }
-      }
-      *cell = std::move(*head_);
-      head_.reset();
-      return true;
-    }
-  }
-
- private:
-  Status FillInput() {
-    while (!head_ && !input_done_) {
-      PlacedCell old;
-      ASSIGN_OR_RETURN(bool more, input_->Next(&old));
-      if (!more) {
-        input_done_ = true;
-        break;
-      }
-      std::optional<CellRef> mapped = delta_->transform().Forward(old.ref);
-      if (!mapped) continue;  // its row or column was deleted
-      head_ = PlacedCell{*mapped, std::move(old.cell)};
-    }
-    return Status::OK();
-  }
-
-  std::unique_ptr<CellCursor> input_;
-  std::shared_ptr<const SheetDelta> delta_;
-  std::optional<PlacedCell> head_;  // next surviving input cell, mapped
-  bool input_done_ = false;
-  std::map<int64_t, Overlay::Row>::const_iterator row_;
-  std::map<int64_t, Overlay::Row>::const_iterator row_end_;
-  size_t index_ = 0;
-};
-
 }  // namespace
+
+DeltaCursor::DeltaCursor(std::unique_ptr<CellCursor> input,
+                         std::shared_ptr<const SheetDelta> delta, Position start)
+    : input_(std::move(input)),
+      delta_(std::move(delta)),
+      position_(start),
+      row_(delta_->overlay().rows().begin()),
+      row_end_(delta_->overlay().rows().end()) {
+  if (!start.overlay_after) return;
+  // Resume after the last write consumed.
+  const CellRef after = *start.overlay_after;
+  const auto& rows = delta_->overlay().rows();
+  row_ = rows.lower_bound(after.row);
+  if (row_ == row_end_ || row_->first != after.row) return;
+  const Overlay::Row& row = row_->second;
+  auto it = std::upper_bound(row.begin(), row.end(), after.col,
+                             [](int64_t col, const std::pair<int64_t, Cell>& entry) {
+                               return col < entry.first;
+                             });
+  index_ = static_cast<size_t>(it - row.begin());
+  if (index_ == row.size()) {
+    ++row_;
+    index_ = 0;
+  }
+}
+
+Result<bool> DeltaCursor::Next(PlacedCell* cell) {
+  while (true) {
+    RETURN_IF_ERROR(FillInput());
+    const bool has_overlay = row_ != row_end_;
+    if (!head_ && !has_overlay) return false;
+    if (has_overlay) {
+      const CellRef ref{row_->first, row_->second[index_].first};
+      if (!head_ || ref <= head_->ref) {
+        // The overlay wins at its position; a clear removes what was there.
+        if (head_ && head_->ref == ref) {
+          position_.input_after = head_old_;
+          head_.reset();
+        }
+        const Cell& written = row_->second[index_].second;
+        const bool empty = written.empty();
+        if (!empty) *cell = PlacedCell{ref, written};
+        AdvanceOverlay();
+        if (empty) continue;
+        return true;
+      }
+    }
+    position_.input_after = head_old_;
+    *cell = std::move(*head_);
+    head_.reset();
+    return true;
+  }
+}
+
+Status DeltaCursor::FillInput() {
+  while (!head_ && !input_done_) {
+    PlacedCell old;
+    ASSIGN_OR_RETURN(bool more, input_->Next(&old));
+    if (!more) {
+      input_done_ = true;
+      break;
+    }
+    std::optional<CellRef> mapped = delta_->transform().Forward(old.ref);
+    if (!mapped) {
+      position_.input_after = old.ref;  // its row or column was deleted: consumed
+      continue;
+    }
+    head_old_ = old.ref;
+    head_ = PlacedCell{*mapped, std::move(old.cell)};
+  }
+  return Status::OK();
+}
+
+void DeltaCursor::AdvanceOverlay() {
+  position_.overlay_after = CellRef{row_->first, row_->second[index_].first};
+  if (++index_ == row_->second.size()) {
+    ++row_;
+    index_ = 0;
+  }
+}
 
 std::unique_ptr<CellCursor> EmptyCursor() { return std::make_unique<Empty>(); }
 
@@ -160,7 +182,7 @@ std::unique_ptr<CellCursor> MergeCursors(std::unique_ptr<CellCursor> base,
 std::unique_ptr<CellCursor> ApplyDelta(std::unique_ptr<CellCursor> input,
                                        std::shared_ptr<const SheetDelta> delta) {
   if (delta->IsNoop()) return input;
-  return std::make_unique<DeltaApplied>(std::move(input), std::move(delta));
+  return std::make_unique<DeltaCursor>(std::move(input), std::move(delta));
 }
 
 CellSource SkippingSource(std::function<Result<std::unique_ptr<CellCursor>>()> open_all) {

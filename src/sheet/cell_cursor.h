@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -51,6 +52,40 @@ std::unique_ptr<CellCursor> MergeCursors(std::unique_ptr<CellCursor> base,
 // clears removing). The delta must not change while the cursor lives.
 std::unique_ptr<CellCursor> ApplyDelta(std::unique_ptr<CellCursor> input,
                                        std::shared_ptr<const SheetDelta> delta);
+
+// ApplyDelta with its place exposed, for a build that checkpoints (the snapshot
+// builder): after each Next, position() says what has been consumed, and a DeltaCursor
+// over an input reopened after position().input_after, started at position(), yields
+// exactly the cells this one would yield next.
+class DeltaCursor : public CellCursor {
+ public:
+  struct Position {
+    std::optional<CellRef> input_after;    // last input cell consumed (input positions)
+    std::optional<CellRef> overlay_after;  // last overlay write consumed
+  };
+
+  // `input` must hold the input cells after start.input_after; the overlay is taken up
+  // after start.overlay_after.
+  DeltaCursor(std::unique_ptr<CellCursor> input, std::shared_ptr<const SheetDelta> delta,
+              Position start = {});
+
+  Result<bool> Next(PlacedCell* cell) override;
+  const Position& position() const { return position_; }
+
+ private:
+  Status FillInput();
+  void AdvanceOverlay();
+
+  std::unique_ptr<CellCursor> input_;
+  std::shared_ptr<const SheetDelta> delta_;
+  Position position_;
+  std::optional<PlacedCell> head_;  // next surviving input cell, mapped; not consumed
+  CellRef head_old_;                // its input position
+  bool input_done_ = false;
+  std::map<int64_t, Overlay::Row>::const_iterator row_;
+  std::map<int64_t, Overlay::Row>::const_iterator row_end_;
+  size_t index_ = 0;
+};
 
 // A source whose cursors are SkipThrough(open_all(), after): for streams that cannot
 // seek (an imported file, a combination).

@@ -53,12 +53,11 @@ SnapshotBuilder::SnapshotBuilder(BlobStore* store, SnapshotId id,
       previous_root_(std::move(previous_root)),
       base_(std::move(base)),
       base_name_(std::move(base_name)),
-      delta_(std::move(delta)),
+      delta_(std::make_shared<const SheetDelta>(std::move(delta))),
       options_(std::move(options)),
       encoder_(options_.layout) {
   manifest_.id = id_;
   manifest_.layout = options_.layout;
-  overlay_row_ = delta_.overlay().rows().end();
 }
 
 json SnapshotBuilder::InputJson() const {
@@ -71,21 +70,15 @@ Status SnapshotBuilder::Start() {
   RETURN_IF_ERROR(options_.layout.Validate());
   started_ = true;
   if (done_) return Status::OK();
-  RETURN_IF_ERROR(OpenPrevious());
-  SeekOverlay();
+  ASSIGN_OR_RETURN(std::unique_ptr<CellCursor> input, OpenInput());
+  cursor_ = std::make_unique<DeltaCursor>(std::move(input), delta_, taken_);
   return Status::OK();
 }
 
-Status SnapshotBuilder::OpenPrevious() {
+Result<std::unique_ptr<CellCursor>> SnapshotBuilder::OpenInput() {
   // A replacing import drops every older cell: the previous snapshot is not needed.
-  if ((!previous_root_ && !base_) || delta_.replaced()) {
-    input_done_ = true;
-    return Status::OK();
-  }
-  if (base_) {
-    ASSIGN_OR_RETURN(cursor_, base_(input_after_));
-    return Status::OK();
-  }
+  if ((!previous_root_ && !base_) || delta_->replaced()) return EmptyCursor();
+  if (base_) return base_(taken_.input_after);
   ASSIGN_OR_RETURN(previous_, SnapshotReader::Open(store_, *previous_root_));
   const SnapshotId& prev = previous_->manifest().id;
   if (prev.sheet_id != id_.sheet_id || prev.seq >= id_.seq) {
@@ -94,105 +87,7 @@ Status SnapshotBuilder::OpenPrevious() {
                            ") cannot precede snapshot at seq " + std::to_string(id_.seq) +
                            " of sheet " + id_.sheet_id);
   }
-  cursor_ = previous_->Scan(input_after_);
-  return Status::OK();
-}
-
-void SnapshotBuilder::SeekOverlay() {
-  const auto& rows = delta_.overlay().rows();
-  overlay_index_ = 0;
-  if (!overlay_after_) {
-    overlay_row_ = rows.begin();
-    return;
-  }
-  overlay_row_ = rows.lower_bound(overlay_after_->row);
-  if (overlay_row_ == rows.end() || overlay_row_->first != overlay_after_->row) return;
-  const Overlay::Row& row = overlay_row_->second;
-  auto it = std::upper_bound(row.begin(), row.end(), overlay_after_->col,
-                             [](int64_t col, const std::pair<int64_t, Cell>& entry) {
-                               return col < entry.first;
-                             });
-  overlay_index_ = static_cast<size_t>(it - row.begin());
-  if (overlay_index_ == row.size()) {
-    ++overlay_row_;
-    overlay_index_ = 0;
-  }
-}
-
-void SnapshotBuilder::AdvanceOverlay() {
-  overlay_after_ =
-      CellRef{overlay_row_->first, overlay_row_->second[overlay_index_].first};
-  if (++overlay_index_ == overlay_row_->second.size()) {
-    ++overlay_row_;
-    overlay_index_ = 0;
-  }
-}
-
-Status SnapshotBuilder::FillInput() {
-  const RowColumnTransform& transform = delta_.transform();
-  while (!input_head_ && !input_done_) {
-    ASSIGN_OR_RETURN(bool more, cursor_->Next(&scratch_));
-    if (!more) {
-      input_done_ = true;
-      break;
-    }
-    std::optional<CellRef> mapped = transform.Forward(scratch_.ref);
-    if (!mapped) {
-      // Its row or column was deleted: consumed without output.
-      input_after_ = scratch_.ref;
-      continue;
-    }
-    input_head_old_ = scratch_.ref;
-    input_head_ = PlacedCell{*mapped, std::move(scratch_.cell)};
-  }
-  return Status::OK();
-}
-
-Result<const SnapshotBuilder::Candidate*> SnapshotBuilder::Peek() {
-  if (candidate_) return &*candidate_;
-  const auto overlay_end = delta_.overlay().rows().end();
-  while (true) {
-    RETURN_IF_ERROR(FillInput());
-    const bool has_overlay = overlay_row_ != overlay_end;
-    if (!input_head_ && !has_overlay) return nullptr;
-    if (has_overlay) {
-      const auto& [col, cell] = overlay_row_->second[overlay_index_];
-      const CellRef ref{overlay_row_->first, col};
-      if (!input_head_ || ref <= input_head_->ref) {
-        const bool replaces_input = input_head_ && ref == input_head_->ref;
-        if (cell.empty()) {
-          // A clear: consumed with the input cell it removes, and nothing is written.
-          AdvanceOverlay();
-          if (replaces_input) {
-            input_after_ = input_head_old_;
-            input_head_.reset();
-          }
-          continue;
-        }
-        Candidate c;
-        c.cell = PlacedCell{ref, cell};
-        c.takes_overlay = true;
-        if (replaces_input) {
-          c.input_old = input_head_old_;
-          input_head_.reset();
-        }
-        candidate_ = std::move(c);
-        return &*candidate_;
-      }
-    }
-    Candidate c;
-    c.cell = std::move(*input_head_);
-    c.input_old = input_head_old_;
-    input_head_.reset();
-    candidate_ = std::move(c);
-    return &*candidate_;
-  }
-}
-
-void SnapshotBuilder::Take() {
-  if (candidate_->input_old) input_after_ = candidate_->input_old;
-  if (candidate_->takes_overlay) AdvanceOverlay();
-  candidate_.reset();
+  return std::unique_ptr<CellCursor>(previous_->Scan(taken_.input_after));
 }
 
 Result<bool> SnapshotBuilder::WriteNextChunk() {
@@ -200,13 +95,19 @@ Result<bool> SnapshotBuilder::WriteNextChunk() {
   if (done_) return true;
   bool end = false;
   while (true) {
-    ASSIGN_OR_RETURN(const Candidate* next, Peek());
-    if (next == nullptr) {
-      end = true;
-      break;
+    if (!pending_) {
+      PlacedCell cell;
+      ASSIGN_OR_RETURN(bool more, cursor_->Next(&cell));
+      if (!more) {
+        end = true;
+        break;
+      }
+      pending_ = std::move(cell);
+      pending_position_ = cursor_->position();
     }
-    if (!encoder_.TryAdd(next->cell)) break;
-    Take();
+    if (!encoder_.TryAdd(*pending_)) break;  // it starts the next chunk
+    pending_.reset();
+    taken_ = pending_position_;
   }
   if (!encoder_.empty()) {
     ChunkInfo chunk;
@@ -233,8 +134,8 @@ json SnapshotBuilder::Checkpoint() const {
               {"layout", options_.layout.Name()},
               {"previous", InputJson()},
               {"chunks", manifest_.chunks.size()},
-              {"input_after", RefToJson(input_after_)},
-              {"overlay_after", RefToJson(overlay_after_)},
+              {"input_after", RefToJson(taken_.input_after)},
+              {"overlay_after", RefToJson(taken_.overlay_after)},
               {"done", done_}};
 }
 
@@ -261,8 +162,8 @@ Status SnapshotBuilder::Resume(const json& checkpoint) {
   const json chunks = checkpoint.value("chunks", json());
   const json done = checkpoint.value("done", json());
   if (!chunks.is_number_unsigned() || !done.is_boolean() ||
-      !RefFromJson(checkpoint.value("input_after", json()), &input_after_) ||
-      !RefFromJson(checkpoint.value("overlay_after", json()), &overlay_after_)) {
+      !RefFromJson(checkpoint.value("input_after", json()), &taken_.input_after) ||
+      !RefFromJson(checkpoint.value("overlay_after", json()), &taken_.overlay_after)) {
     return bad("malformed position");
   }
   const int64_t count = chunks.get<int64_t>();

@@ -98,23 +98,13 @@ class SnapshotBuilder {
   const SnapshotReader* previous() const { return previous_.get(); }
 
  private:
-  // The next output cell, computed but not yet taken.
-  struct Candidate {
-    PlacedCell cell;
-    std::optional<CellRef> input_old;  // the input cell it consumes (input position)
-    bool takes_overlay = false;        // it consumes the current overlay write
-  };
-
   SnapshotBuilder(BlobStore* store, SnapshotId id,
                   std::optional<std::string> previous_root, CellSource base,
                   std::string base_name, SheetDelta delta, Options options);
   Status Start();
-  Status OpenPrevious();
-  void SeekOverlay();
-  void AdvanceOverlay();
-  Status FillInput();
-  Result<const Candidate*> Peek();
-  void Take();
+  // The input cells after taken_.input_after: the previous snapshot's, the base's, or
+  // none.
+  Result<std::unique_ptr<CellCursor>> OpenInput();
   Result<ChunkInfo> ReadChunkInfo(int64_t index) const;
   // What checkpoints record as the input: the previous root, the base's name or null.
   nlohmann::json InputJson() const;
@@ -124,7 +114,7 @@ class SnapshotBuilder {
   const std::optional<std::string> previous_root_;
   const CellSource base_;  // null: the previous snapshot is the input
   const std::string base_name_;
-  const SheetDelta delta_;
+  const std::shared_ptr<const SheetDelta> delta_;
   const Options options_;
 
   bool started_ = false;
@@ -132,21 +122,15 @@ class SnapshotBuilder {
   SnapshotManifest manifest_;  // chunks written so far
   ChunkEncoder encoder_;
 
-  // Input: the previous snapshot or the base, positioned after input_after_.
+  // The output stream: the input through the delta (the previous snapshot's reader is
+  // kept for its counters).
   std::unique_ptr<SnapshotReader> previous_;
-  std::unique_ptr<CellCursor> cursor_;
-  std::optional<CellRef> input_after_;  // last input cell consumed (input positions)
-  bool input_done_ = false;
-  std::optional<PlacedCell> input_head_;  // next surviving input cell, mapped
-  CellRef input_head_old_;                // its input position
-  PlacedCell scratch_;                    // reused to read input cells
-
-  // Overlay: positioned after overlay_after_.
-  std::optional<CellRef> overlay_after_;  // last overlay write consumed
-  std::map<int64_t, Overlay::Row>::const_iterator overlay_row_;
-  size_t overlay_index_ = 0;
-
-  std::optional<Candidate> candidate_;
+  std::unique_ptr<DeltaCursor> cursor_;
+  // What the chunks written so far consumed: where a checkpoint resumes.
+  DeltaCursor::Position taken_;
+  // A cell read that did not fit the last chunk, and the position after it.
+  std::optional<PlacedCell> pending_;
+  DeltaCursor::Position pending_position_;
 };
 
 }  // namespace sheetlog
