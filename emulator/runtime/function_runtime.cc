@@ -38,14 +38,30 @@ struct FunctionRuntime::StreamState {
   std::map<int, int64_t> heads;        // GUARDED_BY(mu_)
   std::map<int, ShardState> shards;    // GUARDED_BY(mu_) (the map; see ShardState)
   std::atomic<int64_t> invocations{0}, failures{0}, skipped{0}, duplicates{0};
+  std::atomic<int64_t> running{0};
 };
 
 struct FunctionRuntime::QueueState {
   QueueMapping config;
   std::atomic<int64_t> invocations{0}, failures{0}, skipped{0}, duplicates{0};
+  std::atomic<int64_t> running{0};
 };
 
 namespace {
+
+// Counts one invocation under way for as long as it lives.
+class RunningCount {
+ public:
+  explicit RunningCount(std::atomic<int64_t>& count) : count_(count) {
+    count_.fetch_add(1);
+  }
+  ~RunningCount() { count_.fetch_sub(1); }
+  RunningCount(const RunningCount&) = delete;
+  RunningCount& operator=(const RunningCount&) = delete;
+
+ private:
+  std::atomic<int64_t>& count_;
+};
 
 std::string DefaultStreamKey(const std::string& mapping, const StreamRecord& record) {
   return mapping + ":" + std::to_string(record.shard) + ":" +
@@ -230,11 +246,11 @@ std::vector<MappingStats> FunctionRuntime::Stats() const {
   std::vector<MappingStats> out;
   for (const auto& s : streams_) {
     out.push_back({s->config.name, s->invocations.load(), s->failures.load(),
-                   s->skipped.load(), s->duplicates.load()});
+                   s->skipped.load(), s->duplicates.load(), s->running.load()});
   }
   for (const auto& q : queues_) {
     out.push_back({q->config.name, q->invocations.load(), q->failures.load(),
-                   q->skipped.load(), q->duplicates.load()});
+                   q->skipped.load(), q->duplicates.load(), q->running.load()});
   }
   return out;
 }
@@ -518,6 +534,7 @@ void FunctionRuntime::RunShardStep(StreamState& mapping, int shard, ShardState& 
 
 Status FunctionRuntime::InvokeStream(StreamState& mapping, int shard,
                                      const std::vector<StreamRecord>& batch) {
+  RunningCount running(mapping.running);
   const StreamMapping& m = mapping.config;
   const std::string invocation_id = NewRandomUuid();
   const int64_t deadline = clock_->NowMicros() + m.time_budget_micros;
@@ -711,23 +728,29 @@ void FunctionRuntime::ConsumerLoop(QueueState* mapping) {
       continue;
     }
     if (!*ready) continue;
-    Result<std::vector<ReceivedMessage>> messages =
-        m.queues->Receive(m.queue, m.batch_size, m.visibility_timeout_s);
-    if (!messages.ok()) {
+    Status received = ReceiveAndProcess(*mapping);
+    if (!received.ok()) {
       spdlog::warn("runtime: {}: receiving from queue {} failed: {}", m.name, m.queue,
-                   messages.status().ToString());
+                   received.ToString());
       if (!PauseUntil(clock_->NowMicros() + m.error_backoff_micros)) break;
-      continue;
-    }
-    if (messages->empty()) continue;
-    ProcessMessages(*mapping, *messages);
-    if (faults_ != nullptr && faults_->ShouldDuplicate("runtime.queue.duplicate")) {
-      ProcessMessages(*mapping, *messages);  // at-least-once delivery
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
   --consumers_running_;
   stop_cv_.notify_all();
+}
+
+Status FunctionRuntime::ReceiveAndProcess(QueueState& mapping) {
+  const QueueMapping& m = mapping.config;
+  RunningCount running(mapping.running);
+  ASSIGN_OR_RETURN(std::vector<ReceivedMessage> messages,
+                   m.queues->Receive(m.queue, m.batch_size, m.visibility_timeout_s));
+  if (messages.empty()) return Status::OK();
+  ProcessMessages(mapping, messages);
+  if (faults_ != nullptr && faults_->ShouldDuplicate("runtime.queue.duplicate")) {
+    ProcessMessages(mapping, messages);  // at-least-once delivery
+  }
+  return Status::OK();
 }
 
 void FunctionRuntime::ProcessMessages(QueueState& mapping,

@@ -161,6 +161,9 @@ struct MappingStats {
   int64_t failures = 0;     // failed invocations (stream) / failed messages (queue)
   int64_t skipped = 0;      // stream records skipped after retries / age
   int64_t duplicates = 0;   // records / messages found already succeeded in history
+  // Invocations under way now (a queue mapping counts from its receive to the end of
+  // its handler): Lambda's concurrent executions.
+  int64_t running = 0;
 };
 
 class FunctionRuntime {
@@ -241,6 +244,9 @@ class FunctionRuntime {
   void SkipRecords(StreamState& mapping, int shard, ShardState& state,
                    const std::vector<StreamRecord>& batch, const std::string& reason);
   void Advance(StreamState& mapping, int shard, ShardState& state, int64_t sequence);
+  // One receive of the mapping's queue and the handler on what came (counted as
+  // running throughout). Errors: the receive's.
+  Status ReceiveAndProcess(QueueState& mapping);
   void ProcessMessages(QueueState& mapping, const std::vector<ReceivedMessage>& messages);
   void Notify(const RuntimeEvent& event);
   // Waits on the stop condition until `deadline_micros` or Stop(). False once stopping.

@@ -231,6 +231,10 @@ void App::AddCollectors() {
       m.Gauge("sheetlog_function_failures",
               "Failed invocations (or messages) since start.", {"mapping"})
           .Set({mapping.name}, mapping.failures);
+      m.Gauge("sheetlog_function_running",
+              "Invocations under way now (a queue mapping's from its receive).",
+              {"mapping"})
+          .Set({mapping.name}, mapping.running);
       m.Gauge("sheetlog_function_duplicates",
               "Deliveries the execution history found already done.", {"mapping"})
           .Set({mapping.name}, mapping.duplicates);

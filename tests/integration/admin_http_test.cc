@@ -68,13 +68,14 @@ class AdminHttpTest : public ::testing::Test {
   // failed attempt left) the next receive tries again, until the tenth receive moves it
   // to the dead-letter queue. The clock moves only after each failure is recorded: moving
   // it while a handler runs would let a second consumer receive the message meanwhile.
-  void FailSnapshotJobUntilDeadLettered() {
-    const int64_t before = SnapshotWorkerFailures();
+  // `before`: the failure count read before the snapshot entry was appended (the first
+  // attempt may fail before this is called).
+  void FailSnapshotJobUntilDeadLettered(int64_t before) {
     for (int64_t failures = 1; failures <= 10; ++failures) {
       ASSERT_TRUE(Eventually([&] {
         return SnapshotWorkerFailures() >= before + failures;
       })) << Queue("snapshots").dump();
-      Advance(61);
+      ASSERT_TRUE(Eventually([&] { return AdvanceClockWhenIdle(*client_, 61); }));
     }
     ASSERT_TRUE(Eventually([&] { return Queue("snapshots")["dead_letter_depth"] == 1; }))
         << Queue("snapshots").dump();
@@ -117,8 +118,9 @@ TEST_F(AdminHttpTest, QueuesAndFeedAreVisible) {
 // finish the work once the fault is gone.
 TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
   ASSERT_NO_FATAL_FAILURE(ArmFault("snapshot.before_complete"));
+  const int64_t failures_before = SnapshotWorkerFailures();
   const std::string id = SheetWithOneCell(1);
-  ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered());
+  ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered(failures_before));
 
   JsonResponse jobs = Get(*client_, "/v1/admin/jobs?status=failed&since=1970-01-01");
   ASSERT_EQ(jobs.status, 200) << jobs.raw;
@@ -154,7 +156,7 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
   EXPECT_EQ(reprocess.body["snapshots_enqueued"], 1);
   EXPECT_EQ(reprocess.body["entries"], 2);
   ASSERT_TRUE(Eventually([&] {
-    Advance(61);
+    AdvanceClockWhenIdle(*client_, 61);
     return AllSnapshotsComplete(id);
   }));
   // The worker writes the root before it deletes the pending entry: wait for both.
@@ -175,8 +177,9 @@ TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
   ASSERT_EQ(healthy.status, 201);
   ASSERT_TRUE(Eventually([&] { return AllSnapshotsComplete(healthy.body["id"]); }));
   ASSERT_NO_FATAL_FAILURE(ArmFault("snapshot.before_complete"));
+  const int64_t failures_before = SnapshotWorkerFailures();
   const std::string id = SheetWithOneCell(1);
-  ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered());
+  ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered(failures_before));
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
 
   EXPECT_EQ(Post(*client_, "/v1/admin/jobs/replay", json::object()).status, 400);
@@ -194,7 +197,7 @@ TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
   EXPECT_EQ(replay.body["redriven"], 1);
   EXPECT_EQ(Queue("snapshots")["dead_letter_depth"], 0);
   ASSERT_TRUE(Eventually([&] {
-    Advance(61);
+    AdvanceClockWhenIdle(*client_, 61);
     return AllSnapshotsComplete(id);
   }));
   replay = Post(*client_, "/v1/admin/jobs/replay", {{"since", "1970-01-01"}});
@@ -230,7 +233,7 @@ TEST_F(AdminHttpTest, SnapshotsLostWithExpiredStreamRecordsAreMadeByReprocess) {
     return retained;
   };
   ASSERT_TRUE(Eventually([&] {
-    Advance(24 * 3600 + 1);
+    AdvanceClockWhenIdle(*client_, 24 * 3600 + 1);
     return skipped_for_age() >= 1 && retained_records() == 0;
   })) << Get(*client_, "/v1/admin/feed").raw;
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
@@ -246,7 +249,7 @@ TEST_F(AdminHttpTest, SnapshotsLostWithExpiredStreamRecordsAreMadeByReprocess) {
   ASSERT_EQ(reprocess.status, 200) << reprocess.raw;
   EXPECT_EQ(reprocess.body["snapshots_enqueued"], 2) << reprocess.raw;
   ASSERT_TRUE(Eventually([&] {
-    Advance(6);  // the second snapshot defers itself behind the first
+    AdvanceClockWhenIdle(*client_, 6);  // the second snapshot defers behind the first
     return AllSnapshotsComplete(id);
   }));
   JsonResponse cells = Get(*client_, "/v1/sheets/" + id + "/cells?range=A1:A1&at=2");

@@ -60,7 +60,7 @@ TEST_F(MetricsHttpTest, CoversTheOperationsFamiliesAndPassesPromtool) {
   }
   EXPECT_EQ(Get(*client_, "/v1/sheets/00000000-0000-4000-8000-000000000000").status, 404);
   ASSERT_TRUE(Eventually([&] {
-    Post(*client_, "/v1/admin/clock", {{"advance_s", 6}});
+    AdvanceClockWhenIdle(*client_, 6);
     return Sample(Metrics(), R"(sheetlog_pending_snapshots)") == 0.0 &&
            Sample(Metrics(),
                   R"(sheetlog_snapshot_messages_total{outcome="completed"})") >= 2.0;

@@ -135,7 +135,7 @@ TEST_F(RetentionHttpTest,
   // Once segment 3's snapshot completes, the next run drops segment 2 as well.
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
   ASSERT_TRUE(Eventually([&] {
-    Advance(61);
+    AdvanceClockWhenIdle(*client_, 61);
     JsonResponse r = Get(*client_, "/v1/sheets/" + sheet_ + "/snapshots");
     return r.status == 200 && r.body["snapshots"].back()["state"] == "completed";
   }));

@@ -165,6 +165,18 @@ int64_t ServerProcess::PeakRssKb() const {
   return -1;
 }
 
+bool AdvanceClockWhenIdle(httplib::Client& client, int64_t seconds) {
+  httplib::Result metrics = client.Get("/metrics");
+  if (!metrics || metrics->status != 200) return false;
+  std::istringstream lines(metrics->body);
+  const std::string gauge = "sheetlog_function_running{";
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(gauge, 0) != 0) continue;
+    if (std::stod(line.substr(line.find_last_of(' ') + 1)) != 0) return false;
+  }
+  return Post(client, "/v1/admin/clock", {{"advance_s", seconds}}).status == 200;
+}
+
 bool Eventually(const std::function<bool()>& condition, int real_seconds) {
   time_t deadline = time(nullptr) + real_seconds;
   while (time(nullptr) <= deadline) {

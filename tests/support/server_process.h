@@ -82,6 +82,13 @@ JsonResponse Request(httplib::Client& client, const std::string& method,
 // waiting on the server's background work (each check is a request, which paces it).
 bool Eventually(const std::function<bool()>& condition, int real_seconds = 30);
 
+// Advances a --clock manual server's clock by `seconds` if no handler is running (every
+// sheetlog_function_running gauge of /metrics is 0); returns whether it did. For the
+// polling loops that move time until background work finishes: moving time while a
+// handler runs can pass its message's visibility timeout, so that a second consumer
+// takes the message and, repeated, dead-letters work that was only slow.
+bool AdvanceClockWhenIdle(httplib::Client& client, int64_t seconds);
+
 inline JsonResponse Get(httplib::Client& c, const std::string& path) {
   return Request(c, "GET", path);
 }

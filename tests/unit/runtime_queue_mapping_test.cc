@@ -307,8 +307,11 @@ TEST_F(QueueMappingTest, ConsumersRunConcurrently) {
   ASSERT_TRUE(rt.Start().ok());
   for (int i = 0; i < 3; ++i) Send("job-" + std::to_string(i));
   ASSERT_TRUE(gate.WaitForArrivals(3));
+  EXPECT_EQ(rt.Stats()[0].running, 3);  // all three in their handlers now
   gate.Open();
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 3));
+  rt.Stop();
+  EXPECT_EQ(rt.Stats()[0].running, 0);
 }
 
 TEST_F(QueueMappingTest, MessageOfAnAbandonedConsumerReappearsAfterItsTimeout) {
