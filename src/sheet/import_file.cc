@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "src/sheet/csv.h"
@@ -26,6 +27,21 @@ Status ReadCsv(const PayloadSource& source, const ImportCellSink& sink) {
   }
   return parser.Finish();
 }
+
+// Whether a file lists its cells in row-major order, each position once, fed each
+// position as it comes.
+class RowOrder {
+ public:
+  // False if `ref` does not come after the previous position.
+  bool Follows(const CellRef& ref) {
+    const bool after = !last_ || *last_ < ref;
+    last_ = ref;
+    return after;
+  }
+
+ private:
+  std::optional<CellRef> last_;
+};
 
 // Cells per batch handed from the parsing thread to the reader, and batches in flight.
 constexpr size_t kImportBatchCells = 4096;
@@ -90,14 +106,13 @@ class ImportCursor : public CellCursor {
         return Status::OK();
       }
     }
-    std::optional<CellRef> last;
+    RowOrder order;
     return ReadImportPayload(
         edit_, *source_,
         [&](const CellRef& ref, Cell cell) -> Status {
-          if (last && !(*last < ref)) {
+          if (!order.Follows(ref)) {
             return Internal("the import's cells changed order between two reads");
           }
-          last = ref;
           return Add(ref, std::move(cell));
         },
         limits_);
@@ -105,16 +120,15 @@ class ImportCursor : public CellCursor {
 
   // True if the file lists each position once, in row-major order.
   Result<bool> ListedInOrder() {
-    std::optional<CellRef> last;
+    RowOrder order;
     bool in_order = true;
     Status read = ReadImportPayload(
         edit_, *source_,
         [&](const CellRef& ref, const Cell&) -> Status {
-          if (last && !(*last < ref)) {
+          if (!order.Follows(ref)) {
             in_order = false;
             return Aborted("out of order");
           }
-          last = ref;
           if (stopping_.load(std::memory_order_relaxed)) {
             return Aborted("the import cursor was closed");
           }
@@ -199,14 +213,13 @@ Status ReadImportPayload(const ImportEdit& edit, const PayloadSource& source,
 
 Status CheckImportPayload(const ImportEdit& edit, const PayloadSource& source,
                           const ImportLimits& limits) {
-  std::optional<CellRef> last;
+  RowOrder order;
   bool in_order = true;
   int64_t cells = 0;
   RETURN_IF_ERROR(ReadImportPayload(
       edit, source,
       [&](const CellRef& ref, const Cell&) {
-        if (last && !(*last < ref)) in_order = false;
-        last = ref;
+        in_order &= order.Follows(ref);
         ++cells;
         return Status::OK();
       },
@@ -225,11 +238,12 @@ Result<ImportedCells> ReadImportedCells(const ImportEdit& edit,
                                         const PayloadSource& source,
                                         const ImportLimits& limits) {
   ImportedCells cells;
+  RowOrder order;
   bool sorted = true;
   RETURN_IF_ERROR(ReadImportPayload(
       edit, source,
       [&](const CellRef& ref, Cell cell) {
-        if (!cells.empty() && !(cells.back().ref < ref)) sorted = false;
+        sorted &= order.Follows(ref);
         cells.push_back({ref, std::move(cell)});
         return Status::OK();
       },
