@@ -222,4 +222,8 @@ void Router::PutStreaming(const std::string& p, StreamingHandler h, RouteOptions
 void Router::Delete(const std::string& p, Handler h, RouteOptions o) {
   http_->Delete(p, Wrap("DELETE", p, std::move(h), o));
 }
+
+void Router::Patch(const std::string& p, Handler h, RouteOptions o) {
+  http_->Patch(p, Wrap("PATCH", p, std::move(h), o));
+}
 }  // namespace sheetlog::api

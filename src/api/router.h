@@ -82,6 +82,7 @@ class Router {
   void Post(const std::string& pattern, Handler h, RouteOptions o = {});
   void Put(const std::string& pattern, Handler h, RouteOptions o = {});
   void Delete(const std::string& pattern, Handler h, RouteOptions o = {});
+  void Patch(const std::string& pattern, Handler h, RouteOptions o = {});
   void PutStreaming(const std::string& pattern, StreamingHandler h, RouteOptions o = {});
 
   // Wraps `h` with auth, error mapping, request-unit reporting and metrics.
