@@ -23,6 +23,8 @@ void RegisterBlobRoutes(Router& router, App& app);
 void RegisterSpreadsheetRoutes(Router& router, App& app);
 void RegisterAdminStateRoutes(Router& router, App& app);
 void RegisterMaintenanceRoutes(Router& router, App& app);
+// The web console's files under /console/ (no token), and "/" redirecting there.
+void RegisterConsoleRoutes(Router& router);
 // Charges a request on a sheet's routes (or one that created a sheet) to that sheet's
 // usage, for GET .../cost.
 void RecordSheetUsage(App& app, const std::string& pattern, const Call& call);

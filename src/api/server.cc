@@ -81,6 +81,7 @@ void ApiServer::RegisterRoutes() {
   RegisterSpreadsheetRoutes(*router_, *app_);
   RegisterAdminStateRoutes(*router_, *app_);
   RegisterMaintenanceRoutes(*router_, *app_);
+  RegisterConsoleRoutes(*router_);
 }
 
 Status ApiServer::Bind() {

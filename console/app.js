@@ -1,0 +1,84 @@
+// The console's entry point: the page shell, client-side routing and the pages.
+// Every path under /console/ serves index.html; this decides what it shows:
+//   /console/                     sheets
+//   /console/sheets/{id}[/tab]    one sheet: grid (with time travel), log, files, cost
+//   /console/pipeline             snapshots, queues, change feed, jobs, verify
+//   /console/blobs?prefix=        the blob store
+import {renderBlobs} from './pages/blobs.js';
+import {renderPipeline} from './pages/pipeline.js';
+import {renderSheet} from './pages/sheet.js';
+import {renderSheets} from './pages/sheets.js';
+import {el, clear} from './ui.js';
+
+const main = document.getElementById('main');
+let cleanup = null;
+
+export function navigate(path, {replace = false} = {}) {
+  if (replace) history.replaceState(null, '', path);
+  else history.pushState(null, '', path);
+  route();
+}
+
+function route() {
+  if (cleanup) {
+    cleanup();
+    cleanup = null;
+  }
+  const url = new URL(location.href);
+  const parts = url.pathname.replace(/^\/console\/?/, '').split('/').filter(Boolean)
+                    .map(decodeURIComponent);
+  let section = 'sheets';
+  clear(main);
+  if (parts.length === 0) {
+    document.title = 'Sheets · sheetlog';
+    cleanup = renderSheets(main);
+  } else if (parts[0] === 'sheets' && parts[1]) {
+    cleanup = renderSheet(main, {id: parts[1], tab: parts[2] || 'grid', params: url.searchParams});
+  } else if (parts[0] === 'pipeline') {
+    section = 'pipeline';
+    document.title = 'Pipeline · sheetlog';
+    cleanup = renderPipeline(main);
+  } else if (parts[0] === 'blobs') {
+    section = 'blobs';
+    document.title = 'Blobs · sheetlog';
+    cleanup = renderBlobs(main, {prefix: url.searchParams.get('prefix') || ''});
+  } else {
+    document.title = 'Not found · sheetlog';
+    main.append(el('section.page', {}, el('h1', 'Not found'),
+                   el('p', {}, 'No console page at ', el('code', url.pathname), '. ',
+                      el('a', {href: '/console/'}, 'Back to the sheets'))));
+  }
+  for (const link of document.querySelectorAll('.nav-link')) {
+    if (link.dataset.section === section) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+}
+
+// Same-origin links to console pages navigate in place.
+document.addEventListener('click', (event) => {
+  if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey ||
+      event.shiftKey || event.altKey) {
+    return;
+  }
+  const link = event.target.closest('a[href]');
+  if (!link || link.hasAttribute('download') || link.target) return;
+  const url = new URL(link.href, location.href);
+  if (url.origin !== location.origin || !url.pathname.startsWith('/console/')) return;
+  event.preventDefault();
+  navigate(url.pathname + url.search);
+});
+
+window.addEventListener('popstate', route);
+
+async function showVersion() {
+  try {
+    const response = await fetch('/healthz');
+    const health = await response.json();
+    document.getElementById('server-version').textContent = `sheetlog ${health.version}`;
+  } catch {
+    document.getElementById('server-version').textContent = 'server unreachable';
+  }
+}
+
+showVersion();
+route();
