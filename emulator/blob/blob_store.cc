@@ -801,13 +801,27 @@ Result<BlobListResult> BlobStore::List(const BlobListOptions& options) {
   }
   ListBound bound;
   if (!options.continuation.empty()) {
+    // A token: kind ('k' key, 'p' common prefix), the delimiter it was issued with
+    // ('/' or '-' for none), the listing's prefix, NUL, then the last item returned.
+    // Bound to its listing: a token used with another prefix or delimiter would
+    // silently skip or repeat items, so it is refused.
     std::optional<std::string> decoded = Base64UrlDecode(options.continuation);
-    if (!decoded || decoded->size() < 2 ||
-        ((*decoded)[0] != 'k' && (*decoded)[0] != 'p')) {
+    const size_t nul = decoded ? decoded->find('\0') : std::string::npos;
+    if (!decoded || nul == std::string::npos || nul < 2 || nul + 1 >= decoded->size() ||
+        ((*decoded)[0] != 'k' && (*decoded)[0] != 'p') ||
+        ((*decoded)[1] != '/' && (*decoded)[1] != '-')) {
       return InvalidArgument("malformed continuation token");
     }
+    const std::string token_prefix = decoded->substr(2, nul - 2);
+    const std::string token_delimiter = (*decoded)[1] == '/' ? "/" : "";
+    if (token_prefix != options.prefix || token_delimiter != options.delimiter) {
+      return InvalidArgument("continuation token belongs to another listing (prefix " +
+                             QuoteForMessage(token_prefix) + ", delimiter " +
+                             QuoteForMessage(token_delimiter) +
+                             "); start again without it");
+    }
     bound.is_prefix = (*decoded)[0] == 'p';
-    bound.after = decoded->substr(1);
+    bound.after = decoded->substr(nul + 1);
   }
 
   BlobListResult result;
@@ -860,7 +874,9 @@ Result<BlobListResult> BlobStore::List(const BlobListOptions& options) {
                               options.delimiter.empty(), bound, visit)
                       .status());
   if (truncated) {
-    result.continuation = Base64UrlEncode((last_is_prefix ? "p" : "k") + last_item);
+    result.continuation = Base64UrlEncode(std::string(last_is_prefix ? "p" : "k") +
+                                          (options.delimiter.empty() ? "-" : "/") +
+                                          options.prefix + '\0' + last_item);
   }
   return result;
 }

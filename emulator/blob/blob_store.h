@@ -227,7 +227,8 @@ class BlobStore {
 
   // One page of keys (see BlobListOptions/BlobListResult). Walks only the directories
   // under the prefix, each sorted on its own, and stops after limit + 1 items.
-  // InvalidArgument for a bad limit, delimiter or continuation token.
+  // InvalidArgument for a bad limit, delimiter or continuation token (including a
+  // token issued for another prefix or delimiter: it names the listing it belongs to).
   Result<BlobListResult> List(const BlobListOptions& options);
 
   // The object's tags. NotFound if there is no such object.

@@ -204,6 +204,31 @@ TEST_F(BlobListTest, ContinuationAfterCommonPrefixSkipsItsKeys) {
   EXPECT_FALSE(second->continuation.has_value());
 }
 
+// Issue 14: a token minted for one listing used with another prefix silently answered
+// an empty last page; it is refused, and still works where it belongs.
+TEST_F(BlobListTest, ContinuationIsBoundToItsPrefixAndDelimiter) {
+  PutAll({"a/1", "a/2", "a/3", "b/1", "b/2", "b/3"});
+  auto first_a = store_->List({"a/", "/", 1, ""});
+  ASSERT_TRUE(first_a.ok());
+  ASSERT_TRUE(first_a->continuation.has_value());
+
+  auto wrong_prefix = store_->List({"b/", "/", 1000, *first_a->continuation});
+  EXPECT_EQ(wrong_prefix.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong_prefix.status().message().find("another listing"), std::string::npos)
+      << wrong_prefix.status().ToString();
+  auto wrong_delimiter = store_->List({"a/", "", 1000, *first_a->continuation});
+  EXPECT_EQ(wrong_delimiter.status().code(), StatusCode::kInvalidArgument);
+
+  auto rest_a = store_->List({"a/", "/", 1000, *first_a->continuation});
+  ASSERT_TRUE(rest_a.ok()) << rest_a.status().ToString();
+  ASSERT_EQ(rest_a->keys.size(), 2u);
+  EXPECT_EQ(rest_a->keys[0].key, "a/2");
+  // Repeatable: the same token gives the same page again.
+  auto again = store_->List({"a/", "/", 1000, *first_a->continuation});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->keys.size(), 2u);
+}
+
 TEST_F(BlobListTest, ManyObjectsInOneDirectoryPageExactly) {
   std::set<std::string> keys;
   for (int i = 0; i < 1100; ++i) keys.insert("flat/" + std::to_string(i * 7919 % 100003));
