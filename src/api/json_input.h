@@ -53,6 +53,12 @@ Status CheckUtf8(std::string_view text, std::string_view what);
 // into error messages and logs.
 std::string EscapeInvalidUtf8(std::string_view text);
 
+// JSON text the server stored itself (an entry body, a blob payload) as a value for a
+// response: the parsed value when ParseJsonStrict accepts it, otherwise the text as a
+// JSON string (e.g. a payload that is not JSON, or a body stored before the depth
+// limit existed), so reading it back can never fail or overflow the stack. Never fails.
+nlohmann::json StoredJsonForReply(std::string_view text);
+
 // Depth of the deepest nesting in an already-built value (0 for a scalar), computed
 // without recursion. For values that did not come through ParseJsonStrict.
 int JsonDepth(const nlohmann::json& value);
