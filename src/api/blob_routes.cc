@@ -4,6 +4,7 @@
 #include "emulator/blob/blob_lifecycle.h"
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/uuid.h"
+#include "src/api/json_input.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/log/uploads.h"
@@ -74,8 +75,7 @@ json InlineExternalBody(App& app, const EntryRecord& entry, UnitMeter* meter) {
   (void)meter;
   Result<std::string> body = app.uploads()->ReadBody(*entry.external);
   if (!body.ok()) throw ApiError::FromStatus(body.status());
-  json parsed = json::parse(*body, nullptr, false);
-  return parsed.is_discarded() ? json(*body) : parsed;
+  return StoredJsonForReply(*body);
 }
 
 std::string ManifestUrl(App& app, const std::string& root) {
@@ -113,8 +113,7 @@ void RegisterBlobRoutes(Router& router, App& app) {
             body.append(data, n);
             return body.size() <= (1 << 16);
           });
-          json parsed = json::parse(body, nullptr, false);
-          if (parsed.is_discarded()) throw ApiError::Validation("malformed JSON tag set");
+          json parsed = Check(ParseJsonStrict(body));
           FieldReader fields(parsed, "request body");
           std::optional<json> tags = fields.Any("tags");
           fields.Finish();

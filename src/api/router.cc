@@ -7,27 +7,31 @@
 #include <cmath>
 
 #include "emulator/env/clock.h"
+#include "src/api/json_input.h"
 
 namespace sheetlog::api {
 
+std::string Call::Path(size_t n) const {
+  std::string capture = req.matches[n];
+  Check(CheckUtf8(capture, "path segment '" + EscapeInvalidUtf8(capture) + "'"));
+  return capture;
+}
+
 std::optional<std::string> Call::Query(const std::string& name) const {
   if (!req.has_param(name.c_str())) return std::nullopt;
-  return req.get_param_value(name.c_str());
+  std::string value = req.get_param_value(name.c_str());
+  Check(CheckUtf8(value, "query parameter '" + name + "'"));
+  return value;
 }
 
 json Call::Body() const {
   if (req.body.empty()) return json::object();
-  try {
-    return json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    // nlohmann's message names the byte offset and what it expected.
-    throw ApiError::Validation(std::string("malformed JSON: ") + e.what());
-  }
+  return Check(ParseJsonStrict(req.body));
 }
 
 void Call::Reply(int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(DumpJsonSafely(body), "application/json");
 }
 
 FieldReader::FieldReader(const json& value, std::string what)
@@ -93,7 +97,8 @@ void FieldReader::Finish() const {
 
 void WriteError(httplib::Response& res, const ApiError& error) {
   res.status = error.http_status();
-  res.set_content(error.ToJson().dump(), "application/json");
+  // Safely: the message may quote client bytes that are not UTF-8.
+  res.set_content(DumpJsonSafely(error.ToJson()), "application/json");
 }
 
 std::optional<int64_t> ParseInt(const std::string& text) {

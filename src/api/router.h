@@ -29,10 +29,14 @@ class Call {
   httplib::Response& res;
   UnitMeter meter;  // request units consumed by this request
 
-  // The n-th capture of the route's pattern (1-based).
-  std::string Path(size_t n) const { return req.matches[n]; }
+  // The n-th capture of the route's pattern (1-based). ValidationError if it is not
+  // valid UTF-8 (e.g. /v1/sheets/%FF%FE).
+  std::string Path(size_t n) const;
+  // A query parameter; ValidationError if its value is not valid UTF-8.
   std::optional<std::string> Query(const std::string& name) const;
-  // The body parsed as JSON. ValidationError for malformed JSON; an empty body is {}.
+  // The body parsed as JSON by ParseJsonStrict (json_input.h): ValidationError for
+  // malformed JSON, invalid UTF-8, nesting deeper than kMaxJsonDepth, or a number
+  // beyond a double. An empty body is {}.
   json Body() const;
 
   void Reply(int status, const json& body);

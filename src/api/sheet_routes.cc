@@ -1,5 +1,6 @@
 // Routes of api.md sections "Sheets" and "Entries".
 #include "emulator/env/uuid.h"
+#include "src/api/json_input.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/log/event_log.h"
@@ -54,7 +55,7 @@ int64_t ParseSeq(const std::string& name, const std::string& text) {
 json EntryJson(App& app, const EntryRecord& e) {
   json out{{"seq", e.seq},         {"segment", e.segment}, {"num", e.num},
            {"created", e.created}, {"type", e.type},       {"version", e.version}};
-  out["body"] = e.body ? json::parse(*e.body, nullptr, false) : json(nullptr);
+  out["body"] = e.body ? StoredJsonForReply(*e.body) : json(nullptr);
   out["external"] = e.external ? ExternalJson(app, *e.external) : json(nullptr);
   out["snapshot_root"] = e.snapshot_root ? json(*e.snapshot_root) : json(nullptr);
   return out;
