@@ -133,8 +133,45 @@ std::string_view BeginOutcomeText(BeginOutcome outcome) {
   return "proceed";
 }
 
+void LiveInvocations::Add(const std::string& invocation_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ids_.insert(invocation_id);
+}
+
+void LiveInvocations::Remove(const std::string& invocation_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = ids_.find(invocation_id);
+  if (it != ids_.end()) ids_.erase(it);
+}
+
+bool LiveInvocations::Contains(const std::string& invocation_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ids_.count(invocation_id) > 0;
+}
+
+size_t LiveInvocations::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ids_.size();
+}
+
+LiveInvocation::LiveInvocation(LiveInvocations* set, std::string invocation_id)
+    : set_(set), id_(std::move(invocation_id)) {
+  if (set_ != nullptr) set_->Add(id_);
+}
+
+LiveInvocation::~LiveInvocation() {
+  if (set_ != nullptr) set_->Remove(id_);
+}
+
 ExecutionHistory::ExecutionHistory(Database* db, Clock* clock, FaultInjector* faults)
     : db_(db), clock_(clock), faults_(faults) {}
+
+bool ExecutionHistory::IsAbandoned(const ExecutionRow& row, int64_t time_budget_micros,
+                                   int64_t now_micros) const {
+  if (row.status != ExecStatus::kStarted) return false;
+  if (now_micros - row.created_at >= time_budget_micros) return true;
+  return live_ != nullptr && !live_->Contains(row.invocation_id);
+}
 
 Result<Claim> ExecutionHistory::Begin(const BeginRequest& request,
                                       int64_t time_budget_micros) {
@@ -171,7 +208,7 @@ Result<std::vector<Claim>> ExecutionHistory::BeginBatch(
       if (claim.latest->status == ExecStatus::kSucceeded) {
         claim.outcome = BeginOutcome::kAlreadySucceeded;
       } else if (claim.latest->status == ExecStatus::kStarted &&
-                 now - claim.latest->created_at < time_budget_micros) {
+                 !IsAbandoned(*claim.latest, time_budget_micros, now)) {
         claim.outcome = BeginOutcome::kRunningElsewhere;
       }
     }
@@ -276,6 +313,32 @@ Result<std::vector<ExecutionRow>> ExecutionHistory::List(
 Result<std::vector<ExecutionRow>> ExecutionHistory::ListFailed(int64_t since_micros,
                                                                int64_t until_micros,
                                                                int limit) {
+  return ListLatestWithStatus(ExecStatus::kFailed, since_micros, until_micros, limit);
+}
+
+Result<std::vector<ExecutionRow>> ExecutionHistory::ListAbandoned(
+    int64_t since_micros, int64_t until_micros, int64_t time_budget_micros, int limit) {
+  if (limit < 1 || limit > 10000) return InvalidArgument("limit must be in 1..10000");
+  // Rows of invocations still running are skipped, so read past them in pages.
+  std::vector<ExecutionRow> abandoned;
+  const int64_t now = clock_->NowMicros();
+  int64_t since = since_micros;
+  while (abandoned.size() < static_cast<size_t>(limit)) {
+    ASSIGN_OR_RETURN(
+        std::vector<ExecutionRow> started,
+        ListLatestWithStatus(ExecStatus::kStarted, since, until_micros, 10000));
+    for (ExecutionRow& row : started) {
+      if (abandoned.size() == static_cast<size_t>(limit)) break;
+      if (IsAbandoned(row, time_budget_micros, now)) abandoned.push_back(std::move(row));
+    }
+    if (started.size() < 10000) break;
+    since = started.back().created_at + 1;
+  }
+  return abandoned;
+}
+
+Result<std::vector<ExecutionRow>> ExecutionHistory::ListLatestWithStatus(
+    ExecStatus status, int64_t since_micros, int64_t until_micros, int limit) {
   if (limit < 1 || limit > 10000) return InvalidArgument("limit must be in 1..10000");
   std::vector<ExecutionRow> rows;
   RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
@@ -285,11 +348,14 @@ Result<std::vector<ExecutionRow>> ExecutionHistory::ListFailed(int64_t since_mic
             "SELECT h.partition_key, h.sequence, h.atomic_counter, h.exec_status, "
             "h.created_at, h.error, h.source, h.invocation_id, h.detail "
             "FROM execution_history h "
-            "WHERE h.exec_status = 'failed' AND h.created_at >= ? AND "
+            "WHERE h.exec_status = ? AND h.created_at >= ? AND "
             "h.created_at < ? AND h.sequence = (SELECT MAX(m.sequence) FROM "
             "execution_history m WHERE m.partition_key = h.partition_key) "
             "ORDER BY h.created_at, h.partition_key LIMIT ?"));
-    stmt.Bind(1, since_micros).Bind(2, until_micros).Bind(3, limit);
+    stmt.Bind(1, ExecStatusText(status))
+        .Bind(2, since_micros)
+        .Bind(3, until_micros)
+        .Bind(4, limit);
     while (true) {
       ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) break;

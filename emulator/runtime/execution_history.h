@@ -12,9 +12,10 @@
 // Begin(key) follows the seed step by step:
 //   1. Query the key's rows, newest sequence first (an eventually consistent read).
 //   2. Latest is `succeeded`: a duplicate; do not run (kAlreadySucceeded).
-//      Latest is `started` and younger than the invocation time budget: another
-//      invocation is running it (kRunningElsewhere). An older `started` row belongs to
-//      an invocation that died or ran out of time: run again.
+//      Latest is `started` by an invocation that is still running and younger than the
+//      invocation time budget: another invocation is running it (kRunningElsewhere).
+//      A `started` row of an invocation that died (its process is gone: see "Liveness")
+//      or ran out of time is ABANDONED: run again.
 //   3. "UpdateItem ADD atomic_counter 1" on (key, latest + 1), creating the row as
 //      `started`. Two invocations that both passed step 2 target the same row; exactly
 //      one gets 1 back and proceeds. Any other value: a concurrent duplicate won
@@ -30,11 +31,21 @@
 //     Begin treats it like `failed` (run again); ListFailed does not list it.
 //   - created_at is microseconds since the epoch by the injected Clock.
 //
+// Liveness. Without a liveness oracle, a `started` row counts as running for the whole
+// time budget after it was written (all the seed has: a dead Lambda is not observable).
+// The local runtime knows better: it registers every invocation it runs in a
+// LiveInvocations set, and one process owns a data directory, so a `started` row whose
+// invocation is not in the set belongs to a process that no longer exists (a crash,
+// kill -9) and is abandoned at once — a redelivery after a restart never waits for
+// its own dead invocation.
+//
 // Thread-safe; all state is in SQLite (schema/004_history.sql).
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +59,32 @@ class Clock;
 class FaultInjector;
 
 enum class ExecStatus { kStarted, kSucceeded, kFailed, kDeferred };
+
+// The invocations running in this process (see "Liveness" above). Thread-safe.
+class LiveInvocations {
+ public:
+  void Add(const std::string& invocation_id);
+  void Remove(const std::string& invocation_id);
+  bool Contains(const std::string& invocation_id) const;
+  size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::multiset<std::string> ids_;  // GUARDED_BY(mu_)
+};
+
+// Registers an invocation in a LiveInvocations set for as long as it lives.
+class LiveInvocation {
+ public:
+  LiveInvocation(LiveInvocations* set, std::string invocation_id);
+  ~LiveInvocation();
+  LiveInvocation(const LiveInvocation&) = delete;
+  LiveInvocation& operator=(const LiveInvocation&) = delete;
+
+ private:
+  LiveInvocations* set_;
+  std::string id_;
+};
 
 // "started", "succeeded", "failed", "deferred".
 std::string_view ExecStatusText(ExecStatus status);
@@ -97,6 +134,15 @@ class ExecutionHistory {
   // fails Begin), "history.finish" (fails Finish before it writes).
   ExecutionHistory(Database* db, Clock* clock, FaultInjector* faults = nullptr);
 
+  // Makes `live` the liveness oracle (see "Liveness"); null: the time budget alone.
+  // `live` must outlive this object. Call before any Begin.
+  void set_live_invocations(const LiveInvocations* live) { live_ = live; }
+
+  // True if `row` is a `started` row whose invocation no longer runs: it died, or ran
+  // past `time_budget_micros` (by the clock, now `now_micros`).
+  bool IsAbandoned(const ExecutionRow& row, int64_t time_budget_micros,
+                   int64_t now_micros) const;
+
   // Steps 1-3 for one key. `time_budget_micros`: how long a `started` row counts as a
   // running invocation (the invocation time budget). Errors: storage errors, an
   // armed fault; nothing is claimed then.
@@ -133,14 +179,26 @@ class ExecutionHistory {
   // oldest first, at most `limit` (1..10000): what a replay should re-run.
   Result<std::vector<ExecutionRow>> ListFailed(int64_t since_micros, int64_t until_micros,
                                                int limit = 1000);
+  // Keys whose latest row is an abandoned `started` row (IsAbandoned with
+  // `time_budget_micros`), written in [since, until), oldest first, at most `limit`
+  // (1..10000): work whose invocation died and that nothing has run since.
+  Result<std::vector<ExecutionRow>> ListAbandoned(int64_t since_micros,
+                                                  int64_t until_micros,
+                                                  int64_t time_budget_micros,
+                                                  int limit = 1000);
   // Deletes rows written before `before_micros`; returns how many. History is an
   // audit trail: callers choose the horizon (longer than any redelivery window).
   Result<int64_t> DeleteBefore(int64_t before_micros);
 
  private:
+  Result<std::vector<ExecutionRow>> ListLatestWithStatus(ExecStatus status,
+                                                         int64_t since_micros,
+                                                         int64_t until_micros, int limit);
+
   Database* db_;
   Clock* clock_;
   FaultInjector* faults_;
+  const LiveInvocations* live_ = nullptr;
 };
 
 }  // namespace sheetlog

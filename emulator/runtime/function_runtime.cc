@@ -38,13 +38,16 @@ struct FunctionRuntime::StreamState {
   std::map<int, int64_t> heads;        // GUARDED_BY(mu_)
   std::map<int, ShardState> shards;    // GUARDED_BY(mu_) (the map; see ShardState)
   std::atomic<int64_t> invocations{0}, failures{0}, skipped{0}, duplicates{0};
-  std::atomic<int64_t> running{0};
+  std::atomic<int64_t> running{0}, abandoned{0};
+  // What ShardProgress() reports, published by the shard's task after each step.
+  std::mutex progress_mu;
+  std::map<int, ShardProgress> progress;  // GUARDED_BY(progress_mu)
 };
 
 struct FunctionRuntime::QueueState {
   QueueMapping config;
   std::atomic<int64_t> invocations{0}, failures{0}, skipped{0}, duplicates{0};
-  std::atomic<int64_t> running{0};
+  std::atomic<int64_t> running{0}, abandoned{0};
 };
 
 namespace {
@@ -90,6 +93,12 @@ bool IsBusy(const Claim& claim) {
          claim.outcome == BeginOutcome::kLostRace;
 }
 
+// A claim that proceeds over a `started` row: the work's earlier invocation died.
+bool TakesOverAbandoned(const Claim& claim) {
+  return claim.outcome == BeginOutcome::kProceed && claim.latest &&
+         claim.latest->status == ExecStatus::kStarted;
+}
+
 }  // namespace
 
 FunctionRuntime::FunctionRuntime(Database* db, Clock* clock, FaultInjector* faults)
@@ -101,7 +110,9 @@ FunctionRuntime::FunctionRuntime(Database* db, Clock* clock, FaultInjector* faul
       clock_(clock),
       faults_(faults),
       options_(std::move(options)),
-      history_(db, clock, faults) {}
+      history_(db, clock, faults) {
+  history_.set_live_invocations(&live_);
+}
 
 FunctionRuntime::~FunctionRuntime() { Stop(); }
 
@@ -164,6 +175,25 @@ Status FunctionRuntime::Start() {
     std::lock_guard<std::mutex> lock(mu_);
     if (started_ || stopping_) {
       return FailedPrecondition("runtime already started (or stopped)");
+    }
+  }
+  // AWS refuses an SQS event source whose visibility timeout is shorter than the
+  // function's timeout: a message could be redelivered while its first invocation is
+  // still legitimately running.
+  for (auto& q : queues_) {
+    const QueueMapping& m = q->config;
+    int64_t visibility_s = 0;
+    if (m.visibility_timeout_s) {
+      visibility_s = *m.visibility_timeout_s;
+    } else {
+      ASSIGN_OR_RETURN(QueueOptions queue, m.queues->GetQueue(m.queue));
+      visibility_s = queue.visibility_timeout_s;
+    }
+    if (visibility_s * 1000000 < m.time_budget_micros) {
+      return InvalidArgument("queue mapping " + m.name + ": the visibility timeout of " +
+                             m.queue + " (" + std::to_string(visibility_s) +
+                             " s) is shorter than the function's time budget (" +
+                             std::to_string(m.time_budget_micros / 1000000) + " s)");
     }
   }
   // Load positions before any thread runs.
@@ -246,11 +276,40 @@ std::vector<MappingStats> FunctionRuntime::Stats() const {
   std::vector<MappingStats> out;
   for (const auto& s : streams_) {
     out.push_back({s->config.name, s->invocations.load(), s->failures.load(),
-                   s->skipped.load(), s->duplicates.load(), s->running.load()});
+                   s->skipped.load(), s->duplicates.load(), s->running.load(),
+                   s->abandoned.load()});
   }
   for (const auto& q : queues_) {
     out.push_back({q->config.name, q->invocations.load(), q->failures.load(),
-                   q->skipped.load(), q->duplicates.load(), q->running.load()});
+                   q->skipped.load(), q->duplicates.load(), q->running.load(),
+                   q->abandoned.load()});
+  }
+  return out;
+}
+
+Result<std::vector<ExecutionRow>> FunctionRuntime::ListAbandoned(int64_t since_micros,
+                                                                 int64_t until_micros,
+                                                                 int limit) {
+  // A row is abandoned by its mapping's own time budget; the shortest one bounds the
+  // query and each row is checked against its own mapping below.
+  int64_t shortest_budget = kDefaultTimeBudgetMicros;
+  std::map<std::string, int64_t> budget_of;
+  for (const auto& s : streams_) budget_of[s->config.name] = s->config.time_budget_micros;
+  for (const auto& q : queues_) budget_of[q->config.name] = q->config.time_budget_micros;
+  for (const auto& [name, budget] : budget_of) {
+    shortest_budget = std::min(shortest_budget, budget);
+  }
+  ASSIGN_OR_RETURN(
+      std::vector<ExecutionRow> rows,
+      history_.ListAbandoned(since_micros, until_micros, shortest_budget, limit));
+  const int64_t now = clock_->NowMicros();
+  std::vector<ExecutionRow> out;
+  for (ExecutionRow& row : rows) {
+    auto budget = budget_of.find(row.source);
+    if (budget != budget_of.end() && !history_.IsAbandoned(row, budget->second, now)) {
+      continue;
+    }
+    out.push_back(std::move(row));
   }
   return out;
 }
@@ -361,11 +420,39 @@ void FunctionRuntime::WorkerLoop() {
     ShardState& state = task.mapping->shards.at(task.shard);
     lock.unlock();
     RunShardStep(*task.mapping, task.shard, state, task.head);
+    PublishProgress(*task.mapping, task.shard, state);
     lock.lock();
     state.in_flight = false;
     wake_ = true;
     dispatch_cv_.notify_one();
   }
+}
+
+void FunctionRuntime::PublishProgress(StreamState& mapping, int shard,
+                                      const ShardState& state) {
+  ShardProgress progress;
+  progress.mapping = mapping.config.name;
+  progress.shard = shard;
+  progress.checkpoint = state.cursor;
+  progress.failed_attempts = state.attempts;
+  if (!state.last_error.ok() && state.attempts > 0) {
+    progress.last_error = state.last_error.ToString();
+  }
+  if (!state.pending.empty() && !state.pending.front().empty()) {
+    progress.oldest_pending_micros = state.pending.front().front().created_micros;
+  }
+  progress.next_attempt_micros = state.attempts > 0 ? state.next_attempt_micros : 0;
+  std::lock_guard<std::mutex> lock(mapping.progress_mu);
+  mapping.progress[shard] = std::move(progress);
+}
+
+std::vector<ShardProgress> FunctionRuntime::StreamProgress() const {
+  std::vector<ShardProgress> out;
+  for (const auto& s : streams_) {
+    std::lock_guard<std::mutex> lock(s->progress_mu);
+    for (const auto& [shard, progress] : s->progress) out.push_back(progress);
+  }
+  return out;
 }
 
 void FunctionRuntime::Advance(StreamState& mapping, int shard, ShardState& state,
@@ -537,6 +624,7 @@ Status FunctionRuntime::InvokeStream(StreamState& mapping, int shard,
   RunningCount running(mapping.running);
   const StreamMapping& m = mapping.config;
   const std::string invocation_id = NewRandomUuid();
+  LiveInvocation live(&live_, invocation_id);
   const int64_t deadline = clock_->NowMicros() + m.time_budget_micros;
 
   std::vector<StreamRecord> to_run;
@@ -554,6 +642,7 @@ Status FunctionRuntime::InvokeStream(StreamState& mapping, int shard,
       if (IsBusy(claims[i])) busy = true;
       if (claims[i].outcome == BeginOutcome::kAlreadySucceeded)
         mapping.duplicates.fetch_add(1);
+      if (TakesOverAbandoned(claims[i])) mapping.abandoned.fetch_add(1);
     }
     if (busy) {
       // A concurrent duplicate holds part of this batch: release what we claimed and
@@ -611,6 +700,14 @@ Result<std::vector<FunctionRuntime::ReplayItem>> FunctionRuntime::Replay(
     int64_t since_micros, int64_t until_micros, int limit) {
   ASSIGN_OR_RETURN(std::vector<ExecutionRow> failed,
                    history_.ListFailed(since_micros, until_micros, limit));
+  // Work whose invocation died (a crash between `started` and its outcome row) is
+  // replayed like failed work.
+  if (static_cast<int>(failed.size()) < limit) {
+    ASSIGN_OR_RETURN(std::vector<ExecutionRow> abandoned,
+                     ListAbandoned(since_micros, until_micros,
+                                   limit - static_cast<int>(failed.size())));
+    failed.insert(failed.end(), abandoned.begin(), abandoned.end());
+  }
   std::vector<ReplayItem> items;
   for (const ExecutionRow& row : failed) {
     Result<ReplayItem> item =
@@ -655,7 +752,8 @@ Result<FunctionRuntime::ReplayItem> FunctionRuntime::ReplayStream(
   }
   ASSIGN_OR_RETURN(std::optional<ExecutionRow> latest,
                    history_.Latest(row.partition_key));
-  if (latest && latest->status != ExecStatus::kFailed) {
+  if (latest && latest->status != ExecStatus::kFailed &&
+      !history_.IsAbandoned(*latest, m.time_budget_micros, clock_->NowMicros())) {
     item.outcome = "skipped";
     item.detail = "latest status is now " + std::string(ExecStatusText(latest->status));
     return item;
@@ -757,6 +855,7 @@ void FunctionRuntime::ProcessMessages(QueueState& mapping,
                                       const std::vector<ReceivedMessage>& messages) {
   const QueueMapping& m = mapping.config;
   const std::string invocation_id = NewRandomUuid();
+  LiveInvocation live(&live_, invocation_id);
   const int64_t deadline = clock_->NowMicros() + m.time_budget_micros;
   auto key_of = [&](const ReceivedMessage& msg) {
     return m.history_key ? m.history_key(msg) : m.name + ":" + msg.id;
@@ -799,6 +898,7 @@ void FunctionRuntime::ProcessMessages(QueueState& mapping,
                 Unavailable(std::string("concurrent duplicate: ") +
                             std::string(BeginOutcomeText(c.outcome)))});
       } else {
+        if (TakesOverAbandoned(c)) mapping.abandoned.fetch_add(1);
         to_run.push_back(msg);
         keys.push_back(c.request.partition_key);
         claims.push_back(c);

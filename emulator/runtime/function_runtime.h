@@ -38,6 +38,11 @@
 //     Queue: the message is deleted without running the handler.
 //   - running elsewhere / lost the atomic-counter race: a concurrent duplicate.
 //     Stream: the batch is retried later (backoff). Queue: the message is left alone.
+//     "Running" means running in this process: the runtime registers every invocation
+//     in a LiveInvocations set that the history consults, so a `started` row left by a
+//     process that died (kill -9) is abandoned and run again at once, never waited out.
+// Configuration is coherent the way AWS enforces it: Start() refuses a queue mapping
+// whose visibility timeout is shorter than its time budget.
 // After the handler, one row per key records succeeded, failed (+ error) or deferred.
 //
 // Fault points (FaultInjector): "runtime.before_handler" (error = the invocation
@@ -164,6 +169,21 @@ struct MappingStats {
   // Invocations under way now (a queue mapping counts from its receive to the end of
   // its handler): Lambda's concurrent executions.
   int64_t running = 0;
+  // Records / messages whose earlier invocation had died (an abandoned `started` row)
+  // and that were run again.
+  int64_t abandoned = 0;
+};
+
+// Where one shard of a stream mapping stands (operators: is it progressing?).
+struct ShardProgress {
+  std::string mapping;
+  int shard = 0;
+  int64_t checkpoint = 0;           // the last sequence done
+  int failed_attempts = 0;          // of the batch being retried; 0 when healthy
+  std::string last_error;           // of that batch; empty when healthy
+  int64_t next_attempt_micros = 0;  // clock time of the next retry; 0 when healthy
+  // Change time of the oldest record read but not yet done; 0 if none.
+  int64_t oldest_pending_micros = 0;
 };
 
 class FunctionRuntime {
@@ -197,7 +217,17 @@ class FunctionRuntime {
   void Stop();
 
   ExecutionHistory& history() { return history_; }
+  // The invocations running now (tests register a stand-in for one).
+  LiveInvocations& live_invocations() { return live_; }
+  // Keys whose latest history row is `started` by an invocation that no longer runs
+  // (its process died, or it overran its mapping's time budget), written in
+  // [since, until) (micros), oldest first, at most `limit`: work a crash abandoned.
+  // Replay re-runs them like failed keys.
+  Result<std::vector<ExecutionRow>> ListAbandoned(int64_t since_micros,
+                                                  int64_t until_micros, int limit);
   std::vector<MappingStats> Stats() const;
+  // Every shard a stream mapping has worked on, after its latest step.
+  std::vector<ShardProgress> StreamProgress() const;
 
   // What Replay did with one failed key.
   struct ReplayItem {
@@ -212,8 +242,9 @@ class FunctionRuntime {
     std::string outcome;
     std::string detail;
   };
-  // Seed 002's replay: re-runs only the keys whose latest history row is `failed`,
-  // written in [since, until) (micros), at most `limit` keys, through the same
+  // Seed 002's replay: re-runs only the keys whose latest history row is `failed`
+  // (or an abandoned `started`: see ListAbandoned), written in [since, until)
+  // (micros), at most `limit` keys, through the same
   // Begin/Finish atomic-counter guard as a delivery, so a replay racing a redelivery
   // or another replay runs each key at most once. Stream work: the record is read
   // again from the feed and given alone to its mapping's handler (keys of mappings
@@ -244,6 +275,7 @@ class FunctionRuntime {
   void SkipRecords(StreamState& mapping, int shard, ShardState& state,
                    const std::vector<StreamRecord>& batch, const std::string& reason);
   void Advance(StreamState& mapping, int shard, ShardState& state, int64_t sequence);
+  void PublishProgress(StreamState& mapping, int shard, const ShardState& state);
   // One receive of the mapping's queue and the handler on what came (counted as
   // running throughout). Errors: the receive's.
   Status ReceiveAndProcess(QueueState& mapping);
@@ -256,6 +288,7 @@ class FunctionRuntime {
   Clock* clock_;
   FaultInjector* faults_;
   Options options_;
+  LiveInvocations live_;  // declared before history_, which points at it
   ExecutionHistory history_;
 
   mutable std::mutex mu_;

@@ -148,14 +148,29 @@ void RegisterAdminStateRoutes(Router& router, App& app) {
       "/v1/admin/feed",
       [&](Call& call) {
         json shards = json::array();
+        std::map<std::pair<std::string, int>, ShardProgress> progress;
+        for (ShardProgress& p : app.runtime()->StreamProgress()) {
+          progress[{p.mapping, p.shard}] = std::move(p);
+        }
         for (const ShardStats& s : Check(app.feed()->Stats())) {
           json consumers = json::array();
           for (const ConsumerShardStats& c : s.consumers) {
-            consumers.push_back(json{
+            json consumer{
                 {"consumer", c.consumer},
                 {"checkpoint", c.checkpoint},
                 {"lag_records", c.lag_records},
-                {"oldest_unprocessed_age_s", c.oldest_unprocessed_age_micros / 1000000}});
+                {"oldest_unprocessed_age_s", c.oldest_unprocessed_age_micros / 1000000},
+                {"failed_attempts", 0},
+                {"last_error", nullptr},
+                {"next_attempt", nullptr}};
+            // A batch that keeps failing holds its shard back: say so, and why.
+            auto p = progress.find({c.consumer, s.shard});
+            if (p != progress.end() && p->second.failed_attempts > 0) {
+              consumer["failed_attempts"] = p->second.failed_attempts;
+              consumer["last_error"] = p->second.last_error;
+              consumer["next_attempt"] = p->second.next_attempt_micros / 1000000;
+            }
+            consumers.push_back(std::move(consumer));
           }
           shards.push_back(json{{"shard", s.shard},
                                 {"latest", s.latest_sequence},
@@ -205,17 +220,24 @@ void RegisterAdminStateRoutes(Router& router, App& app) {
       "/v1/admin/jobs",
       [&](Call& call) {
         const std::string status = call.Query("status").value_or("failed");
-        if (status != "failed") {
+        if (status != "failed" && status != "abandoned") {
           throw ApiError::Validation(
-              "only status=failed is listed (the keys whose latest run failed)");
+              "status must be failed (the keys whose latest run failed) or abandoned "
+              "(the keys whose latest run was started by an invocation that died)");
         }
         const int64_t now = app.clock()->NowSeconds();
         const int64_t since = TimeParam(call, "since", 0);
         const int64_t until = TimeParam(call, "until", now + 1);
+        const int limit = LimitParam(call, 100, 10000);
         json out = json::array();
-        for (const ExecutionRow& row : Check(app.runtime()->history().ListFailed(
-                 since * 1000000, until * 1000000, LimitParam(call, 100, 10000)))) {
+        const std::vector<ExecutionRow> rows =
+            status == "failed" ? Check(app.runtime()->history().ListFailed(
+                                     since * 1000000, until * 1000000, limit))
+                               : Check(app.runtime()->ListAbandoned(
+                                     since * 1000000, until * 1000000, limit));
+        for (const ExecutionRow& row : rows) {
           out.push_back(json{{"key", row.partition_key},
+                             {"status", status},
                              {"sequence", row.sequence},
                              {"source", row.source},
                              {"at", row.created_at / 1000000},

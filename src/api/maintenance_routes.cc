@@ -108,10 +108,29 @@ void RegisterMaintenanceRoutes(Router& router, App& app) {
   RouteOptions admin{/*auth=*/true, /*storage=*/false};
 
   // 200 with the report whether or not it found violations: "ok" says which.
+  // A snapshot or a change-feed shard that has not progressed for this long (clock
+  // time) is reported; `stall_after_s` overrides it (0: off).
+  constexpr int64_t kDefaultStallAfterSeconds = 600;
   auto verify = [&](Call& call, std::optional<std::string> sheet) {
     VerifyOptions options;
     if (sheet) options.sheet = CheckedSheetId(*sheet);
-    call.Reply(200, VerifyReportJson(Check(Verify(options, app.log(), app.blobs()))));
+    int64_t stall_after_s = kDefaultStallAfterSeconds;
+    if (std::optional<std::string> text = call.Query("stall_after_s")) {
+      std::optional<int64_t> parsed = ParseInt(*text);
+      if (!parsed || *parsed < 0) {
+        throw ApiError::Validation(
+            "stall_after_s must be a whole number of seconds >= 0");
+      }
+      stall_after_s = *parsed;
+    }
+    options.now_micros = app.clock()->NowMicros();
+    options.stall_after_micros = stall_after_s * 1000000;
+    VerifyReport report = Check(Verify(options, app.log(), app.blobs()));
+    for (Violation& v :
+         Check(app.PipelineViolations(options.sheet, options.stall_after_micros))) {
+      report.violations.push_back(std::move(v));
+    }
+    call.Reply(200, VerifyReportJson(report));
   };
   router.Get(
       "/v1/admin/verify", [=](Call& call) { verify(call, call.Query("sheet")); }, admin);

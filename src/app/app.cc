@@ -106,9 +106,14 @@ Status App::Init() {
   snapshots.dead_letter_queue = kSnapshotDeadLetterQueue;
   RETURN_IF_ERROR(queues_->CreateQueue(snapshots));
 
+  SnapshotWorker::Options worker_options;
+  QueueService* queues = queues_.get();
+  worker_options.send_job = [queues](const SnapshotJob& job) {
+    return queues->Send(kSnapshotQueue, job.ToJson()).status();
+  };
   snapshot_worker_ = std::make_unique<SnapshotWorker>(
       log_.get(), clock_, faults_.get(), MakeSnapshotBuildFactory(blobs_.get()),
-      SnapshotWorker::Options{});
+      std::move(worker_options));
 
   LifecycleSweeperOptions sweep;
   sweep.rule.tag_key = kAutoDeleteTag;
@@ -220,9 +225,26 @@ void App::AddCollectors() {
         }
       }
     }
-    if (Result<int64_t> pending = PendingSnapshotCount(); pending.ok()) {
+    if (Result<PendingSnapshotSummary> pending = SummarizePendingSnapshots();
+        pending.ok()) {
       m.Gauge("sheetlog_pending_snapshots", "Items in the Pending Snapshots table.")
-          .Set({}, *pending);
+          .Set({}, pending->count);
+      m.Gauge("sheetlog_pending_snapshots_stale",
+              "Pending snapshots nobody has made progress on for longer than the "
+              "worker's stale timeout.")
+          .Set({}, pending->stale);
+      m.Gauge("sheetlog_pending_snapshot_oldest_age_seconds",
+              "Age of the oldest pending snapshot (0 when none).")
+          .Set({}, pending->count == 0
+                       ? 0
+                       : clock_->NowSeconds() - pending->oldest_created_s);
+    }
+    for (const ShardProgress& shard : runtime_->StreamProgress()) {
+      m.Gauge("sheetlog_stream_failed_attempts",
+              "Failed attempts of the batch a stream mapping's shard is retrying "
+              "(0: progressing).",
+              {"mapping", "shard"})
+          .Set({shard.mapping, std::to_string(shard.shard)}, shard.failed_attempts);
     }
     for (const MappingStats& mapping : runtime_->Stats()) {
       m.Gauge("sheetlog_function_invocations", "Handler invocations since start.",
@@ -238,6 +260,11 @@ void App::AddCollectors() {
       m.Gauge("sheetlog_function_duplicates",
               "Deliveries the execution history found already done.", {"mapping"})
           .Set({mapping.name}, mapping.duplicates);
+      m.Gauge("sheetlog_function_abandoned",
+              "Records or messages run again because their earlier invocation died "
+              "(a crash between its start and its outcome).",
+              {"mapping"})
+          .Set({mapping.name}, mapping.abandoned);
     }
     RetentionCounters retention = retention_->counters();
     m.Gauge("sheetlog_retention_segments_dropped", "Segments dropped by retention.")
@@ -247,16 +274,76 @@ void App::AddCollectors() {
   });
 }
 
-Result<int64_t> App::PendingSnapshotCount() {
-  int64_t count = 0;
+Result<App::PendingSnapshotSummary> App::SummarizePendingSnapshots() {
+  PendingSnapshotSummary summary;
+  const int64_t stale_before =
+      clock_->NowSeconds() - SnapshotWorker::Options{}.stale_seconds;
   RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
-    ASSIGN_OR_RETURN(Statement count_rows,
-                     conn.Prepare("SELECT COUNT(*) FROM pending_snapshot"));
-    ASSIGN_OR_RETURN(bool row, count_rows.Step());
-    if (row) count = count_rows.ColumnInt(0);
+    ASSIGN_OR_RETURN(
+        Statement stmt,
+        conn.Prepare("SELECT COUNT(*), COALESCE(MIN(created), 0), "
+                     "COALESCE(SUM(modified < ?), 0) FROM pending_snapshot"));
+    stmt.Bind(1, stale_before);
+    ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (row) {
+      summary.count = stmt.ColumnInt(0);
+      summary.oldest_created_s = stmt.ColumnInt(1);
+      summary.stale = stmt.ColumnInt(2);
+    }
     return Status::OK();
   }));
-  return count;
+  return summary;
+}
+
+Result<std::vector<Violation>> App::PipelineViolations(
+    const std::optional<std::string>& sheet, int64_t stall_after_micros) {
+  std::vector<Violation> out;
+  ASSIGN_OR_RETURN(std::vector<DeadLetterMessage> dead,
+                   queues_->ListDeadLetters(kSnapshotDeadLetterQueue, 1000));
+  for (const DeadLetterMessage& message : dead) {
+    Result<SnapshotJob> job = SnapshotJob::FromJson(message.body);
+    if (sheet && (!job.ok() || job->sheet_id != *sheet)) continue;
+    Violation v;
+    v.invariant = "dead-letter";
+    if (job.ok()) {
+      v.sheet = job->sheet_id;
+      v.segment = job->segment;
+    }
+    v.detail = "message " + message.id + " (" + message.body.substr(0, 200) +
+               ") is in the dead-letter queue " + kSnapshotDeadLetterQueue + " after " +
+               std::to_string(message.receive_count) + " receives" +
+               (message.last_error.empty() ? std::string()
+                                           : "; last error: " + message.last_error) +
+               "; fix the cause, then POST /v1/admin/queues/" + kSnapshotQueue +
+               "/redrive";
+    out.push_back(std::move(v));
+  }
+  if (sheet || stall_after_micros <= 0) return out;
+  std::map<std::pair<std::string, int>, ShardProgress> progress;
+  for (ShardProgress& p : runtime_->StreamProgress()) {
+    progress[{p.mapping, p.shard}] = std::move(p);
+  }
+  ASSIGN_OR_RETURN(std::vector<ShardStats> shards, feed_->Stats());
+  for (const ShardStats& shard : shards) {
+    for (const ConsumerShardStats& c : shard.consumers) {
+      if (c.lag_records == 0 || c.oldest_unprocessed_age_micros <= stall_after_micros) {
+        continue;
+      }
+      Violation v;
+      v.invariant = "feed-stalled";
+      v.detail = "consumer " + c.consumer + " of change-feed shard " +
+                 std::to_string(shard.shard) + " has " + std::to_string(c.lag_records) +
+                 " records to process, the oldest " +
+                 std::to_string(c.oldest_unprocessed_age_micros / 1000000) + " s old";
+      auto p = progress.find({c.consumer, shard.shard});
+      if (p != progress.end() && p->second.failed_attempts > 0) {
+        v.detail += "; its batch failed " + std::to_string(p->second.failed_attempts) +
+                    " times, last error: " + p->second.last_error;
+      }
+      out.push_back(std::move(v));
+    }
+  }
+  return out;
 }
 
 Result<App::ResetReport> App::Reset() {

@@ -15,6 +15,7 @@
 #include "emulator/sqlite/database.h"
 #include "emulator/status.h"
 #include "src/ops/cost.h"
+#include "src/ops/verify.h"
 
 namespace sheetlog {
 
@@ -52,8 +53,11 @@ struct AppOptions {
   // Run the background workers (change feed handlers, snapshot worker, sweeper).
   // Offline commands open the App without them. Default: true.
   bool workers = true;
-  // Lambda time budget of a snapshot worker invocation. Default: 900 s.
-  int64_t snapshot_time_budget_seconds = 900;
+  // Lambda time budget of a snapshot worker invocation. Default: 60 s. At most the
+  // snapshot queue's visibility timeout (60 s), as AWS requires of an SQS event
+  // source; a longer build hands off to a fresh invocation after a checkpoint
+  // (seed 000), so the budget bounds one invocation, not one snapshot.
+  int64_t snapshot_time_budget_seconds = 60;
   // Receives of a snapshot message before it goes to the dead-letter queue. Default: 10.
   int64_t snapshot_max_receives = 10;
   // Retention (seed 003; src/ops/retention.h): keep the newest N segments and/or the
@@ -89,6 +93,12 @@ class App {
   // sheet works as on a fresh install. Work in flight at that moment may leave a blob
   // behind; nothing references it. The caller checks options().allow_reset.
   Result<ResetReport> Reset();
+
+  // What verify adds beyond the stored state of each sheet: messages in a dead-letter
+  // queue (of `sheet` only when given) and, for all sheets, change-feed consumers
+  // whose oldest unprocessed record is older than `stall_after_micros` (clock time).
+  Result<std::vector<Violation>> PipelineViolations(
+      const std::optional<std::string>& sheet, int64_t stall_after_micros);
   // Migrations applied and workers running.
   bool ready() const { return ready_.load(); }
 
@@ -116,7 +126,14 @@ class App {
   Status AddMappings();
   void AddCollectors();
   // Items in the Pending Snapshots table (for /metrics).
-  Result<int64_t> PendingSnapshotCount();
+  struct PendingSnapshotSummary {
+    int64_t count = 0;
+    int64_t oldest_created_s = 0;  // 0 when empty
+    // Items whose Modified is older than the worker's stale timeout: nobody is making
+    // progress on them right now.
+    int64_t stale = 0;
+  };
+  Result<PendingSnapshotSummary> SummarizePendingSnapshots();
 
   AppOptions options_;
   std::string data_dir_;

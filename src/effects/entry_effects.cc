@@ -34,8 +34,10 @@ StreamHandler MakeEntryEffectsHandler(QueueService* queues,
   };
 }
 
-Status QueueMessageControl::ChangeVisibility(int64_t seconds) {
-  return queues_->ChangeVisibility(queue_, receipt_, seconds);
+Status QueueMessageControl::Defer(int64_t seconds) {
+  // The copy first: a crash between the two leaves a duplicate, never no message.
+  RETURN_IF_ERROR(queues_->Send(queue_, body_, seconds).status());
+  return Delete();
 }
 
 Status QueueMessageControl::Delete() {
@@ -55,7 +57,7 @@ QueueHandler MakeSnapshotQueueHandler(SnapshotWorker* worker, QueueService* queu
         ctx.ReportItemFailure(message.id, job.status().message());  // poison: to the DLQ
         continue;
       }
-      QueueMessageControl control(queues, snapshot_queue, message.receipt_handle);
+      QueueMessageControl control(queues, snapshot_queue, message);
       Status error;
       const int64_t remaining_before = ctx.RemainingMicros();
       SnapshotWorker::Outcome outcome =

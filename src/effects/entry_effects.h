@@ -30,18 +30,24 @@ QueueHandler MakeSnapshotQueueHandler(SnapshotWorker* worker, QueueService* queu
                                       const std::string& snapshot_queue,
                                       SnapshotOutcomeObserver observe = {});
 
-// MessageControl over a received queue message.
+// MessageControl over a received queue message. Defer sends a copy of the message
+// delayed by the deferral (a fresh receive count), then deletes this one.
 class QueueMessageControl : public MessageControl {
  public:
-  QueueMessageControl(QueueService* queues, std::string queue, std::string receipt_handle)
-      : queues_(queues), queue_(std::move(queue)), receipt_(std::move(receipt_handle)) {}
-  Status ChangeVisibility(int64_t seconds) override;
+  QueueMessageControl(QueueService* queues, std::string queue,
+                      const ReceivedMessage& message)
+      : queues_(queues),
+        queue_(std::move(queue)),
+        receipt_(message.receipt_handle),
+        body_(message.body) {}
+  Status Defer(int64_t seconds) override;
   Status Delete() override;
 
  private:
   QueueService* queues_;
   std::string queue_;
   std::string receipt_;
+  std::string body_;
 };
 
 }  // namespace sheetlog

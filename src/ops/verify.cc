@@ -41,8 +41,8 @@ Result<std::vector<EntryRecord>> SegmentEntries(Database* db, const std::string&
 class SheetVerifier {
  public:
   SheetVerifier(const SheetInfo& sheet, EventLog* log, BlobStore* blobs,
-                VerifyReport* report)
-      : sheet_(sheet), log_(log), blobs_(blobs), report_(report) {}
+                const VerifyOptions& options, VerifyReport* report)
+      : sheet_(sheet), log_(log), blobs_(blobs), options_(options), report_(report) {}
 
   Status Run() {
     ++report_->sheets;
@@ -102,6 +102,21 @@ class SheetVerifier {
   }
 
  private:
+  // A Snapshot entry still without a root long after it was written: the pipeline is
+  // not making it (a lost or dead-lettered message, a stuck worker).
+  void CheckProgress(const SegmentInfo& segment, const EntryRecord& e) {
+    if (options_.stall_after_micros <= 0 || e.type != kSnapshotType || e.snapshot_root) {
+      return;
+    }
+    const int64_t age_s = options_.now_micros / 1000000 - e.created;
+    if (age_s * 1000000 <= options_.stall_after_micros) return;
+    AddAt("snapshot-stalled", segment.num, e.seq,
+          "the Snapshot entry at " + SeqText(e.seq) + " (" +
+              PlaceText(segment.num, e.num) + ") was written " + std::to_string(age_s) +
+              " s ago and is still not complete (see GET /v1/sheets/" + sheet_.id +
+              "/snapshots and /v1/admin/queues)");
+  }
+
   Status CheckSegment(const SegmentInfo& segment, const std::vector<EntryRecord>& entries,
                       bool last) {
     if (!first_retained_seq_) first_retained_seq_ = entries.front().seq;
@@ -146,6 +161,7 @@ class SheetVerifier {
                   (last ? " in the last segment" : " is not the segment's last entry"));
       }
       RETURN_IF_ERROR(CheckBlobsAndReplay(segment, e));
+      CheckProgress(segment, e);
     }
     if (segment.last_snapshot) {
       const EntryRecord* named = nullptr;
@@ -250,6 +266,7 @@ class SheetVerifier {
   const SheetInfo& sheet_;
   EventLog* log_;
   BlobStore* blobs_;
+  const VerifyOptions& options_;
   VerifyReport* report_;
   LogReplay replay_;
   std::set<int64_t> seen_seqs_;
@@ -262,7 +279,7 @@ Result<VerifyReport> Verify(const VerifyOptions& options, EventLog* log,
                             BlobStore* blobs) {
   VerifyReport report;
   RETURN_IF_ERROR(ForEachSheet(log, options.sheet, [&](const SheetInfo& sheet) -> Status {
-    RETURN_IF_ERROR(SheetVerifier(sheet, log, blobs, &report).Run());
+    RETURN_IF_ERROR(SheetVerifier(sheet, log, blobs, options, &report).Run());
     if (options.on_sheet_done) options.on_sheet_done(report.sheets);
     return Status::OK();
   }));

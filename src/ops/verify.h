@@ -43,6 +43,11 @@ namespace sheetlog {
 //   blob-missing         a referenced blob (external body, snapshot root or chunk) is
 //                        not in the blob store
 //   blob-auto-delete     a referenced blob still carries the auto-delete tag
+//   snapshot-stalled     a Snapshot entry is still not complete longer than
+//                        VerifyOptions::stall_after_micros after it was written
+// The server adds pipeline-wide ones (App::PipelineViolations): `dead-letter` (a
+// message sits in a dead-letter queue) and `feed-stalled` (a change-feed consumer has
+// not processed a record for longer than the stall threshold).
 struct Violation {
   std::string sheet;
   std::string invariant;
@@ -63,6 +68,10 @@ struct VerifyReport {
 
 struct VerifyOptions {
   std::optional<std::string> sheet;  // nullopt: every sheet
+  // With stall_after_micros > 0: report a Snapshot entry written more than that long
+  // before `now_micros` (clock time) that is still not complete. Default: off.
+  int64_t now_micros = 0;
+  int64_t stall_after_micros = 0;
   // Called after each sheet with the number of sheets done (for a progress display).
   std::function<void(int64_t sheets_done)> on_sheet_done;
 };

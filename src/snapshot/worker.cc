@@ -105,8 +105,8 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     }
   };
   auto defer = [&](Outcome outcome, int64_t seconds) {
-    Status changed = message.ChangeVisibility(seconds);
-    return changed.ok() ? outcome : fail(changed.Annotate("changing visibility"));
+    Status deferred = message.Defer(seconds);
+    return deferred.ok() ? outcome : fail(deferred.Annotate("deferring the message"));
   };
 
   // Fault point: the message is lost before any work is done (an operator's purge, a
@@ -217,6 +217,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     if (it->num > job.segment || !it->last_snapshot) continue;
     int64_t num = *it->last_snapshot;
     if (it->num == job.segment && num >= job.entry) continue;
+    if (it->first_seq + num < sheet->first_seq) break;
     Result<EntryRecord> entry = log_->GetEntry(job.sheet_id, it->first_seq + num, meter);
     if (!entry.ok()) return fail(entry.status());
     previous = *entry;
@@ -290,7 +291,25 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   });
   if (removed.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
   if (!removed.ok()) return fail(removed);
+  SendNextJob(job, job_seq, meter);
   return done_with_message(Outcome::kCompleted);
+}
+
+void SnapshotWorker::SendNextJob(const SnapshotJob& job, int64_t job_seq,
+                                 UnitMeter* meter) {
+  if (!options_.send_job) return;
+  // Best effort: the next Snapshot entry's own message is on its way anyway.
+  constexpr int kLookAhead = 1000;
+  Result<ReadRange> after =
+      log_->Read(job.sheet_id, job_seq + 1, job_seq + 1 + kLookAhead, kLookAhead, meter);
+  if (!after.ok()) return;
+  for (const EntryRecord& e : after->entries) {
+    if (e.type != kSnapshotType) continue;
+    if (!e.snapshot_root) {
+      (void)options_.send_job(SnapshotJob{job.sheet_id, e.segment, e.num});
+    }
+    return;
+  }
 }
 
 }  // namespace sheetlog

@@ -107,6 +107,30 @@ TEST_F(ExecutionHistoryTest, YoungStartedRowMeansRunningElsewhereOldOneIsTakenOv
   EXPECT_EQ(rows[3].status, ExecStatus::kSucceeded);
 }
 
+// With a liveness oracle a `started` row counts as running only while its invocation
+// is in the live set: a row left by a dead process is abandoned at once.
+TEST_F(ExecutionHistoryTest, StartedRowOfAnInvocationThatIsNotLiveIsAbandoned) {
+  LiveInvocations live;
+  history_->set_live_invocations(&live);
+  {
+    LiveInvocation running(&live, "inv");
+    ASSERT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
+    EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kRunningElsewhere)
+        << "its invocation is still running";
+    auto abandoned = history_->ListAbandoned(0, clock_.NowMicros() + 1, kBudget, 10);
+    ASSERT_TRUE(abandoned.ok());
+    EXPECT_TRUE(abandoned->empty());
+  }
+  // The invocation is gone (its process died) with no outcome row.
+  auto abandoned = history_->ListAbandoned(0, clock_.NowMicros() + 1, kBudget, 10);
+  ASSERT_TRUE(abandoned.ok());
+  ASSERT_EQ(abandoned->size(), 1u);
+  EXPECT_EQ((*abandoned)[0].partition_key, "job");
+  Claim takeover = MustBegin("job");
+  EXPECT_EQ(takeover.outcome, BeginOutcome::kProceed) << "no wait for the budget";
+  EXPECT_EQ(takeover.sequence, 2);
+}
+
 TEST_F(ExecutionHistoryTest, AtomicCounterStopsTheSecondOfTwoThatPassedTheCheck) {
   // Both invocations ran step 1 and saw no history; both now claim sequence 1.
   auto a = history_->AddStarted({"job", "test", "a", ""}, 1);

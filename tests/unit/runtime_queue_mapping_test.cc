@@ -118,6 +118,7 @@ class QueueMappingTest : public ::testing::Test {
     m.queues = queues_.get();
     m.queue = "jobs";
     m.handler = std::move(handler);
+    m.time_budget_micros = 30LL * 1000000;  // at most the queue's visibility timeout
     return m;
   }
 
@@ -275,7 +276,8 @@ TEST_F(QueueMappingTest, ConcurrentDuplicateFoundInHistoryIsLeftAlone) {
   // recognised as the same work.
   m.history_key = [](const ReceivedMessage& msg) { return "snapshot:" + msg.body; };
   ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
-  // Another invocation (say, another process) is working on the job right now.
+  // Another invocation of this runtime is working on the job right now.
+  LiveInvocation other_is_running(&rt.live_invocations(), "other");
   auto other = rt.history().Begin({"snapshot:s1", "elsewhere", "other", ""},
                                   kDefaultTimeBudgetMicros);
   ASSERT_TRUE(other.ok() && other->outcome == BeginOutcome::kProceed);
@@ -337,6 +339,60 @@ TEST_F(QueueMappingTest, MessageOfAnAbandonedConsumerReappearsAfterItsTimeout) {
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 2));
   EXPECT_EQ(recorder_.Calls()[1].id, id);
   EXPECT_EQ(recorder_.Calls()[1].receive_count, 2);
+}
+
+// Issue 13 item 1: a process killed while its handler ran leaves the message's
+// history at `started`. After a restart that invocation exists nowhere, so the
+// redelivery runs the work at once instead of waiting out the time budget (and
+// dead-lettering the message meanwhile).
+TEST_F(QueueMappingTest, StartedRowOfADeadProcessDoesNotHoldTheRedeliveryBack) {
+  const std::string id = Send("job");
+  {
+    // The previous process: it received the message, wrote `started`, then died.
+    FunctionRuntime dead(db_.get(), &clock_, &faults_);
+    auto taken = queues_->Receive("jobs", 1, /*visibility_timeout_s=*/5);
+    ASSERT_TRUE(taken.ok() && taken->size() == 1u);
+    auto claim = dead.history().Begin({"worker:" + id, "worker", "dead-invocation", id},
+                                      30LL * 1000000);
+    ASSERT_TRUE(claim.ok() && claim->outcome == BeginOutcome::kProceed);
+  }
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
+                  recorder_.Call(msgs[0]);
+                  return Status::OK();
+                }))
+                  .ok());
+  auto abandoned = rt.ListAbandoned(0, clock_.NowMicros() + 1, 10);
+  ASSERT_TRUE(abandoned.ok()) << abandoned.status().ToString();
+  ASSERT_EQ(abandoned->size(), 1u) << "listed for operators and replay";
+  EXPECT_EQ((*abandoned)[0].partition_key, "worker:" + id);
+  ASSERT_TRUE(rt.Start().ok());
+  clock_.AdvanceSeconds(5);  // visible again long before the 30 s time budget ends
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
+  EXPECT_EQ(recorder_.Calls()[0].id, id);
+  EXPECT_EQ(recorder_.Count(RuntimeEvent::Kind::kMessageBusy), 0);
+  EXPECT_EQ(rt.Stats()[0].abandoned, 1);
+  EXPECT_EQ(Stats().visible + Stats().in_flight, 0);
+}
+
+// AWS refuses an SQS event source whose visibility timeout is shorter than the
+// function timeout; so does the runtime.
+TEST_F(QueueMappingTest, StartRefusesAVisibilityTimeoutShorterThanTheTimeBudget) {
+  FunctionRuntime& rt = NewRuntime();
+  QueueMapping m = Mapping([](const auto&, InvocationContext&) { return Status::OK(); });
+  m.time_budget_micros = 31LL * 1000000;  // the queue hides messages for 30 s
+  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
+  Status started = rt.Start();
+  EXPECT_EQ(started.code(), StatusCode::kInvalidArgument) << started.ToString();
+  EXPECT_NE(started.message().find("visibility timeout"), std::string::npos);
+
+  FunctionRuntime& ok = NewRuntime();
+  QueueMapping coherent =
+      Mapping([](const auto&, InvocationContext&) { return Status::OK(); });
+  coherent.visibility_timeout_s = 31;  // the mapping's own timeout counts
+  coherent.time_budget_micros = 31LL * 1000000;
+  ASSERT_TRUE(ok.AddQueueMapping(std::move(coherent)).ok());
+  EXPECT_TRUE(ok.Start().ok());
 }
 
 TEST_F(QueueMappingTest, StopDrainsTheInFlightHandlerAndStartsNoNewOne) {

@@ -564,6 +564,40 @@ TEST_F(StreamMappingTest, CrashBeforeCheckpointRedeliversButDoesNotRerun) {
   EXPECT_EQ(Checkpoint(shard), 1);
 }
 
+// Issue 13 item 1: kill -9 inside the handler leaves the batch's history rows
+// `started`. The restarted runtime delivers the batch at once (the dead invocation is
+// not running anywhere) instead of backing off until its 900 s budget passes while
+// every sheet of the shard waits.
+TEST_F(StreamMappingTest, StartedRowsOfADeadProcessAreRerunAtOnceAfterARestart) {
+  const int shard = ShardOf("s");
+  Insert("s", 0);
+  {
+    // The previous process began the record's work and died inside the handler.
+    FunctionRuntime dead(db_.get(), &clock_, &faults_);
+    auto claim = dead.history().Begin(
+        {"effects:" + std::to_string(shard) + ":1", "effects", "dead-invocation", ""},
+        kDefaultTimeBudgetMicros);
+    ASSERT_TRUE(claim.ok() && claim->outcome == BeginOutcome::kProceed);
+  }
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
+                  calls_.Add(batch, ctx);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_TRUE(rt.Start().ok());
+  // No clock move at all: the first attempt runs it.
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 1));
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1}));
+  EXPECT_EQ(rt.Stats()[0].abandoned, 1);
+  EXPECT_TRUE(events_.WaitFor([](const std::vector<RuntimeEvent>& events) {
+    for (const auto& e : events) {
+      if (e.kind == RuntimeEvent::Kind::kBatchFailed) return false;
+    }
+    return true;
+  })) << "no attempt failed as 'running elsewhere'";
+}
+
 TEST_F(StreamMappingTest, ShardsRunInParallelAndStopDrainsTheInFlightBatch) {
   auto [slow, fast] = SheetsInTwoShards();
   const int slow_shard = ShardOf(slow), fast_shard = ShardOf(fast);
