@@ -1,5 +1,6 @@
 #include "src/sheet/cell.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <ostream>
@@ -8,6 +9,11 @@ namespace sheetlog {
 namespace {
 
 constexpr double kTwoPow53 = 9007199254740992.0;
+
+// {"type": "CellError", ...}: an error value, where a value or a cell spec may stand.
+bool IsCellErrorObject(const nlohmann::json& j) {
+  return j.is_object() && j.contains("type") && j["type"] == "CellError";
+}
 
 }  // namespace
 
@@ -42,6 +48,7 @@ nlohmann::json CellValue::ToJson() const {
   }
   if (is_string()) return string();
   if (is_boolean()) return boolean();
+  if (is_error()) return nlohmann::json{{"type", "CellError"}, {"value", error()}};
   return nullptr;
 }
 
@@ -78,10 +85,32 @@ Result<CellValue> CellValue::FromJson(const nlohmann::json& j) {
       if (!std::isfinite(d)) return InvalidArgument("number is not finite");
       return CellValue::Number(d);
     }
+    case nlohmann::json::value_t::object: {
+      if (!IsCellErrorObject(j)) break;
+      for (const auto& [key, item] : j.items()) {
+        if (key != "type" && key != "value") {
+          return InvalidArgument("unknown field '" + key + "' in a CellError");
+        }
+      }
+      const auto value = j.find("value");
+      if (value == j.end() || !value->is_string()) {
+        return InvalidArgument("a CellError needs a string 'value' such as \"#DIV/0!\"");
+      }
+      const std::string code = value->get<std::string>();
+      if (std::find(std::begin(kCellErrorCodes), std::end(kCellErrorCodes), code) ==
+          std::end(kCellErrorCodes)) {
+        return InvalidArgument("'" + code +
+                               "' is not an error value (#NULL!, #DIV/0!, #VALUE!, "
+                               "#REF!, #NAME?, #NUM!, #N/A, #GETTING_DATA, #SPILL!, "
+                               "#UNKNOWN!, #FIELD!, #CALC!)");
+      }
+      return CellValue::Error(code);
+    }
     default:
-      return InvalidArgument("expected a number, string, boolean or null, got " +
-                             std::string(JsonTypeName(j)));
+      break;
   }
+  return InvalidArgument("expected a number, string, boolean or null, got " +
+                         std::string(JsonTypeName(j)));
 }
 
 std::string CellValue::DebugString() const {
@@ -98,7 +127,7 @@ nlohmann::json Cell::ToJson() const {
 }
 
 Result<Cell> Cell::FromJson(const nlohmann::json& j) {
-  if (!j.is_object()) {
+  if (!j.is_object() || IsCellErrorObject(j)) {
     if (j.is_array()) {
       return InvalidArgument("expected a value or {\"value\", \"format\"}, got array");
     }

@@ -1,7 +1,9 @@
 // Cell values and cells.
 //
 // A CellValue is null (empty), a number (a double: integers are exact up to 2^53), a
-// string, or a boolean. A string that starts with '=' is a formula, kept as text.
+// string, a boolean, or an error value (infinisheet's CellError: one of the codes of
+// kCellErrorCodes, such as "#DIV/0!"). A string that starts with '=' is a formula,
+// kept as text.
 // A Cell is a value plus an optional number/display format ("" = none). A cell with a
 // null value and no format is *empty*: the sheet does not store it, and writing an
 // empty cell clears the position. A null value with a format is a formatted blank cell
@@ -9,8 +11,9 @@
 // tool that wrote it last computed (an imported XLSX keeps it; sheetlog does not
 // evaluate formulas, so it is never recomputed and a client may show it as is).
 //
-// JSON: a value is a JSON number, string, boolean or null; objects and arrays are
-// rejected where a value is expected. A JSON integer that a double cannot represent
+// JSON: a value is a JSON number, string, boolean or null, or an error value
+// {"type": "CellError", "value": "#DIV/0!"}; other objects and arrays are rejected
+// where a value is expected. A JSON integer that a double cannot represent
 // exactly (beyond 2^53, e.g. 9007199254740993) is rejected rather than silently
 // rounded. A *cell spec* (where the API accepts a cell) is either a bare value or
 // {"value": v, "format"?: str, "cached"?: v} ("cached" only with a formula value; null
@@ -27,6 +30,11 @@
 
 namespace sheetlog {
 
+// The error values a cell may hold (infinisheet's CellErrorValue, Excel's error codes).
+inline constexpr std::string_view kCellErrorCodes[] = {
+    "#NULL!", "#DIV/0!",       "#VALUE!", "#REF!",     "#NAME?",  "#NUM!",
+    "#N/A",   "#GETTING_DATA", "#SPILL!", "#UNKNOWN!", "#FIELD!", "#CALC!"};
+
 class CellValue {
  public:
   CellValue() = default;  // null
@@ -34,11 +42,16 @@ class CellValue {
   static CellValue Number(double v) { return CellValue(Rep(v)); }
   static CellValue String(std::string v) { return CellValue(Rep(std::move(v))); }
   static CellValue Boolean(bool v) { return CellValue(Rep(v)); }
+  // REQUIRES: `code` is one of kCellErrorCodes (FromJson checks it).
+  static CellValue Error(std::string code) {
+    return CellValue(Rep(ErrorCode{std::move(code)}));
+  }
 
   bool is_null() const { return std::holds_alternative<std::monostate>(rep_); }
   bool is_number() const { return std::holds_alternative<double>(rep_); }
   bool is_string() const { return std::holds_alternative<std::string>(rep_); }
   bool is_boolean() const { return std::holds_alternative<bool>(rep_); }
+  bool is_error() const { return std::holds_alternative<ErrorCode>(rep_); }
   // A string beginning with '='.
   bool is_formula() const {
     return is_string() && !string().empty() && string()[0] == '=';
@@ -48,6 +61,7 @@ class CellValue {
   double number() const { return std::get<double>(rep_); }
   const std::string& string() const { return std::get<std::string>(rep_); }
   bool boolean() const { return std::get<bool>(rep_); }
+  const std::string& error() const { return std::get<ErrorCode>(rep_).code; }
 
   // Numbers that are integral and within +-2^53 encode as JSON integers (100, not
   // 100.0), others as JSON floats.
@@ -63,7 +77,11 @@ class CellValue {
   std::string DebugString() const;
 
  private:
-  using Rep = std::variant<std::monostate, double, bool, std::string>;
+  struct ErrorCode {
+    std::string code;
+    bool operator==(const ErrorCode&) const = default;
+  };
+  using Rep = std::variant<std::monostate, double, bool, std::string, ErrorCode>;
   explicit CellValue(Rep rep) : rep_(std::move(rep)) {}
   Rep rep_;
 };

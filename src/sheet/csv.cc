@@ -15,6 +15,10 @@ void AppendCsvField(const CellValue& value, std::string* out) {
     out->append(value.ToJson().dump());
     return;
   }
+  if (value.is_error()) {  // its text, as spreadsheets show it (#DIV/0!)
+    out->append(value.error());
+    return;
+  }
   const std::string& text = value.string();
   const bool quote = text.find_first_of(",\"\r\n") != std::string::npos ||
                      (!text.empty() && (text.front() == ' ' || text.back() == ' '));

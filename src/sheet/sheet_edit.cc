@@ -347,7 +347,7 @@ Result<SheetEdit> ParseSetCellValueAndFormat(const json& body) {
   RETURN_IF_ERROR(r.Start({"row", "column", "value", "format"}));
   if (!r.Has("row")) return r.Missing("row");
   if (!r.Has("column")) return r.Missing("column");
-  if (!r.Has("value")) return r.Missing("value");
+  // infinisheet writes an undefined value (no value) by leaving "value" out: like null.
   SetCellValueAndFormatEdit edit;
   ASSIGN_OR_RETURN(int64_t row,
                    r.Integer("row", r.Get("row"), 0, kMaxRow - 1,
@@ -356,8 +356,13 @@ Result<SheetEdit> ParseSetCellValueAndFormat(const json& body) {
                                           "a 0-based column from 0 to " +
                                               std::to_string(kMaxColumn - 1)));
   edit.ref = CellRef{row + 1, col + 1};
-  ASSIGN_OR_RETURN(edit.cell.value, r.Value("value", r.Get("value")));
-  ASSIGN_OR_RETURN(edit.cell.format, r.Format());
+  if (r.Has("value")) {
+    ASSIGN_OR_RETURN(edit.cell.value, r.Value("value", r.Get("value")));
+  }
+  // infinisheet's format is a string or undefined; a null one means none too.
+  if (!r.Has("format") || !r.Get("format").is_null()) {
+    ASSIGN_OR_RETURN(edit.cell.format, r.Format());
+  }
   return SheetEdit(std::move(edit));
 }
 

@@ -18,8 +18,8 @@
 //   = 1} Import                {"format": "csv"|"xlsx", "at"?: "A1", "mode"?:
 //   "replace"|"merge"}
 //                         (default mode: replace; the payload travels as an upload)
-//   SetCellValueAndFormat {"row": int >= 0, "column": int >= 0, "value": v, "format"?:
-//   str}
+//   SetCellValueAndFormat {"row": int >= 0, "column": int >= 0, "value"?: v, "format"?:
+//   str | null} (infinisheet's own entry: a missing value is its undefined, like null)
 // A cell write replaces the whole cell: writing a value without "format" leaves the cell
 // unformatted; a null value without a format clears the cell.
 #pragma once

@@ -861,6 +861,10 @@ Status XlsxFileWriter::Write(const CellRef& ref, const Cell& cell) {
   } else if (value.is_string()) {
     error = worksheet_write_string(impl_->worksheet, row, col, value.string().c_str(),
                                    format);
+  } else if (value.is_error()) {
+    // libxlsxwriter writes no error cells: the error's text, as a spreadsheet shows it.
+    error =
+        worksheet_write_string(impl_->worksheet, row, col, value.error().c_str(), format);
   } else {
     error = worksheet_write_blank(impl_->worksheet, row, col, format);
   }

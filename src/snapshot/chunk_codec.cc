@@ -25,6 +25,7 @@ enum ValueType : uint8_t {
   kInteger = 3,
   kDouble = 4,
   kString = 5,
+  kError = 6,  // an error value: its code, length-prefixed ("#DIV/0!")
 };
 constexpr uint8_t kHasFormat = 0x08;
 constexpr uint8_t kHasCached = 0x10;
@@ -39,6 +40,9 @@ void PutValue(const CellValue& value, uint8_t flags, std::string* out) {
   } else if (value.is_string()) {
     out->push_back(static_cast<char>(kString | flags));
     PutLengthPrefixed(out, value.string());
+  } else if (value.is_error()) {
+    out->push_back(static_cast<char>(kError | flags));
+    PutLengthPrefixed(out, value.error());
   } else {
     const double d = value.number();
     // Integral numbers within +-2^53 (every one a double holds exactly) as varints;
@@ -91,6 +95,20 @@ bool GetValue(uint8_t type, Decoder* in, CellValue* value, std::string* why) {
         return false;
       }
       *value = CellValue::String(std::string(s));
+      return true;
+    }
+    case kError: {
+      std::string_view code;
+      if (!in->GetLengthPrefixed(&code)) {
+        *why = "truncated error value";
+        return false;
+      }
+      if (std::find(std::begin(kCellErrorCodes), std::end(kCellErrorCodes), code) ==
+          std::end(kCellErrorCodes)) {
+        *why = "unknown error value";
+        return false;
+      }
+      *value = CellValue::Error(std::string(code));
       return true;
     }
     default:

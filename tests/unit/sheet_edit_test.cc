@@ -293,6 +293,39 @@ TEST(SheetEditTest, SetCellValueAndFormatIsZeroBased) {
             "SetCellValueAndFormat: missing field 'column'");
 }
 
+// Issue 14 point 7: every shape infinisheet writes for its own SetCellValueAndFormat
+// (CellData: value string | number | boolean | null | undefined | CellError, format
+// string | undefined) parses; undefined arrives as a missing field.
+TEST(SheetEditTest, SetCellValueAndFormatTakesEveryInfinisheetShape) {
+  auto missing = ParseAs<SetCellValueAndFormatEdit>("SetCellValueAndFormat",
+                                                    R"({"row": 0, "column": 1})");
+  EXPECT_EQ(missing.ref, (CellRef{1, 2}));
+  EXPECT_EQ(missing.cell, Cell{});  // clears, as null does
+  auto formatted_blank = ParseAs<SetCellValueAndFormatEdit>(
+      "SetCellValueAndFormat", R"({"row": 0, "column": 0, "format": "0.00"})");
+  EXPECT_EQ(formatted_blank.cell, (Cell{CellValue::Null(), "0.00"}));
+  auto error = ParseAs<SetCellValueAndFormatEdit>(
+      "SetCellValueAndFormat",
+      R"({"row": 2, "column": 0, "value": {"type": "CellError", "value": "#DIV/0!"}})");
+  EXPECT_EQ(error.cell.value, CellValue::Error("#DIV/0!"));
+  EXPECT_EQ(error.cell.value.ToJson(),
+            json::parse(R"({"type": "CellError", "value": "#DIV/0!"})"));
+  auto null_format = ParseAs<SetCellValueAndFormatEdit>(
+      "SetCellValueAndFormat",
+      R"({"row": 0, "column": 0, "value": true, "format": null})");
+  EXPECT_EQ(null_format.cell, (Cell{CellValue::Boolean(true), ""}));
+  EXPECT_EQ(Error("SetCellValueAndFormat",
+                  R"({"row": 0, "column": 0, "value": {"type": "CellError",
+                      "value": "#OOPS"}})"),
+            "SetCellValueAndFormat: field 'value': '#OOPS' is not an error value "
+            "(#NULL!, #DIV/0!, #VALUE!, #REF!, #NAME?, #NUM!, #N/A, #GETTING_DATA, "
+            "#SPILL!, #UNKNOWN!, #FIELD!, #CALC!)");
+  // An error value is a value everywhere a value goes.
+  auto set_cell = ParseAs<SetCellEdit>(
+      "SetCell", R"({"ref": "A1", "value": {"type": "CellError", "value": "#N/A"}})");
+  EXPECT_EQ(set_cell.cell.value, CellValue::Error("#N/A"));
+}
+
 TEST(SheetEditTest, VersionsAndOtherTypes) {
   auto v2 = ParseEdit("SetCell", 2, json::parse(R"({"ref": "A1", "value": 1})"));
   ASSERT_FALSE(v2.ok());

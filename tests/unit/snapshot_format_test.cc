@@ -210,6 +210,22 @@ TEST(ChunkCodecTest, RoundTripsEveryValueKindExactly) {
   EXPECT_EQ(encoder.Finish(&again_tiles), object);
 }
 
+// Issue 14: infinisheet's error values (CellError) survive a snapshot, formatted or
+// not, as a value and as a formula's cached result.
+TEST(ChunkCodecTest, RoundTripsErrorValues) {
+  SnapshotLayout layout;
+  std::vector<PlacedCell> cells = {
+      {{1, 1}, Cell{CellValue::Error("#DIV/0!")}},
+      {{1, 2}, Cell{CellValue::Error("#N/A"), "0.00"}},
+      {{2, 1}, Cell{CellValue::String("=1/0"), "", CellValue::Error("#DIV/0!")}},
+  };
+  ChunkEncoder encoder(layout);
+  for (const PlacedCell& c : cells) ASSERT_TRUE(encoder.TryAdd(c));
+  std::vector<TileInfo> tiles;
+  std::vector<PlacedCell> back = DecodeWhole(encoder.Finish(&tiles));
+  EXPECT_EQ(back, cells);
+}
+
 TEST(ChunkCodecTest, RespectsTheChunkLimitAndAdmitsOneOversizedCell) {
   SnapshotLayout layout;
   layout.chunk_bytes = 2048;
