@@ -9,14 +9,28 @@ bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
 bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
+// Longest input an error message quotes in full: a reference is a few bytes, and a
+// message must not echo a megabyte of garbage back to the client.
+constexpr size_t kMaxQuotedBytes = 64;
+
+// 'text', or its first kMaxQuotedBytes (cut before a UTF-8 continuation byte) followed
+// by "...' (N bytes)".
 std::string Quote(std::string_view text) {
   // Appends instead of "'" + std::string(text): GCC 12 at -O3 warns (-Wrestrict) on
   // that form.
   std::string out;
-  out.reserve(text.size() + 2);
   out += '\'';
-  out.append(text);
-  out += '\'';
+  if (text.size() <= kMaxQuotedBytes) {
+    out.append(text);
+    out += '\'';
+    return out;
+  }
+  size_t cut = kMaxQuotedBytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  out.append(text.substr(0, cut));
+  out += "...' (";
+  out += std::to_string(text.size());
+  out += " bytes)";
   return out;
 }
 
