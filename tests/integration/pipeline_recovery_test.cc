@@ -170,13 +170,14 @@ TEST(PipelineRecoveryTest, StalledSnapshotShowsInVerifyAndMetrics) {
       200);
   const std::string sheet = CreateSheet(client, 0);
   ExpectVerifyClean(client);  // young: not stalled yet
-  // Let it fail long enough to pass the stall threshold (verify's stall_after_s).
+  // Let it fail past the stall threshold (verify's stall_after_s) and until the
+  // queue's redrive policy (10 receives) dead-letters it.
   int64_t moved = 0;
   ASSERT_TRUE(Eventually([&] {
-    if (moved >= 700) return true;
+    if (moved >= 700 && DeadLetters(client) == 1) return true;
     if (AdvanceClockWhenIdle(client, 61)) moved += 61;
     return false;
-  }));
+  })) << Get(client, "/v1/admin/queues").raw;
   JsonResponse v = Get(client, "/v1/admin/verify");
   ASSERT_EQ(v.status, 200);
   EXPECT_FALSE(v.body.value("ok", true)) << v.raw;
