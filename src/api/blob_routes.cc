@@ -4,9 +4,11 @@
 #include "emulator/blob/blob_lifecycle.h"
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/uuid.h"
+#include "src/api/byte_range.h"
 #include "src/api/json_input.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
+#include "src/log/sheet_blobs.h"
 #include "src/log/uploads.h"
 #include "src/sheet/sheet_edit.h"
 #include "src/snapshot/snapshot_reader.h"
@@ -46,6 +48,18 @@ bool CheckBlobAccess(Call& call, const Router& router, App& app,
   }
   Check(app.blobs()->VerifyPresigned(method, key, *expiry, *signature));
   return true;
+}
+
+// Clients may read the server's own objects but never change them (src/log/
+// sheet_blobs.h). A presigned URL is the server's own permission and passes.
+void RefuseServerArea(const std::string& key, bool presigned, const std::string& action) {
+  if (presigned) return;
+  if (std::optional<std::string_view> area = ServerBlobArea(key)) {
+    throw ApiError::Forbidden("the prefix '" + std::string(*area) +
+                              "' is reserved for the server's own objects: clients may "
+                              "read '" +
+                              key + "' but not " + action + " it");
+  }
 }
 
 std::string KeyOf(Call& call) {
@@ -108,6 +122,7 @@ void RegisterBlobRoutes(Router& router, App& app) {
         bool presigned = CheckBlobAccess(call, router, app, "PUT", key);
         if (call.req.has_param("tagging")) {
           if (presigned) throw ApiError::Forbidden("presigned URLs cannot change tags");
+          RefuseServerArea(key, presigned, "change the tags of");
           std::string body;
           reader([&](const char* data, size_t n) {
             body.append(data, n);
@@ -129,6 +144,11 @@ void RegisterBlobRoutes(Router& router, App& app) {
           call.Reply(200, json{{"tags", tag_set}});
           return;
         }
+        RefuseServerArea(key, presigned, "overwrite");
+        // An upload's payload may be PUT until the upload completes (issue 13 item 8);
+        // refused here before the body is read, and again atomically at the commit.
+        const bool upload_payload = presigned && ServerBlobArea(key) == "uploads/";
+        if (upload_payload) Check(app.uploads()->CheckOpenForPayload(key));
         BlobPutOptions options;
         options.content_type = call.req.get_header_value("Content-Type");
         if (options.content_type.empty())
@@ -150,7 +170,9 @@ void RegisterBlobRoutes(Router& router, App& app) {
           writer->Abort();
           throw ApiError::Validation("the request body ended early");
         }
-        BlobInfo info = Check(writer->Commit());
+        BlobInfo info = upload_payload ? Check(app.uploads()->CommitClientPayload(
+                                             key, [&] { return writer->Commit(); }))
+                                       : Check(writer->Commit());
         call.Reply(200, BlobInfoJson(info));
       },
       self_auth);
@@ -166,14 +188,38 @@ void RegisterBlobRoutes(Router& router, App& app) {
         }
         std::shared_ptr<BlobReader> reader(Check(blobs.OpenReader(key)).release());
         const BlobInfo& info = reader->info();
-        call.res.status = 200;
-        call.res.set_header("ETag", "\"" + info.etag + "\"");
+        const std::string etag = "\"" + info.etag + "\"";
+        call.res.set_header("ETag", etag);
         call.res.set_header("X-Sheetlog-Tag-Count", std::to_string(info.tags.size()));
+        call.res.set_header("Accept-Ranges", "bytes");
+        // Range (byte_range.h): one range is served; If-Range other than the current
+        // ETag asks for the whole object.
+        ByteRange range = ParseByteRange(call.req.get_header_value("Range"), info.size);
+        const std::string if_range = call.req.get_header_value("If-Range");
+        if (!if_range.empty() && if_range != etag) range = ByteRange{};
+        if (range.kind == ByteRange::Kind::kUnsatisfiable) {
+          call.res.set_header("Content-Range", "bytes */" + std::to_string(info.size));
+          throw ApiError(416, "RangeNotSatisfiable",
+                         "the range '" + call.req.get_header_value("Range") +
+                             "' starts beyond the object's " + std::to_string(info.size) +
+                             " bytes");
+        }
+        int64_t first = 0;
+        int64_t send_length = info.size;
+        call.res.status = 200;
+        if (range.kind == ByteRange::Kind::kPartial) {
+          first = range.first;
+          send_length = range.length();
+          call.res.status = 206;
+          call.res.set_header("Content-Range", "bytes " + std::to_string(range.first) +
+                                                   "-" + std::to_string(range.last) +
+                                                   "/" + std::to_string(info.size));
+        }
         call.res.set_content_provider(
-            static_cast<size_t>(info.size), info.content_type,
-            [reader](size_t offset, size_t length, httplib::DataSink& sink) {
+            static_cast<size_t>(send_length), info.content_type,
+            [reader, first](size_t offset, size_t length, httplib::DataSink& sink) {
               Result<std::string> piece = reader->ReadAt(
-                  static_cast<int64_t>(offset),
+                  first + static_cast<int64_t>(offset),
                   std::min<int64_t>(static_cast<int64_t>(length), kReadChunkBytes));
               if (!piece.ok() || piece->empty()) return false;
               return sink.write(piece->data(), piece->size());
@@ -184,7 +230,8 @@ void RegisterBlobRoutes(Router& router, App& app) {
   router.Delete(R"(/v1/blobs/(.+))",
                 [&](Call& call) {
                   std::string key = KeyOf(call);
-                  CheckBlobAccess(call, router, app, "DELETE", key);
+                  RefuseServerArea(key, CheckBlobAccess(call, router, app, "DELETE", key),
+                                   "delete");
                   Check(blobs.Delete(key));
                   call.NoContent();
                 },

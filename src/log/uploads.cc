@@ -157,6 +157,14 @@ Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
         "upload " + upload_id +
         " is being removed by the lifecycle sweep; start a new upload");
   }
+  // A PUT may have replaced the payload since it was checked above; payload PUTs
+  // commit under reference_mu_, so from here until the entry exists none can.
+  Result<BlobInfo> now = blobs_->Head(upload.blob_key);
+  RETURN_IF_ERROR(now.status());
+  if (now->etag != blob->etag) {
+    return FailedPrecondition("upload " + upload_id +
+                              " received a new body while completing; complete again");
+  }
   AppendRequest request;
   request.sheet_id = sheet_id;
   request.type = upload.type;
@@ -189,6 +197,35 @@ Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
   }
   RETURN_IF_ERROR(appended.status());
   return appended->entry;
+}
+
+Status Uploads::CheckOpenForPayload(const std::string& key) {
+  std::optional<std::string> upload_id = UploadIdOfKey(key);
+  std::optional<UploadInfo> found;
+  if (upload_id) {
+    RETURN_IF_ERROR(log_->db()->Read([&](Connection& conn) {
+      ASSIGN_OR_RETURN(found, Lookup(conn, *upload_id, nullptr));
+      return Status::OK();
+    }));
+  }
+  if (!found || found->blob_key != key) {
+    return NotFound("no open upload has the key '" + key +
+                    "' (never created, or its sheet was deleted)");
+  }
+  if (found->entry_seq) {
+    return FailedPrecondition(
+        "upload " + found->upload_id + " is completed: entry " +
+        std::to_string(*found->entry_seq) + " of sheet " + found->sheet_id +
+        " references this payload, which can no longer change; start a new upload");
+  }
+  return Status::OK();
+}
+
+Result<BlobInfo> Uploads::CommitClientPayload(
+    const std::string& key, const std::function<Result<BlobInfo>()>& commit) {
+  std::lock_guard<std::mutex> lock(reference_mu_);
+  RETURN_IF_ERROR(CheckOpenForPayload(key));
+  return commit();
 }
 
 Result<AppendResult> Uploads::AppendLarge(AppendRequest request, UnitMeter* meter,

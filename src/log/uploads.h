@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -76,6 +77,18 @@ class Uploads {
                                std::optional<int64_t> expect_seq,
                                const Validator& validate, UnitMeter* meter,
                                int64_t* next_seq_out, bool* already);
+
+  // Step 2, the presigned PUT of an upload's payload at `key`: runs `commit` (which
+  // makes the written body visible) only while the upload is open. Errors, with
+  // `commit` not run: NotFound if no upload has that key (never created, or its sheet
+  // was deleted); FailedPrecondition once the upload is completed — the entry is
+  // acknowledged and its payload immutable. Serialized with Complete, so a PUT never
+  // lands between Complete's check of the payload and the entry that references it.
+  // CheckOpenForPayload is the same check without the commit, for refusing a PUT
+  // before its body is read.
+  Status CheckOpenForPayload(const std::string& key);
+  Result<BlobInfo> CommitClientPayload(const std::string& key,
+                                       const std::function<Result<BlobInfo>()>& commit);
 
   // An inline body too large to keep in the entry: blob first (tagged auto-delete),
   // then the entry referencing it. `request.body` is moved to the blob.
