@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -35,7 +37,9 @@ serve flags:
   --data-dir DIR        data directory (default ./data)
   --listen HOST:PORT    listen address (default 127.0.0.1:8787; port 0 = any free port)
   --in-memory           temporary data directory removed at exit, no syncs
-  --token TOKEN         bearer token required on /v1/* (or SHEETLOG_TOKEN)
+  --token TOKEN         bearer token required on /v1/* (or SHEETLOG_TOKEN); not blank
+  --allowed-host H,...  host names (or name:port) accepted in the Host header besides
+                        IP addresses and localhost (a guard against DNS rebinding)
   --sync normal|full    durability: normal survives kill -9, full also power loss
   --max-request BYTES   largest JSON request body (default 1048576)
   --inline-limit BYTES  larger entry bodies go to the blob store (default 16384)
@@ -51,6 +55,12 @@ serve flags:
                         GB-month): dynamodb_wru, dynamodb_rru, dynamodb_gb_month, s3_put,
                         s3_get, s3_gb_month, sqs (defaults: seed 001's on-demand prices)
   --threads N           HTTP worker threads (default 64)
+  --max-connections N   open connections; when full the oldest idle one is closed
+                        (default 16384, at most the file limit - 512)
+  --header-timeout S    seconds from a request head's first byte to its end (10)
+  --idle-timeout S      seconds a keep-alive connection may wait for a request (60)
+  --body-timeout S      seconds a request body may stall (30); also responses
+  --shutdown-grace S    seconds in-flight requests get after SIGTERM (2)
   --port-file FILE      write the bound port to FILE once listening
   --log-level LEVEL     trace|debug|info|warn|error (default info)
 )";
@@ -94,7 +104,23 @@ int Serve(int argc, char** argv) {
 
   api::ServerOptions server_options;
   const char* env_token = std::getenv("SHEETLOG_TOKEN");
-  server_options.token = flags.Get("token", env_token != nullptr ? env_token : "");
+  std::optional<std::string> token_flag = flags.Find("token");
+  if (token_flag || env_token != nullptr) {
+    server_options.token = token_flag ? *token_flag : env_token;
+    if (server_options.token.find_first_not_of(" \t\r\n\f\v") == std::string::npos) {
+      return Fail(std::string(token_flag ? "--token" : "SHEETLOG_TOKEN") +
+                  " is empty or blank: give it a secret of visible characters, or "
+                  "leave it unset (loopback only)");
+    }
+  }
+  const std::string allowed_hosts = flags.Get("allowed-host", "");
+  for (std::string_view hosts = allowed_hosts; !hosts.empty();) {
+    size_t comma = hosts.find(',');
+    std::string host(hosts.substr(0, comma));
+    if (!host.empty()) server_options.allowed_hosts.push_back(host);
+    if (comma == std::string_view::npos) break;
+    hosts.remove_prefix(comma + 1);
+  }
   std::string listen = flags.Get("listen", "127.0.0.1:8787");
   size_t colon = listen.rfind(':');
   int64_t port = 0;
@@ -138,6 +164,31 @@ int Serve(int argc, char** argv) {
     return Fail("--threads must be in 1..4096");
   }
   server_options.threads = static_cast<int>(number);
+  if (!ParseInt64(flags.Get("max-connections", "16384"), &number) || number < 1) {
+    return Fail("--max-connections must be a positive integer");
+  }
+  server_options.http.max_connections = static_cast<size_t>(number);
+  struct TimeoutFlag {
+    const char* name;
+    const char* fallback;
+    int64_t* target_ms;
+  } timeouts[] = {
+      {"header-timeout", "10", &server_options.http.header_timeout_ms},
+      {"idle-timeout", "60", &server_options.http.idle_timeout_ms},
+      {"body-timeout", "30", &server_options.http.body_timeout_ms},
+      {"shutdown-grace", "2", &server_options.http.shutdown_grace_ms},
+  };
+  for (const TimeoutFlag& timeout : timeouts) {
+    std::string text = flags.Get(timeout.name, timeout.fallback);
+    char* end = nullptr;
+    double seconds = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(seconds >= 0.001) || seconds > 86400) {
+      return Fail(std::string("--") + timeout.name +
+                  " must be a number of seconds in 0.001..86400");
+    }
+    *timeout.target_ms = static_cast<int64_t>(seconds * 1000);
+  }
+  server_options.http.write_timeout_ms = server_options.http.body_timeout_ms;
   std::string port_file = flags.Get("port-file", "");
   std::string level = flags.Get("log-level", "info");
   spdlog::set_level(spdlog::level::from_str(level));

@@ -117,7 +117,7 @@ void RegisterBlobRoutes(Router& router, App& app) {
 
   router.PutStreaming(
       R"(/v1/blobs/(.+))",
-      [&](Call& call, const httplib::ContentReader& reader) {
+      [&](Call& call, const http::ContentReader& reader) {
         std::string key = KeyOf(call);
         bool presigned = CheckBlobAccess(call, router, app, "PUT", key);
         if (call.req.has_param("tagging")) {
@@ -217,7 +217,7 @@ void RegisterBlobRoutes(Router& router, App& app) {
         }
         call.res.set_content_provider(
             static_cast<size_t>(send_length), info.content_type,
-            [reader, first](size_t offset, size_t length, httplib::DataSink& sink) {
+            [reader, first](size_t offset, size_t length, http::DataSink& sink) {
               Result<std::string> piece = reader->ReadAt(
                   first + static_cast<int64_t>(offset),
                   std::min<int64_t>(static_cast<int64_t>(length), kReadChunkBytes));

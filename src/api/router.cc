@@ -95,7 +95,7 @@ void FieldReader::Finish() const {
   }
 }
 
-void WriteError(httplib::Response& res, const ApiError& error) {
+void WriteError(http::Response& res, const ApiError& error) {
   res.status = error.http_status();
   // Safely: the message may quote client bytes that are not UTF-8.
   res.set_content(DumpJsonSafely(error.ToJson()), "application/json");
@@ -123,8 +123,8 @@ std::string FormatUnits(double units) {
 }
 }  // namespace
 
-Router::Router(httplib::Server* http, std::string token, MetricsRegistry* metrics)
-    : http_(http), token_(std::move(token)) {
+Router::Router(std::string token, MetricsRegistry* metrics, BodyLimits limits)
+    : limits_(limits), token_(std::move(token)) {
   if (metrics != nullptr) {
     requests_ = &metrics->Counter("sheetlog_http_requests_total",
                                   "HTTP requests by route pattern, method and status.",
@@ -140,7 +140,7 @@ Router::Router(httplib::Server* http, std::string token, MetricsRegistry* metric
   }
 }
 
-bool Router::Authorized(const httplib::Request& req) const {
+bool Router::Authorized(const http::Request& req) const {
   if (token_.empty()) return true;
   const std::string header = req.get_header_value("Authorization");
   const std::string prefix = "Bearer ";
@@ -151,84 +151,110 @@ bool Router::Authorized(const httplib::Request& req) const {
   return CRYPTO_memcmp(header.data() + prefix.size(), token_.data(), token_.size()) == 0;
 }
 
-httplib::Server::Handler Router::Wrap(const std::string& method,
-                                      const std::string& pattern, Handler handler,
-                                      RouteOptions options) const {
-  return [this, method, pattern, handler = std::move(handler), options](
-             const httplib::Request& req, httplib::Response& res) {
-    // Latency is real time on purpose: it measures the server, whatever the sheet clock.
-    const int64_t started = SystemClock::Default()->NowMicros();
-    Call call(req, res);
-    try {
-      if (options.auth && !Authorized(req)) {
-        throw ApiError::Unauthorized(
-            req.has_header("Authorization")
-                ? "wrong bearer token"
-                : "missing 'Authorization: Bearer <token>' header");
-      }
-      handler(call);
-    } catch (const ApiError& e) {
-      WriteError(res, e);
-    } catch (const std::exception& e) {
-      spdlog::error("{} {} failed: {}", req.method, req.path, e.what());
-      WriteError(res, ApiError(500, "InternalError",
-                               std::string("unexpected failure: ") + e.what()));
+http::Admission Router::Admit(http::Request& request) const {
+  http::Admission admission;
+  // HEAD is GET without the body (the server drops it).
+  const std::string& method =
+      request.method == "HEAD" ? std::string("GET") : request.method;
+  for (size_t i = 0; i < routes_.size(); ++i) {
+    const Route& route = routes_[i];
+    if (route.method != method || !route.matcher.Match(request.path, &request.matches)) {
+      continue;
     }
-    if (options.storage) {
-      res.set_header("X-Request-Units",
-                     "wru=" + FormatUnits(call.meter.write_units) +
-                         ", rru=" + FormatUnits(call.meter.read_units));
+    if (route.options.auth && !Authorized(request)) {
+      admission.refusal = std::make_unique<http::Response>();
+      WriteError(
+          *admission.refusal,
+          ApiError::Unauthorized(request.has_header("Authorization")
+                                     ? "wrong bearer token"
+                                     : "missing 'Authorization: Bearer <token>' header"));
+      CountRequest(route, method, 401, -1, nullptr);
+      return admission;
     }
-    if (requests_ != nullptr) {
-      requests_->Add({pattern, method, std::to_string(res.status)});
-      latency_->Observe({pattern, method},
-                        (SystemClock::Default()->NowMicros() - started) / 1e6);
-      for (const auto& [table, units] : call.meter.by_table) {
-        if (units.first > 0) units_->Add({table, "rru"}, units.first);
-        if (units.second > 0) units_->Add({table, "wru"}, units.second);
-      }
+    admission.route = static_cast<int>(i);
+    admission.streamed_body = static_cast<bool>(route.streaming);
+    admission.max_body_bytes =
+        admission.streamed_body ? limits_.stream_bytes : limits_.json_bytes;
+    return admission;
+  }
+  request.matches.clear();
+  admission.refusal = std::make_unique<http::Response>();
+  WriteError(*admission.refusal,
+             ApiError::NotFound("no route for " + request.method + " " + request.path));
+  return admission;
+}
+
+void Router::CountRequest(const Route& route, const std::string& method, int status,
+                          int64_t started_micros, const UnitMeter* meter) const {
+  if (requests_ == nullptr) return;
+  requests_->Add({route.pattern, method, std::to_string(status)});
+  if (started_micros >= 0) {
+    latency_->Observe({route.pattern, method},
+                      (SystemClock::Default()->NowMicros() - started_micros) / 1e6);
+  }
+  if (meter != nullptr) {
+    for (const auto& [table, units] : meter->by_table) {
+      if (units.first > 0) units_->Add({table, "rru"}, units.first);
+      if (units.second > 0) units_->Add({table, "wru"}, units.second);
     }
-    if (observer_) observer_(pattern, call);
-  };
+  }
+}
+
+void Router::Handle(int index, http::Request& req, http::Response& res,
+                    const http::ContentReader* body) const {
+  const Route& route = routes_.at(static_cast<size_t>(index));
+  // Latency is real time on purpose: it measures the server, whatever the sheet clock.
+  const int64_t started = SystemClock::Default()->NowMicros();
+  Call call(req, res);
+  try {
+    if (route.streaming) {
+      static const http::ContentReader kNoBody = [](http::ContentReceiver) {
+        return true;
+      };
+      route.streaming(call, body != nullptr ? *body : kNoBody);
+    } else {
+      route.handler(call);
+    }
+  } catch (const ApiError& e) {
+    WriteError(res, e);
+  } catch (const std::exception& e) {
+    spdlog::error("{} {} failed: {}", req.method, req.path, e.what());
+    WriteError(res, ApiError(500, "InternalError",
+                             std::string("unexpected failure: ") + e.what()));
+  }
+  if (route.options.storage) {
+    res.set_header("X-Request-Units", "wru=" + FormatUnits(call.meter.write_units) +
+                                          ", rru=" + FormatUnits(call.meter.read_units));
+  }
+  CountRequest(route, route.method, res.status, started, &call.meter);
+  if (observer_) observer_(route.pattern, call);
+}
+
+void Router::Add(const std::string& method, const std::string& pattern, Handler handler,
+                 StreamingHandler streaming, RouteOptions options) {
+  routes_.push_back(Route{method, pattern, RoutePattern(pattern), std::move(handler),
+                          std::move(streaming), options});
 }
 
 void Router::Get(const std::string& p, Handler h, RouteOptions o) {
-  http_->Get(p, Wrap("GET", p, std::move(h), o));
+  Add("GET", p, std::move(h), nullptr, o);
 }
 void Router::Post(const std::string& p, Handler h, RouteOptions o) {
-  http_->Post(p, Wrap("POST", p, std::move(h), o));
+  Add("POST", p, std::move(h), nullptr, o);
 }
 void Router::Put(const std::string& p, Handler h, RouteOptions o) {
-  http_->Put(p, Wrap("PUT", p, std::move(h), o));
+  Add("PUT", p, std::move(h), nullptr, o);
 }
 void Router::PutStreaming(const std::string& p, StreamingHandler h, RouteOptions o) {
-  http_->Put(p, [this, p, h = std::move(h), o](const httplib::Request& req,
-                                               httplib::Response& res,
-                                               const httplib::ContentReader& reader) {
-    bool consumed = false;
-    httplib::ContentReader tracking(
-        [&](httplib::ContentReceiver receiver) {
-          consumed = true;
-          return reader(std::move(receiver));
-        },
-        [&](httplib::MultipartContentHeader header, httplib::ContentReceiver receiver) {
-          consumed = true;
-          return reader(std::move(header), std::move(receiver));
-        });
-    Wrap(
-        "PUT", p, [&](Call& call) { h(call, tracking); }, o)(req, res);
-    // A handler that refused the request before reading its body (bad signature,
-    // missing token) leaves the body on the connection, where the server would parse
-    // it as the start of the client's next keep-alive request. Read it and drop it.
-    if (!consumed) reader([](const char*, size_t) { return true; });
-  });
+  // A handler that refuses the request before reading its body (bad signature) leaves
+  // it unread; the server then closes the connection rather than read it.
+  Add("PUT", p, nullptr, std::move(h), o);
 }
-
 void Router::Delete(const std::string& p, Handler h, RouteOptions o) {
-  http_->Delete(p, Wrap("DELETE", p, std::move(h), o));
+  Add("DELETE", p, std::move(h), nullptr, o);
+}
+void Router::Patch(const std::string& p, Handler h, RouteOptions o) {
+  Add("PATCH", p, std::move(h), nullptr, o);
 }
 
-void Router::Patch(const std::string& p, Handler h, RouteOptions o) {
-  http_->Patch(p, Wrap("PATCH", p, std::move(h), o));
-}
 }  // namespace sheetlog::api

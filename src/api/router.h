@@ -4,17 +4,18 @@
 // routes carry X-Request-Units.
 #pragma once
 
-#include <httplib.h>
-
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "emulator/metrics/metrics.h"
 #include "emulator/table/request_units.h"
 #include "src/api/api_error.h"
+#include "src/api/http/http_server.h"
+#include "src/api/route_pattern.h"
 
 namespace sheetlog::api {
 
@@ -23,10 +24,10 @@ using json = nlohmann::json;
 // One request being served.
 class Call {
  public:
-  Call(const httplib::Request& req, httplib::Response& res) : req(req), res(res) {}
+  Call(const http::Request& req, http::Response& res) : req(req), res(res) {}
 
-  const httplib::Request& req;
-  httplib::Response& res;
+  const http::Request& req;
+  http::Response& res;
   UnitMeter meter;  // request units consumed by this request
 
   // The n-th capture of the route's pattern (1-based). ValidationError if it is not
@@ -75,12 +76,18 @@ struct RouteOptions {
 
 using Handler = std::function<void(Call&)>;
 // A handler that reads the request body itself, in pieces (blob uploads).
-using StreamingHandler = std::function<void(Call&, const httplib::ContentReader&)>;
+using StreamingHandler = std::function<void(Call&, const http::ContentReader&)>;
+
+// Body limits the router admits requests with.
+struct BodyLimits {
+  int64_t json_bytes = 1 << 20;      // buffered bodies (--max-request), after inflation
+  int64_t stream_bytes = 5LL << 30;  // streamed bodies (blob uploads), as sent
+};
 
 class Router {
  public:
   // `metrics` (may be null) receives request counts and latencies by route pattern.
-  Router(httplib::Server* http, std::string token, MetricsRegistry* metrics);
+  Router(std::string token, MetricsRegistry* metrics, BodyLimits limits = {});
 
   void Get(const std::string& pattern, Handler h, RouteOptions o = {});
   void Post(const std::string& pattern, Handler h, RouteOptions o = {});
@@ -89,21 +96,40 @@ class Router {
   void Patch(const std::string& pattern, Handler h, RouteOptions o = {});
   void PutStreaming(const std::string& pattern, StreamingHandler h, RouteOptions o = {});
 
-  // Wraps `h` with auth, error mapping, request-unit reporting and metrics.
-  httplib::Server::Handler Wrap(const std::string& method, const std::string& pattern,
-                                Handler h, RouteOptions o) const;
+  // On the server's event thread, from the request head alone: finds the route (fills
+  // request.matches), checks the token, and says how the body is read and its limit.
+  // No route is a 404 refusal, a missing or wrong token a 401 refusal: either is
+  // answered without reading the body.
+  http::Admission Admit(http::Request& request) const;
+  // On a worker: runs the admitted route's handler with error mapping (ApiError and
+  // any exception become api.md error responses), request units and metrics. `body`
+  // is the streamed body of a streaming route (null: none was sent).
+  void Handle(int route, http::Request& request, http::Response& response,
+              const http::ContentReader* body) const;
   // True if the request carries the right bearer token (or none is configured).
-  bool Authorized(const httplib::Request& req) const;
+  bool Authorized(const http::Request& req) const;
 
   // Called after every request with its route pattern, once the response is written
   // (for per-sheet accounting). Set before routes are added.
   using CallObserver = std::function<void(const std::string& pattern, const Call& call)>;
   void set_call_observer(CallObserver observer) { observer_ = std::move(observer); }
 
-  httplib::Server* http() { return http_; }
-
  private:
-  httplib::Server* http_;
+  struct Route {
+    std::string method;
+    std::string pattern;
+    RoutePattern matcher;
+    Handler handler;             // buffered body
+    StreamingHandler streaming;  // or streamed body
+    RouteOptions options;
+  };
+  void Add(const std::string& method, const std::string& pattern, Handler handler,
+           StreamingHandler streaming, RouteOptions options);
+  void CountRequest(const Route& route, const std::string& method, int status,
+                    int64_t started_micros, const UnitMeter* meter) const;
+
+  std::vector<Route> routes_;
+  BodyLimits limits_;
   std::string token_;
   MetricFamily* requests_ = nullptr;
   MetricFamily* latency_ = nullptr;
@@ -112,7 +138,7 @@ class Router {
 };
 
 // Writes `error` as the response.
-void WriteError(httplib::Response& res, const ApiError& error);
+void WriteError(http::Response& res, const ApiError& error);
 
 // Parses a decimal integer query parameter strictly (digits, optional leading '-').
 std::optional<int64_t> ParseInt(const std::string& text);

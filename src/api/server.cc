@@ -1,9 +1,12 @@
 #include "src/api/server.h"
 
 #include <arpa/inet.h>
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
+
+#include "src/api/request_policy.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 
@@ -19,58 +22,23 @@ bool IsLoopbackHost(const std::string& host) {
 }
 
 ApiServer::ApiServer(App* app, ServerOptions options)
-    : app_(app),
-      options_(std::move(options)),
-      http_(std::make_unique<httplib::Server>()) {
-  int threads = options_.threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_tcp_nodelay(true);  // replies are small: do not wait for delayed ACKs
-  http_->set_keep_alive_max_count(100000);
-  http_->set_keep_alive_timeout(
-      2);  // bounds how long a stop waits on idle keep-alive connections
-  http_->set_read_timeout(30);
-  http_->set_write_timeout(30);
-  // Bodies of JSON routes are checked against max_request_bytes before they are read
-  // (pre-routing, from Content-Length); blob routes stream up to max_blob_bytes.
-  http_->set_payload_max_length(static_cast<size_t>(options_.max_blob_bytes));
-  const int64_t max_request = options_.max_request_bytes;
-  http_->set_pre_routing_handler(
-      [max_request](const httplib::Request& req, httplib::Response& res) {
-        bool streams = req.path.rfind("/v1/blobs/", 0) == 0 ||
-                       req.path.rfind("/v1/uploads/", 0) == 0;
-        if (!streams && req.has_header("Content-Length")) {
-          auto length = ParseInt(req.get_header_value("Content-Length"));
-          if (length && *length > max_request) {
-            WriteError(res, ApiError::PayloadTooLarge(max_request));
-            // The body is refused unread: this connection cannot carry another request.
-            res.set_header("Connection", "close");
-            return httplib::Server::HandlerResponse::Handled;
-          }
-        }
-        return httplib::Server::HandlerResponse::Unhandled;
-      });
-  http_->set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    spdlog::debug("{} {} -> {} ({} bytes in, {} out)", req.method, req.path, res.status,
-                  req.body.size(), res.body.size());
-  });
-  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    // Unmatched routes and httplib-level failures get api.md's error shape too.
-    if (!res.body.empty()) return;
-    if (res.status == 404) {
-      WriteError(res, ApiError::NotFound("no route for " + req.method + " " + req.path));
-    } else if (res.status == 413) {
-      WriteError(res, ApiError(413, "PayloadTooLarge", "request body is too large"));
-    } else if (res.status == 400) {
-      WriteError(res, ApiError::Validation("malformed HTTP request"));
-    }
-  });
+    : app_(app), options_(std::move(options)) {
+  http::HttpServerOptions http_options = options_.http;
+  http_options.host = options_.host;
+  http_options.port = options_.port;
+  http_options.worker_threads = options_.threads;
+  http::HttpHandler* handler = this;  // the base is private: convert here
+  http_ = std::make_unique<http::HttpServer>(http_options, handler);
+  policy_ = std::make_unique<RequestPolicy>(options_.host, options_.allowed_hosts);
   RegisterRoutes();
 }
 
 ApiServer::~ApiServer() { Stop(); }
 
 void ApiServer::RegisterRoutes() {
-  router_ = std::make_unique<Router>(http_.get(), options_.token, app_->metrics());
+  router_ = std::make_unique<Router>(
+      options_.token, app_->metrics(),
+      BodyLimits{options_.max_request_bytes, options_.max_blob_bytes});
   router_->set_call_observer([app = app_](const std::string& pattern, const Call& call) {
     RecordSheetUsage(*app, pattern, call);
   });
@@ -85,28 +53,95 @@ void ApiServer::RegisterRoutes() {
 }
 
 Status ApiServer::Bind() {
-  if (!IsLoopbackHost(options_.host) && options_.token.empty()) {
+  const std::string& token = options_.token;
+  if (!token.empty() && std::all_of(token.begin(), token.end(), [](unsigned char c) {
+        return std::isspace(c) != 0;
+      })) {
+    return InvalidArgument(
+        "the token is blank: give --token (or SHEETLOG_TOKEN) a secret of visible "
+        "characters, or leave it unset on a loopback address");
+  }
+  if (!IsLoopbackHost(options_.host) && token.empty()) {
     return FailedPrecondition("refusing to listen on non-loopback address " +
                               options_.host +
                               " without a token (--token or SHEETLOG_TOKEN)");
   }
-  if (options_.port == 0) {
-    bound_port_ = http_->bind_to_any_port(options_.host);
-    if (bound_port_ <= 0) return Unavailable("cannot bind " + options_.host);
-  } else {
-    if (!http_->bind_to_port(options_.host, options_.port)) {
-      return Unavailable("cannot bind " + options_.host + ":" +
-                         std::to_string(options_.port) + " (address in use?)");
-    }
-    bound_port_ = options_.port;
-  }
+  if (Status bound = http_->Bind(); !bound.ok()) return bound;
+  bound_port_ = http_->port();
+  policy_->set_port(bound_port_);
+  spdlog::info("HTTP: at most {} connections, {} worker threads",
+               http_->max_connections(), options_.threads);
   return Status::OK();
 }
 
-void ApiServer::Serve() { http_->listen_after_bind(); }
+void ApiServer::Serve() { http_->Serve(); }
 
 void ApiServer::Stop() {
-  if (http_) http_->stop();
+  if (http_) http_->Stop();
+}
+
+http::Admission ApiServer::Admit(http::Request& request) {
+  if (std::optional<std::string> refused = policy_->Check(request)) {
+    http::Admission admission;
+    admission.refusal = std::make_unique<http::Response>();
+    WriteError(*admission.refusal, ApiError::Forbidden(*refused));
+    return admission;
+  }
+  return router_->Admit(request);
+}
+
+void ApiServer::Handle(http::Request& request, http::Response& response, int route,
+                       const http::ContentReader* body) {
+  router_->Handle(route, request, response, body);
+  spdlog::debug("{} {} -> {} ({} bytes in, {} out)", request.method, request.path,
+                response.status, request.body.size(), response.body.size());
+}
+
+http::Response ApiServer::ErrorResponse(int status, const std::string& message) {
+  const char* code = "InternalError";
+  switch (status) {
+    case 400:
+      code = "ValidationError";
+      break;
+    case 401:
+      code = "Unauthorized";
+      break;
+    case 403:
+      code = "Forbidden";
+      break;
+    case 404:
+      code = "NotFound";
+      break;
+    case 408:
+      code = "RequestTimeout";
+      break;
+    case 415:
+      code = "UnsupportedMediaType";
+      break;
+    case 431:
+      code = "RequestHeaderFieldsTooLarge";
+      break;
+    case 501:
+      code = "NotImplemented";
+      break;
+    case 503:
+      code = "Unavailable";
+      break;
+    case 505:
+      code = "HTTPVersionNotSupported";
+      break;
+    default:
+      break;
+  }
+  http::Response response;
+  WriteError(response, ApiError(status, code, message));
+  return response;
+}
+
+http::Response ApiServer::TooLargeResponse(int64_t limit) {
+  http::Response response;
+  WriteError(response, ApiError::PayloadTooLarge(limit));
+  return response;
 }
 
 }  // namespace sheetlog::api

@@ -1,22 +1,18 @@
 // The HTTP API of design/api.md. The only code in sheetlog that knows HTTP: it parses
 // and validates requests, calls the core (src/log, src/snapshot, ...) and the emulated
-// services, and turns results and errors into responses.
+// services, and turns results and errors into responses. Requests arrive through
+// sheetlog's own event-driven HTTP/1.1 server (src/api/http/http_server.h, which states
+// every bound a client meets); this class admits them (host and origin checks, route,
+// token, body limit) and runs their routes.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
+#include <vector>
 
 #include "emulator/status.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
+#include "src/api/http/http_server.h"
 
 namespace sheetlog {
 class App;
@@ -27,30 +23,40 @@ namespace sheetlog::api {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8787;  // 0 = any free port (see ApiServer::port())
-  // Bearer token required on /v1/*; empty = no auth (loopback only).
+  // Bearer token required on /v1/*; empty = no auth (loopback only). A token that is
+  // blank (only whitespace) is refused by Bind.
   std::string token;
-  // Largest JSON request body. Default: 1 MiB (api.md --max-request).
+  // Largest JSON request body, after gzip inflation, however it is framed. Default:
+  // 1 MiB (api.md --max-request).
   int64_t max_request_bytes = 1 << 20;
   // Largest blob / upload body streamed to the blob store. Default: 5 GiB.
   int64_t max_blob_bytes = 5LL << 30;
-  // Worker threads serving connections (each keep-alive connection holds one).
+  // Worker threads running handlers (connections do not hold one). Default: 64.
   int threads = 64;
+  // Host names (or name:port) accepted in the Host header besides this server's IP
+  // addresses and localhost (--allowed-host; see request_policy.h).
+  std::vector<std::string> allowed_hosts;
+  // Connection bounds and timeouts (see http_server.h for each default).
+  http::HttpServerOptions http;
 };
 
 class Router;
+class RequestPolicy;
 
-class ApiServer {
+class ApiServer : private http::HttpHandler {
  public:
   ApiServer(App* app, ServerOptions options);
-  ~ApiServer();
+  ~ApiServer() override;
 
-  // Binds the listening socket. Fails if the address is taken, or if the host is not
-  // loopback and no token is set (api.md: refuse to serve unauthenticated off-host).
+  // Binds the listening socket. Fails if the address is taken, if the host is not
+  // loopback and no token is set (api.md: refuse to serve unauthenticated off-host), or
+  // if the token is blank.
   Status Bind();
   // Serves until Stop(); returns when the listener has closed and in-flight requests
-  // have finished. REQUIRES: Bind() succeeded.
+  // have finished (or were cut off after the shutdown grace). REQUIRES: Bind() succeeded.
   void Serve();
-  // Stops accepting connections; in-flight requests finish. Thread-safe, idempotent.
+  // Stops accepting connections; in-flight requests get the shutdown grace (2 s by
+  // default) to finish. Thread-safe, idempotent, returns at once.
   void Stop();
 
   // The bound port (useful with port 0).
@@ -58,12 +64,19 @@ class ApiServer {
 
  private:
   void RegisterRoutes();
+  // http::HttpHandler
+  http::Admission Admit(http::Request& request) override;
+  void Handle(http::Request& request, http::Response& response, int route,
+              const http::ContentReader* body) override;
+  http::Response ErrorResponse(int status, const std::string& message) override;
+  http::Response TooLargeResponse(int64_t limit) override;
 
   App* app_;
   ServerOptions options_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<http::HttpServer> http_;
   // Route handlers refer to the router (auth, metrics): it lives as long as the server.
   std::unique_ptr<Router> router_;
+  std::unique_ptr<RequestPolicy> policy_;
   int bound_port_ = 0;
 };
 

@@ -135,7 +135,7 @@ void ReplyXlsx(Call& call, const std::shared_ptr<SheetView>& view, const CellRef
   call.res.set_content_provider(
       static_cast<size_t>(size),
       "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-      [file](size_t offset, size_t length, httplib::DataSink& sink) {
+      [file](size_t offset, size_t length, http::DataSink& sink) {
         Result<std::string> piece =
             file->ReadAt(static_cast<int64_t>(offset),
                          std::min<int64_t>(static_cast<int64_t>(length), kXlsxReadBytes));
@@ -235,7 +235,7 @@ void RegisterSpreadsheetRoutes(Router& router, App& app) {
     auto walker = std::make_shared<BandWalker>(view, used.row, used.col);
     call.res.status = 200;
     call.res.set_chunked_content_provider(
-        "text/csv; charset=utf-8", [walker](size_t, httplib::DataSink& sink) {
+        "text/csv; charset=utf-8", [walker](size_t, http::DataSink& sink) {
           if (walker->done()) {
             sink.done();
             return true;

@@ -1,0 +1,129 @@
+// sheetlog's HTTP/1.1 server: one event-loop thread (epoll) accepts connections, reads
+// and parses requests incrementally and writes responses; a bounded pool of worker
+// threads runs the handlers. A connection costs a few hundred bytes while it waits, not
+// a thread, so idle, slow and hostile clients do not take the server from anyone else.
+//
+// What a client can make the server hold, and for how long (every bound is an option):
+//  - connections: at most max_connections; when full, the oldest idle keep-alive
+//    connection is closed to admit a new one, and only if none is idle is the new one
+//    refused (closed at once).
+//  - a request head: max_head_bytes and max_headers (431 beyond), header_timeout from
+//    its first byte (408, then close); an idle connection is closed after idle_timeout.
+//  - a request body: the handler's Admit decides, from the head alone, whether the
+//    request is served at all (route, auth, size): a refusal is answered WITHOUT reading
+//    the body, then the connection closes. A buffered body is decoded (Content-Length or
+//    chunked) and inflated (Content-Encoding: gzip) as it arrives and counted against
+//    the same max_body_bytes however it is framed (413 as soon as it passes); no
+//    progress for body_timeout is a 408.
+//  - responses: a connection holds at most response_buffer_bytes of unsent output from
+//    a provider or a stream (writers block or are told the buffer is full); no write
+//    progress for write_timeout closes it.
+//  - requests queued for the workers: at most max_queued_requests (503 beyond).
+//
+// Requests on one connection are answered in order, one at a time (pipelined requests
+// wait in the input buffer, at most max_head_bytes + 64 KiB of it). A client that
+// half-closes after its requests gets its responses, then the connection closes.
+//
+// Timeouts use the monotonic clock of the machine (they are about sockets, not about the
+// sheet clock that --clock manual freezes); tests set them small and wait for the
+// server's close with a blocking read, never a sleep.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "emulator/status.h"
+#include "src/api/http/http_message.h"
+
+namespace sheetlog::api::http {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8787;  // 0 = any free port
+  // Worker threads running handlers. Default: 64.
+  int worker_threads = 64;
+  // Requests received and waiting for a worker; beyond it 503. Default: 1024.
+  size_t max_queued_requests = 1024;
+  // Open connections. Default: 16384, and never more than the process's file limit
+  // (RLIMIT_NOFILE, raised to its hard limit by Bind) minus 512 for the database and
+  // blob files.
+  size_t max_connections = 16384;
+  size_t max_head_bytes = 16 << 10;   // request line + header fields. Default 16 KiB.
+  size_t max_headers = 100;           // header fields. Default 100.
+  int64_t header_timeout_ms = 10000;  // first byte of a head to its end. Default 10 s.
+  int64_t idle_timeout_ms = 60000;    // keep-alive with no request. Default 60 s.
+  int64_t body_timeout_ms = 30000;    // no body byte for this long. Default 30 s.
+  int64_t write_timeout_ms = 30000;   // no response byte accepted. Default 30 s.
+  // Stop(): how long in-flight requests may take before their connections are closed.
+  int64_t shutdown_grace_ms = 2000;
+  // Unsent response bytes a provider or stream may queue per connection. Default 1 MiB.
+  size_t response_buffer_bytes = 1 << 20;
+};
+
+// What the application decides about a request from its head alone, on the event
+// thread (quick, no I/O).
+struct Admission {
+  // Set: answer this without reading the body; the connection then closes if the
+  // request had a body (it is left unread) or did not want keep-alive.
+  std::unique_ptr<Response> refusal;
+  // The handler reads the body itself, as a stream (ContentReader), up to
+  // max_body_bytes as framed on the wire (no inflation); else the server buffers it,
+  // decoded and inflated, up to max_body_bytes.
+  bool streamed_body = false;
+  int64_t max_body_bytes = 0;
+  // Passed back to Handle (e.g. the index of the matched route).
+  int route = -1;
+};
+
+class HttpHandler {
+ public:
+  virtual ~HttpHandler() = default;
+  // Called on the event thread once a request head is parsed; may fill
+  // request.matches. Must not block.
+  virtual Admission Admit(Request& request) = 0;
+  // Serves an admitted request on a worker thread. `body` is set for streamed bodies
+  // (Admission::streamed_body) and must not be used after Handle returns.
+  virtual void Handle(Request& request, Response& response, int route,
+                      const ContentReader* body) = 0;
+  // The response for an error the server detects itself (malformed request, timeout,
+  // overload): `status` and a message saying what to do.
+  virtual Response ErrorResponse(int status, const std::string& message) = 0;
+  // The 413 for a body over `limit` bytes (as admitted).
+  virtual Response TooLargeResponse(int64_t limit) = 0;
+};
+
+class HttpServer {
+ public:
+  // `handler` must outlive the server.
+  HttpServer(HttpServerOptions options, HttpHandler* handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens. Unavailable if the address cannot be bound.
+  Status Bind();
+  // Runs the event loop on the calling thread until Stop(), then returns once every
+  // connection is closed and the workers are joined. REQUIRES: Bind() succeeded.
+  void Serve();
+  // Stops accepting, closes idle connections, lets in-flight requests finish for
+  // shutdown_grace_ms, then closes the rest (their providers and streams are released).
+  // Thread-safe, idempotent, returns at once (Serve returns when done).
+  void Stop();
+
+  int port() const { return bound_port_; }
+  // Connections open now (for tests and metrics).
+  size_t connection_count() const { return connection_count_.load(); }
+  // The effective connection bound (max_connections after the file limit).
+  size_t max_connections() const { return max_connections_; }
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+  int bound_port_ = 0;
+  size_t max_connections_ = 0;
+  std::atomic<size_t> connection_count_{0};
+};
+
+}  // namespace sheetlog::api::http
