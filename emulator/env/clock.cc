@@ -32,7 +32,9 @@ SystemClock* SystemClock::Default() {
 ManualClock::ManualClock(int64_t start_micros) : now_(start_micros) {}
 
 void ManualClock::Advance(int64_t micros) {
-  if (micros > 0) now_.fetch_add(micros, std::memory_order_acq_rel);
+  if (micros <= 0) return;
+  now_.fetch_add(micros, std::memory_order_acq_rel);
+  NotifyWaiters();
 }
 
 void ManualClock::Set(int64_t micros) {
@@ -40,14 +42,31 @@ void ManualClock::Set(int64_t micros) {
   while (micros > current &&
          !now_.compare_exchange_weak(current, micros, std::memory_order_acq_rel)) {
   }
+  NotifyWaiters();
+}
+
+void ManualClock::NotifyWaiters() {
+  // The waiters' own mutexes are not taken: Advance may be called with any lock held
+  // (SleepForMicros from a worker), and taking theirs could deadlock. The price is a
+  // wake-up that can be missed in a narrow window, which WaitUntil's bound covers.
+  std::lock_guard<std::mutex> guard(waiters_mu_);
+  for (std::condition_variable* cv : waiters_) cv->notify_all();
 }
 
 bool ManualClock::WaitUntil(std::condition_variable& cv,
                             std::unique_lock<std::mutex>& lock, int64_t deadline_micros) {
   if (NowMicros() >= deadline_micros) return true;
-  // Manual time has no real-time deadline to wait for; a short real-time wait bounds how
-  // long a waiter takes to notice Advance() without a registry of waiters.
-  cv.wait_for(lock, std::chrono::milliseconds(2));
+  {
+    std::lock_guard<std::mutex> guard(waiters_mu_);
+    waiters_.insert(&cv);
+  }
+  // Manual time has no real-time deadline; the bound only catches a notification that
+  // arrived between the check above and this wait.
+  if (NowMicros() < deadline_micros) cv.wait_for(lock, std::chrono::milliseconds(50));
+  {
+    std::lock_guard<std::mutex> guard(waiters_mu_);
+    waiters_.erase(waiters_.find(&cv));
+  }
   return NowMicros() >= deadline_micros;
 }
 

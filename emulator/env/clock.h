@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <set>
 
 namespace sheetlog {
 
@@ -47,7 +48,10 @@ class SystemClock final : public Clock {
 };
 
 // A clock that moves only when Advance()/Set() is called (or a caller sleeps on it).
-// Thread-safe. Waiters notice an advance within a few milliseconds of real time.
+// Thread-safe. Advance()/Set() notify every condition variable a WaitUntil is
+// blocked on, so waiters wake at once; a notification that lands between a waiter's
+// own check and its wait is caught by a bounded real-time re-check (50 ms), so an idle
+// waiter costs 20 wake-ups a second, not a busy poll.
 class ManualClock final : public Clock {
  public:
   // Default start: 2026-01-01T00:00:00Z, so timestamps look plausible.
@@ -65,7 +69,12 @@ class ManualClock final : public Clock {
   void Set(int64_t micros);
 
  private:
+  // Wakes every WaitUntil caller now blocked (their condition variables).
+  void NotifyWaiters();
+
   std::atomic<int64_t> now_;
+  std::mutex waiters_mu_;
+  std::multiset<std::condition_variable*> waiters_;  // GUARDED_BY(waiters_mu_)
 };
 
 }  // namespace sheetlog
