@@ -5,6 +5,7 @@
 #include "src/app/app.h"
 #include "src/log/event_log.h"
 #include "src/log/tables.h"
+#include "src/snapshot/sheet_view.h"
 
 namespace sheetlog::api {
 
@@ -58,6 +59,13 @@ json EntryJson(App& app, const EntryRecord& e) {
   out["body"] = e.body ? StoredJsonForReply(*e.body) : json(nullptr);
   out["external"] = e.external ? ExternalJson(app, *e.external) : json(nullptr);
   out["snapshot_root"] = e.snapshot_root ? json(*e.snapshot_root) : json(nullptr);
+  // Metadata fields appear once set: a string, or null after being cleared.
+  if (e.metadata) {
+    json metadata = json::parse(*e.metadata, nullptr, false);
+    if (metadata.is_object()) {
+      for (const auto& [field, value] : metadata.items()) out[field] = value;
+    }
+  }
   return out;
 }
 
@@ -73,6 +81,38 @@ json AppendResultJson(const AppendResult& result) {
 json SnapshotRefJson(const std::optional<EntryRecord>& snapshot) {
   if (!snapshot || !snapshot->snapshot_root) return nullptr;
   return json{{"seq", snapshot->seq}, {"root", *snapshot->snapshot_root}};
+}
+
+// last_snapshot of entry reads and appends: {"seq", "root"} for a completed Snapshot
+// entry ("root": null when the newest is a client-set one), plus "snapshot" when the
+// entry carries client-set snapshot metadata.
+json LastSnapshotJson(const std::optional<SnapshotRef>& snapshot) {
+  if (!snapshot) return nullptr;
+  json out{{"seq", snapshot->seq},
+           {"root", snapshot->root ? json(*snapshot->root) : json(nullptr)}};
+  if (snapshot->snapshot) out["snapshot"] = *snapshot->snapshot;
+  return out;
+}
+
+// The metadata fields of a request body ("snapshot", "history", "pending": string or
+// null) as a JSON object text; nullopt when none is given.
+std::optional<std::string> MetadataFields(FieldReader& fields) {
+  json metadata = json::object();
+  for (const char* field : kEntryMetadataFields) {
+    std::optional<json> value = fields.Any(field);
+    if (!value) continue;
+    if (!value->is_string() && !value->is_null()) {
+      throw ApiError::Validation(std::string("field '") + field +
+                                 "' must be a string or null");
+    }
+    if (value->is_string() && value->get<std::string>().size() > 1024) {
+      throw ApiError::Validation(std::string("field '") + field +
+                                 "' is longer than 1024 bytes");
+    }
+    metadata[field] = *value;
+  }
+  if (metadata.empty()) return std::nullopt;
+  return metadata.dump();
 }
 
 void RegisterSheetRoutes(Router& router, App& app) {
@@ -162,6 +202,7 @@ void RegisterSheetRoutes(Router& router, App& app) {
     int64_t version = fields.Int("version", 1);
     std::optional<json> entry_body = fields.Any("body");
     std::optional<int64_t> expect_seq = fields.Int("expect_seq");
+    std::optional<std::string> metadata = MetadataFields(fields);
     fields.Finish();
     if (!type || type->empty()) throw ApiError::Validation("field 'type' is required");
     if (type->size() > 64)
@@ -180,13 +221,20 @@ void RegisterSheetRoutes(Router& router, App& app) {
     request.type = *type;
     request.version = version;
     request.expect_seq = expect_seq;
+    request.metadata = metadata;
     PrepareEntryBody(app, *type, version, entry_body.value_or(json(nullptr)), &request,
                      &call.meter);
     int64_t next_seq = -1;
     Result<AppendResult> result =
         AppendPrepared(app, std::move(request), &call.meter, &next_seq);
     if (!result.ok()) Fail(result.status(), next_seq);
-    call.Reply(201, AppendResultJson(*result));
+    json out = AppendResultJson(*result);
+    // The seq after this entry and any entries the server's policies appended right
+    // after it, so a client appends again without reading first.
+    out["next_seq"] = result->entry.seq + 1 + (result->snapshot_appended ? 1 : 0) +
+                      (result->segment_created ? 2 : 0);
+    out["last_snapshot"] = LastSnapshotJson(Must(log.LastSnapshot(id, &call.meter)));
+    call.Reply(201, out);
   });
 
   router.Get(R"(/v1/sheets/([^/]+)/entries)", [&](Call& call) {
@@ -201,8 +249,7 @@ void RegisterSheetRoutes(Router& router, App& app) {
       }
       limit = *parsed;
     }
-    std::optional<EntryRecord> snapshot =
-        Must(log.LastCompletedSnapshot(id, &call.meter));
+    std::optional<SnapshotRef> snapshot = Must(log.LastSnapshot(id, &call.meter));
     int64_t from = 0;
     if (from_text == "start") {
       from = Must(log.GetSheet(id, &call.meter)).first_seq;
@@ -227,8 +274,9 @@ void RegisterSheetRoutes(Router& router, App& app) {
     call.Reply(200, json{{"from", range->from},
                          {"to", to ? json(*to) : json(range->to)},
                          {"complete", range->complete},
+                         {"next", range->next},
                          {"entries", entries},
-                         {"last_snapshot", SnapshotRefJson(snapshot)}});
+                         {"last_snapshot", LastSnapshotJson(snapshot)}});
   });
 
   router.Get(R"(/v1/sheets/([^/]+)/entries/(\d+))", [&](Call& call) {
@@ -240,6 +288,27 @@ void RegisterSheetRoutes(Router& router, App& app) {
       out["body"] = InlineExternalBody(app, entry, &call.meter);
     }
     call.Reply(200, out);
+  });
+
+  // infinisheet's setMetadata. A seq at or beyond the next seq is a RangeError (400),
+  // one before first_seq Gone (410).
+  router.Patch(R"(/v1/sheets/([^/]+)/entries/(\d+))", [&](Call& call) {
+    std::string id = SheetId(call);
+    int64_t seq = ParseSeq("seq", call.Path(2));
+    json body = call.Body();
+    FieldReader fields(body, "request body");
+    std::optional<std::string> metadata = MetadataFields(fields);
+    fields.Finish();
+    Result<EntryRecord> entry =
+        log.SetMetadata(id, seq, metadata.value_or("{}"), &call.meter);
+    if (!entry.ok()) {
+      json extra = json::object();
+      if (entry.status().code() == StatusCode::kGone) {
+        extra["first_seq"] = Must(log.GetSheet(id, &call.meter)).first_seq;
+      }
+      throw ApiError::FromStatus(entry.status(), extra);
+    }
+    call.Reply(200, EntryJson(app, *entry));
   });
 
   router.Get(R"(/v1/sheets/([^/]+)/load)", [&](Call& call) {
@@ -269,13 +338,29 @@ void RegisterSheetRoutes(Router& router, App& app) {
     if (*before_seq < 0 || *before_seq > kMaxSeq) {
       throw ApiError::Range("before_seq is out of range: " + std::to_string(*before_seq));
     }
-    TruncateResult truncated =
-        Must(log.Truncate(id, *before_seq, archive ? app.blobs() : nullptr, &call.meter));
-    DeleteBlobsBestEffort(app, truncated.released_blobs);
-    call.Reply(200, json{{"first_seq", truncated.first_seq},
-                         {"dropped_segments", truncated.dropped_segments},
-                         {"dropped_entries", truncated.dropped_entries},
-                         {"archives", truncated.archives}});
+    // Exact (infinisheet's truncate): the state before the cut is built first, as the
+    // sheet's base, so cells reads at and after the cut keep working.
+    SheetInfo sheet = Must(log.GetSheet(id, &call.meter));
+    const int64_t next_seq = Must(log.NextSeq(id, &call.meter));
+    if (*before_seq < sheet.first_seq || *before_seq > next_seq) {
+      throw ApiError::Range(
+          "before_seq " + std::to_string(*before_seq) + " is outside the retained log [" +
+          std::to_string(sheet.first_seq) + ", " + std::to_string(next_seq) + "]");
+    }
+    std::optional<std::string> base_root;
+    if (*before_seq > sheet.first_seq) {
+      base_root = Must(BuildStateBefore(&log, app.blobs(), id, *before_seq, &call.meter));
+    }
+    Result<TruncateResult> truncated = log.TruncateExact(
+        id, *before_seq, base_root, archive ? app.blobs() : nullptr, &call.meter);
+    // On failure (a concurrent truncation) the base objects stay: their keys are
+    // fixed by the cut, so a retry, or the winner at the same cut, uses them.
+    if (!truncated.ok()) Fail(truncated.status());
+    DeleteBlobsBestEffort(app, truncated->released_blobs);
+    call.Reply(200, json{{"first_seq", truncated->first_seq},
+                         {"dropped_segments", truncated->dropped_segments},
+                         {"dropped_entries", truncated->dropped_entries},
+                         {"archives", truncated->archives}});
   });
 
   router.Post(R"(/v1/sheets/([^/]+)/segments)", [&](Call& call) {

@@ -34,6 +34,7 @@ Item EntryItem(const std::string& sheet_id, const EntryRecord& e) {
   if (e.body) item["body"] = *e.body;
   if (e.external) item["external"] = *e.external;
   if (e.snapshot_root) item["snapshot_root"] = *e.snapshot_root;
+  if (e.metadata) item["metadata"] = *e.metadata;
   return item;
 }
 
@@ -45,7 +46,16 @@ SheetInfo SheetFromItem(const Item& item) {
   s.snapshot_every = IntOr(item, "snapshot_every", 0);
   s.segment_entries = IntOr(item, "segment_entries", 0);
   s.first_seq = IntOr(item, "first_seq", 0);
+  s.base_root = OptionalString(item, "base_root");
   return s;
+}
+
+// Whether a metadata object text carries a client-set "snapshot".
+bool HasClientSnapshot(const std::optional<std::string>& metadata) {
+  if (!metadata) return false;
+  nlohmann::json object = nlohmann::json::parse(*metadata, nullptr, false);
+  return object.is_object() && object.contains("snapshot") &&
+         object["snapshot"].is_string();
 }
 
 // Full-jitter exponential backoff (AWS architecture blog): uniform in [0, min(cap,
@@ -73,6 +83,7 @@ EntryRecord EntryFromItem(const Item& item) {
   e.body = OptionalString(item, "body");
   e.external = OptionalString(item, "external");
   e.snapshot_root = OptionalString(item, "snapshot_root");
+  e.metadata = OptionalString(item, "metadata");
   return e;
 }
 
@@ -261,6 +272,7 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
     entry.version = request.version;
     entry.body = request.body;
     entry.external = request.external;
+    entry.metadata = request.metadata;
     *since_snapshot = next - (is_snapshot ? next : snapshot_entry_seq);
     *segment_full = head.segment.last_snapshot.has_value() &&
                     entry.num + 1 >= IntOr(*sheet, "segment_entries", 0);
@@ -278,6 +290,14 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
       UpdateRequest update;
       update.key = Key{{request.sheet_id}, {}};
       update.set = {{"snapshot_entry_seq", result.entry.seq}};
+      update.create_if_missing = false;
+      RETURN_IF_ERROR(SheetTable().Update(conn, update, meter).status());
+    }
+    if (HasClientSnapshot(request.metadata)) {
+      // Appends only grow seq, so this entry is the newest with a client snapshot.
+      UpdateRequest update;
+      update.key = Key{{request.sheet_id}, {}};
+      update.set = {{"client_snapshot_seq", result.entry.seq}};
       update.create_if_missing = false;
       RETURN_IF_ERROR(SheetTable().Update(conn, update, meter).status());
     }
@@ -357,6 +377,10 @@ void EventLog::RunPolicies(const std::string& sheet_id, const SheetConfig& confi
   // Best effort (seed 000): a failure or a crash here only delays the policy to the next
   // append, which re-evaluates it from the log.
   if (!faults_->Hit("log.policy.before").ok()) return;
+  // snapshot_every 0: the client manages snapshots, and the server inserts no entry
+  // after entry 0 on its own (no Snapshot entries, no segment rollover, which would
+  // add EndSegment + Snapshot): seq ids are the client's alone.
+  if (config.snapshot_every <= 0) return;
   if (config.segment_entries > 0 && segment_full) {
     Result<SegmentInfo> segment = CreateNewSegment(sheet_id, nullptr);
     if (segment.ok()) {
@@ -364,7 +388,7 @@ void EventLog::RunPolicies(const std::string& sheet_id, const SheetConfig& confi
       return;  // the new segment starts with its own Snapshot entry
     }
   }
-  if (config.snapshot_every > 0 && since_snapshot >= config.snapshot_every) {
+  if (since_snapshot >= config.snapshot_every) {
     AppendRequest snapshot;
     snapshot.sheet_id = sheet_id;
     snapshot.type = kSnapshotType;
@@ -547,7 +571,8 @@ Result<ReadRange> EventLog::Read(const std::string& sheet_id, int64_t from,
           static_cast<size_t>(limit), options_.page_size, meter, &range.entries));
     }
     const int64_t reached = range.entries.empty() ? from : range.entries.back().seq + 1;
-    range.complete = reached >= range.to;
+    range.next = reached;
+    range.complete = reached >= end;
     return Status::OK();
   });
   RETURN_IF_ERROR(status);
@@ -589,6 +614,153 @@ Result<std::optional<EntryRecord>> EventLog::LastCompletedSnapshot(
   return snapshot;
 }
 
+namespace {
+
+// The newest entry before `below_seq` (and at or after `first_seq`) whose metadata
+// has a client-set "snapshot", scanning back page by page; nullopt if none.
+Result<std::optional<int64_t>> FindClientSnapshot(
+    Connection& conn, const std::string& sheet_id,
+    const std::vector<SegmentInfo>& segments, int64_t first_seq, int64_t below_seq,
+    UnitMeter* meter) {
+  for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
+    if (it->first_seq >= below_seq) continue;
+    QueryRequest query;
+    query.partition = {sheet_id, it->num};
+    query.sort_to = KeyValues{Value(below_seq - 1 - it->first_seq)};
+    query.forward = false;
+    query.limit = 100;
+    while (true) {
+      ASSIGN_OR_RETURN(QueryResult page, EntryTable().Query(conn, query, meter));
+      for (const Item& item : page.items) {
+        EntryRecord e = EntryFromItem(item);
+        if (e.seq < first_seq) return std::optional<int64_t>();
+        if (HasClientSnapshot(e.metadata)) return std::optional<int64_t>(e.seq);
+      }
+      if (!page.last_evaluated) break;
+      query.exclusive_start = page.last_evaluated;
+    }
+    if (it->first_seq <= first_seq) break;
+  }
+  return std::optional<int64_t>();
+}
+
+}  // namespace
+
+Result<EntryRecord> EventLog::SetMetadata(const std::string& sheet_id, int64_t seq,
+                                          const std::string& patch_text,
+                                          UnitMeter* meter) {
+  nlohmann::json patch = nlohmann::json::parse(patch_text, nullptr, false);
+  if (!patch.is_object()) return InvalidArgument("metadata must be a JSON object");
+  for (const auto& [field, value] : patch.items()) {
+    if (std::find(std::begin(kEntryMetadataFields), std::end(kEntryMetadataFields),
+                  field) == std::end(kEntryMetadataFields)) {
+      return InvalidArgument("unknown metadata field '" + field + "'");
+    }
+    if (!value.is_string() && !value.is_null()) {
+      return InvalidArgument("metadata field '" + field + "' must be a string or null");
+    }
+  }
+  if (seq < 0) return OutOfRange("seq must be >= 0, got " + std::to_string(seq));
+  EntryRecord entry;
+  Status status = db_->Write([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(
+        std::optional<Item> sheet,
+        SheetTable().Get(conn, Key{{sheet_id}, {}}, Consistency::kStrong, meter));
+    if (!sheet) return NotFound("no sheet " + sheet_id);
+    const int64_t first_seq = IntOr(*sheet, "first_seq", 0);
+    const std::optional<int64_t> client_snapshot_seq =
+        OptionalInt(*sheet, "client_snapshot_seq");
+    ASSIGN_OR_RETURN(Head head, ReadHead(conn, sheet_id, Consistency::kStrong, meter));
+    if (seq > head.entry.seq) {
+      return OutOfRange("seq " + std::to_string(seq) + " is at or beyond the next seq " +
+                        std::to_string(head.entry.seq + 1));
+    }
+    if (seq < first_seq) {
+      return Gone("entries before seq " + std::to_string(first_seq) + " were truncated");
+    }
+    ASSIGN_OR_RETURN(std::vector<SegmentInfo> segments,
+                     QuerySegments(conn, sheet_id, meter));
+    const SegmentInfo* segment = nullptr;
+    for (const SegmentInfo& s : segments) {
+      if (s.first_seq <= seq) segment = &s;
+    }
+    if (segment == nullptr)
+      return Internal("no segment holds seq " + std::to_string(seq));
+    const Key key{{sheet_id, segment->num}, {seq - segment->first_seq}};
+    ASSIGN_OR_RETURN(std::optional<Item> item,
+                     EntryTable().Get(conn, key, Consistency::kStrong, meter));
+    if (!item)
+      return Internal("sheet " + sheet_id + " has no entry " + std::to_string(seq));
+    entry = EntryFromItem(*item);
+    if (patch.empty()) return Status::OK();
+    nlohmann::json merged = nlohmann::json::object();
+    if (entry.metadata) {
+      merged = nlohmann::json::parse(*entry.metadata, nullptr, false);
+      if (!merged.is_object()) merged = nlohmann::json::object();
+    }
+    for (const auto& [field, value] : patch.items()) merged[field] = value;
+    entry.metadata = merged.dump();
+    UpdateRequest update;
+    update.key = key;
+    update.set = {{"metadata", *entry.metadata}};
+    update.create_if_missing = false;
+    RETURN_IF_ERROR(EntryTable().Update(conn, update, meter).status());
+
+    // Keep the sheet's pointer to the newest client snapshot right.
+    std::optional<int64_t> newest = client_snapshot_seq;
+    if (HasClientSnapshot(entry.metadata)) {
+      if (!newest || *newest < seq) newest = seq;
+    } else if (newest && *newest == seq) {
+      ASSIGN_OR_RETURN(
+          newest, FindClientSnapshot(conn, sheet_id, segments, first_seq, seq, meter));
+    }
+    if (newest == client_snapshot_seq) return Status::OK();
+    UpdateRequest pointer;
+    pointer.key = Key{{sheet_id}, {}};
+    if (newest) {
+      pointer.set = {{"client_snapshot_seq", *newest}};
+    } else {
+      pointer.remove = {"client_snapshot_seq"};
+    }
+    pointer.create_if_missing = false;
+    return SheetTable().Update(conn, pointer, meter).status();
+  });
+  RETURN_IF_ERROR(status);
+  return entry;
+}
+
+Result<std::optional<SnapshotRef>> EventLog::LastSnapshot(const std::string& sheet_id,
+                                                          UnitMeter* meter) {
+  ASSIGN_OR_RETURN(std::optional<EntryRecord> server,
+                   LastCompletedSnapshot(sheet_id, meter));
+  std::optional<int64_t> client_seq;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(
+        std::optional<Item> sheet,
+        SheetTable().Get(conn, Key{{sheet_id}, {}}, Consistency::kEventual, meter));
+    if (!sheet) return NotFound("no sheet " + sheet_id);
+    client_seq = OptionalInt(*sheet, "client_snapshot_seq");
+    if (client_seq && *client_seq < IntOr(*sheet, "first_seq", 0)) client_seq.reset();
+    return Status::OK();
+  }));
+  std::optional<SnapshotRef> out;
+  if (server && server->snapshot_root) {
+    out = SnapshotRef{server->seq, server->snapshot_root, std::nullopt};
+  }
+  if (client_seq && (!out || *client_seq >= out->seq)) {
+    Result<EntryRecord> entry = GetEntry(sheet_id, *client_seq, meter);
+    if (entry.ok() && HasClientSnapshot(entry->metadata)) {
+      nlohmann::json metadata = nlohmann::json::parse(*entry->metadata);
+      if (!out || out->seq != *client_seq) out = SnapshotRef{*client_seq, {}, {}};
+      out->snapshot = metadata["snapshot"].get<std::string>();
+    } else if (!entry.ok() && !entry.status().IsNotFound() &&
+               entry.status().code() != StatusCode::kGone) {
+      return entry.status();
+    }
+  }
+  return out;
+}
+
 Result<LoadResult> EventLog::Load(const std::string& sheet_id, UnitMeter* meter) {
   LoadResult load;
   Status status = db_->Read([&](Connection& conn) -> Status {
@@ -603,6 +775,37 @@ Result<LoadResult> EventLog::Load(const std::string& sheet_id, UnitMeter* meter)
     std::optional<SegmentInfo> previous;
     if (page.items.size() > 1) previous = SegmentFromItem(page.items[1]);
     const size_t all = static_cast<size_t>(-1);
+
+    // After an exact truncation with no retained completed snapshot yet, the sheet's
+    // base (every entry before first_seq) is the snapshot, and the entries start at
+    // first_seq.
+    ASSIGN_OR_RETURN(
+        std::optional<Item> sheet,
+        SheetTable().Get(conn, Key{{sheet_id}, {}}, Consistency::kEventual, meter));
+    if (!sheet) return NotFound("no sheet " + sheet_id);
+    const int64_t first_seq = IntOr(*sheet, "first_seq", 0);
+    std::optional<std::string> base_root = OptionalString(*sheet, "base_root");
+    auto retained = [&](const std::optional<SegmentInfo>& seg) {
+      return seg && seg->last_snapshot &&
+             seg->first_seq + *seg->last_snapshot >= first_seq;
+    };
+    if (base_root && !retained(current) && !retained(previous)) {
+      ASSIGN_OR_RETURN(std::vector<SegmentInfo> segments,
+                       QuerySegments(conn, sheet_id, meter));
+      EntryRecord base;
+      base.seq = first_seq;
+      base.type = kSnapshotType;
+      base.snapshot_root = base_root;
+      load.snapshot = base;
+      for (const SegmentInfo& seg : segments) {
+        if (&seg != &segments.back() && (&seg)[1].first_seq <= first_seq) continue;
+        RETURN_IF_ERROR(QuerySegmentEntries(
+            conn, sheet_id, seg.num, std::max<int64_t>(first_seq - seg.first_seq, 0), -1,
+            all, options_.page_size, meter, &load.entries));
+      }
+      load.next_seq = load.entries.empty() ? first_seq : load.entries.back().seq + 1;
+      return Status::OK();
+    }
 
     std::vector<EntryRecord> entries;
     if (current.last_snapshot) {
@@ -775,6 +978,43 @@ std::string ArchiveLine(const EntryRecord& e) {
   return line.dump() + "\n";
 }
 
+// Writes the archive of `segment` at `key`: the lines of entries the object already
+// holds from before `entries` (an earlier exact truncation of the same segment), then
+// one line per entry. Lines at or after the first new entry are left out, so a retry
+// after a crash between archiving and dropping writes the same object again.
+Status WriteArchive(BlobStore* store, const std::string& key,
+                    const std::vector<EntryRecord>& entries) {
+  const int64_t first_new = entries.empty() ? INT64_MAX : entries.front().seq;
+  std::string kept;
+  Result<std::unique_ptr<BlobReader>> existing = store->OpenReader(key);
+  if (existing.ok()) {
+    std::string partial;
+    RETURN_IF_ERROR((*existing)->Stream(0, -1, [&](std::string_view chunk) -> Status {
+      partial.append(chunk);
+      size_t start = 0;
+      for (size_t end; (end = partial.find('\n', start)) != std::string::npos;
+           start = end + 1) {
+        std::string_view line(partial.data() + start, end - start);
+        nlohmann::json parsed = nlohmann::json::parse(line, nullptr, false);
+        if (parsed.is_object() && parsed.value("seq", INT64_MAX) < first_new) {
+          kept.append(line);
+          kept.push_back('\n');
+        }
+      }
+      partial.erase(0, start);
+      return Status::OK();
+    }));
+  } else if (!existing.status().IsNotFound()) {
+    return existing.status();
+  }
+  BlobPutOptions put;
+  put.content_type = "application/x-ndjson";
+  ASSIGN_OR_RETURN(std::unique_ptr<BlobWriter> writer, store->BeginPut(key, put));
+  RETURN_IF_ERROR(writer->Append(kept));
+  for (const EntryRecord& e : entries) RETURN_IF_ERROR(writer->Append(ArchiveLine(e)));
+  return writer->Commit().status();
+}
+
 }  // namespace
 
 Result<TruncateResult> EventLog::Truncate(const std::string& sheet_id, int64_t before_seq,
@@ -782,101 +1022,189 @@ Result<TruncateResult> EventLog::Truncate(const std::string& sheet_id, int64_t b
   if (before_seq < 0) {
     return OutOfRange("before_seq must be >= 0, got " + std::to_string(before_seq));
   }
-  // Which segments may go: a prefix, since both conditions only get easier going back.
+  // Whole segments: those that end at or before before_seq and lie behind a completed
+  // snapshot (a later segment has one) may go, oldest first; a prefix, since both
+  // conditions only get easier going back. The newest segment is never dropped.
+  auto decide = [&](int64_t first_seq, const std::vector<SegmentInfo>& segments,
+                    int64_t) -> Result<int64_t> {
+    int64_t new_first_seq = first_seq;
+    for (size_t i = 0; i + 1 < segments.size(); ++i) {
+      const int64_t end = segments[i + 1].first_seq;  // exclusive
+      bool behind_snapshot = false;
+      for (size_t j = i + 1; j < segments.size(); ++j) {
+        if (segments[j].last_snapshot) behind_snapshot = true;
+      }
+      if (end > before_seq || !behind_snapshot) break;
+      new_first_seq = std::max(new_first_seq, end);
+    }
+    return new_first_seq;
+  };
+  return DropBefore(sheet_id, archive_to, meter, decide, std::nullopt);
+}
+
+Result<TruncateResult> EventLog::TruncateExact(
+    const std::string& sheet_id, int64_t before_seq,
+    const std::optional<std::string>& base_root, BlobStore* archive_to,
+    UnitMeter* meter) {
+  auto decide = [&](int64_t first_seq, const std::vector<SegmentInfo>&,
+                    int64_t next_seq) -> Result<int64_t> {
+    if (before_seq < first_seq) {
+      return OutOfRange("before_seq " + std::to_string(before_seq) +
+                        " is before the first retained seq " + std::to_string(first_seq));
+    }
+    if (before_seq > next_seq) {
+      return OutOfRange("before_seq " + std::to_string(before_seq) +
+                        " is beyond the next seq " + std::to_string(next_seq));
+    }
+    return before_seq;
+  };
+  return DropBefore(sheet_id, archive_to, meter, decide, base_root);
+}
+
+Result<TruncateResult> EventLog::DropBefore(
+    const std::string& sheet_id, BlobStore* archive_to, UnitMeter* meter,
+    const std::function<Result<int64_t>(int64_t, const std::vector<SegmentInfo>&,
+                                        int64_t)>& decide,
+    const std::optional<std::string>& base_root) {
   TruncateResult result;
   std::vector<SegmentInfo> segments;
+  std::optional<std::string> old_base_root;
+  int64_t next_seq = 0;
+  bool hidden_head = false;  // an earlier cut at the next seq kept the head entry
   RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
     ASSIGN_OR_RETURN(
         std::optional<Item> sheet,
         SheetTable().Get(conn, Key{{sheet_id}, {}}, Consistency::kStrong, meter));
     if (!sheet) return NotFound("no sheet " + sheet_id);
     result.first_seq = IntOr(*sheet, "first_seq", 0);
+    old_base_root = OptionalString(*sheet, "base_root");
     ASSIGN_OR_RETURN(segments, QuerySegments(conn, sheet_id, meter));
+    ASSIGN_OR_RETURN(Head head, ReadHead(conn, sheet_id, Consistency::kStrong, meter));
+    next_seq = head.entry.seq + 1;
+    // The entry just before first_seq still exists only when a cut at the next seq
+    // kept it (every other truncation deletes what lies before first_seq).
+    for (auto it = segments.rbegin(); it != segments.rend() && result.first_seq > 0;
+         ++it) {
+      if (it->first_seq > result.first_seq - 1) continue;
+      ASSIGN_OR_RETURN(
+          std::optional<Item> kept,
+          EntryTable().Get(
+              conn, Key{{sheet_id, it->num}, {result.first_seq - 1 - it->first_seq}},
+              Consistency::kStrong, meter));
+      hidden_head = kept.has_value();
+      break;
+    }
     return Status::OK();
   }));
-  size_t keep_from = 0;  // segments[0, keep_from) are dropped or already gone
-  for (size_t i = 0; i + 1 < segments.size(); ++i) {
-    const int64_t end = segments[i + 1].first_seq;  // exclusive
-    bool behind_snapshot = false;
-    for (size_t j = i + 1; j < segments.size(); ++j) {
-      if (segments[j].last_snapshot) behind_snapshot = true;
-    }
-    if (end > before_seq || !behind_snapshot) break;
-    keep_from = i + 1;
+  ASSIGN_OR_RETURN(int64_t new_first_seq, decide(result.first_seq, segments, next_seq));
+  if (new_first_seq <= result.first_seq) return result;
+
+  // The segments holding entries in [first_seq, new_first_seq), and for each the
+  // entry nums to drop: [from_num, to_num). The head entry stays when the cut is at
+  // the next seq: Add Entry reads the next seq from it, so it is kept, hidden (before
+  // first_seq, no read returns it), until a later truncation drops it with the rest.
+  struct Cut {
+    const SegmentInfo* segment;
+    int64_t from_num;
+    int64_t to_num;
+    bool whole;  // no entry of the segment is left
+  };
+  const int64_t drop_from = hidden_head ? result.first_seq - 1 : result.first_seq;
+  const int64_t drop_to = std::min(new_first_seq, next_seq - 1);
+  std::vector<Cut> cuts;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const bool last = i + 1 == segments.size();
+    const int64_t seg_end = last ? next_seq : segments[i + 1].first_seq;
+    const int64_t lo = std::max(drop_from, segments[i].first_seq);
+    const int64_t hi = std::min(drop_to, seg_end);
+    if (lo >= hi) continue;
+    cuts.push_back(Cut{&segments[i], lo - segments[i].first_seq,
+                       hi - segments[i].first_seq, !last && hi == seg_end});
   }
-  if (keep_from == 0 || segments[keep_from].first_seq <= result.first_seq) return result;
-  const int64_t new_first_seq = segments[keep_from].first_seq;
+  if (cuts.empty()) {
+    // Only the head (kept) lies before the cut: move first_seq, drop nothing.
+    cuts.push_back(Cut{&segments.back(), 0, 0, false});
+  }
 
   // Archive first: a crash after it leaves an archive and nothing dropped, and the
-  // retry rewrites the same key.
-  std::vector<const SegmentInfo*> dropping;
-  for (size_t i = 0; i < keep_from; ++i) {
-    if (segments[i + 1].first_seq > result.first_seq) dropping.push_back(&segments[i]);
-  }
+  // retry rewrites the same key with the same lines.
   std::map<int64_t, std::string> archive_keys;
   if (archive_to != nullptr) {
-    for (const SegmentInfo* seg : dropping) {
+    for (const Cut& cut : cuts) {
+      if (cut.from_num >= cut.to_num) continue;
       std::vector<EntryRecord> entries;
       RETURN_IF_ERROR(db_->Read([&](Connection& conn) {
-        return QuerySegmentEntries(conn, sheet_id, seg->num, 0, -1,
-                                   static_cast<size_t>(-1), options_.page_size, meter,
-                                   &entries);
+        return QuerySegmentEntries(conn, sheet_id, cut.segment->num, cut.from_num,
+                                   cut.to_num - 1, static_cast<size_t>(-1),
+                                   options_.page_size, meter, &entries);
       }));
-      const std::string key = ArchiveKey(sheet_id, seg->num);
-      BlobPutOptions put;
-      put.content_type = "application/x-ndjson";
-      ASSIGN_OR_RETURN(std::unique_ptr<BlobWriter> writer,
-                       archive_to->BeginPut(key, put));
-      for (const EntryRecord& e : entries)
-        RETURN_IF_ERROR(writer->Append(ArchiveLine(e)));
-      RETURN_IF_ERROR(writer->Commit().status());
-      archive_keys[seg->num] = key;
+      const std::string key = ArchiveKey(sheet_id, cut.segment->num);
+      RETURN_IF_ERROR(WriteArchive(archive_to, key, entries));
+      archive_keys[cut.segment->num] = key;
       result.archives.push_back(key);
     }
   }
   RETURN_IF_ERROR(faults_->Hit("log.truncate.before_drop"));
 
-  // One transaction: first_seq forward (only if nobody moved it meanwhile), entries
-  // gone, archive keys on the segments, obsolete pending snapshots removed.
+  // One transaction: first_seq forward (only if nobody moved it meanwhile), base_root
+  // set or cleared, entries gone, archive keys on the segments, obsolete pending
+  // snapshots removed.
   TruncateResult dropped = result;
   Status status = db_->Write([&](Connection& conn) -> Status {
     dropped = result;
     UpdateRequest move;
     move.key = Key{{sheet_id}, {}};
     move.set = {{"first_seq", new_first_seq}};
+    if (base_root) {
+      move.set["base_root"] = *base_root;
+    } else {
+      move.remove = {"base_root"};
+    }
     move.conditions = {Condition::Equals("first_seq", result.first_seq)};
     move.create_if_missing = false;
     RETURN_IF_ERROR(SheetTable().Update(conn, move, meter).status());
-    // Pending snapshots of dropped Snapshot entries are obsolete (a later snapshot is
-    // complete): the worker would only find them late duplicates.
+    if (old_base_root && old_base_root != base_root) {
+      dropped.released_blobs.push_back(*old_base_root);
+    }
+    // Pending snapshots of dropped Snapshot entries are obsolete: nothing will read
+    // them (a later snapshot, or the new base, covers their state).
     QueryRequest pending;
     pending.partition = {sheet_id};
-    pending.sort_to = KeyValues{Value(dropping.back()->num)};
+    pending.sort_to = KeyValues{Value(cuts.back().segment->num)};
     ASSIGN_OR_RETURN(QueryResult obsolete,
                      PendingSnapshotTable().Query(conn, pending, meter));
     for (const Item& item : obsolete.items) {
+      const int64_t segment = item.at("segment").AsInt();
+      const int64_t num = item.at("entry").AsInt();
+      if (segment == cuts.back().segment->num && num >= cuts.back().to_num) continue;
       RETURN_IF_ERROR(PendingSnapshotTable().Delete(
           conn, Key{{sheet_id}, {item.at("segment"), item.at("entry")}}, {}, meter));
     }
-    for (const SegmentInfo* seg : dropping) {
+    for (const Cut& cut : cuts) {
+      if (cut.from_num >= cut.to_num) continue;
       std::vector<EntryRecord> entries;
-      RETURN_IF_ERROR(QuerySegmentEntries(conn, sheet_id, seg->num, 0, -1,
-                                          static_cast<size_t>(-1), options_.page_size,
-                                          meter, &entries));
+      RETURN_IF_ERROR(QuerySegmentEntries(conn, sheet_id, cut.segment->num, cut.from_num,
+                                          cut.to_num - 1, static_cast<size_t>(-1),
+                                          options_.page_size, meter, &entries));
       for (const EntryRecord& e : entries) {
-        if (e.external && !archive_keys.count(seg->num)) {
+        if (e.external && !archive_keys.count(cut.segment->num)) {
           dropped.released_blobs.push_back(*e.external);
         }
-        if (e.snapshot_root) dropped.released_blobs.push_back(*e.snapshot_root);
-        RETURN_IF_ERROR(
-            EntryTable().Delete(conn, Key{{sheet_id, seg->num}, {e.num}}, {}, meter));
+        // A base recorded now may share its keys with a Snapshot entry at the cut
+        // (same id, same state); only dropped entries' roots other than it go.
+        if (e.snapshot_root && e.snapshot_root != base_root) {
+          dropped.released_blobs.push_back(*e.snapshot_root);
+        }
+        RETURN_IF_ERROR(EntryTable().Delete(
+            conn, Key{{sheet_id, cut.segment->num}, {e.num}}, {}, meter));
       }
       dropped.dropped_entries += static_cast<int64_t>(entries.size());
-      dropped.dropped_segments.push_back(seg->num);
-      auto archive = archive_keys.find(seg->num);
+      // A segment counts as dropped once none of its entries is left.
+      if (cut.whole) dropped.dropped_segments.push_back(cut.segment->num);
+      auto archive = archive_keys.find(cut.segment->num);
       if (archive != archive_keys.end()) {
         UpdateRequest mark;
-        mark.key = Key{{sheet_id}, {seg->num}};
+        mark.key = Key{{sheet_id}, {cut.segment->num}};
         mark.set = {{"archive", archive->second}};
         mark.create_if_missing = false;
         RETURN_IF_ERROR(SegmentTable().Update(conn, mark, meter).status());

@@ -40,6 +40,9 @@ struct SheetInfo {
   int64_t snapshot_every = 100;
   int64_t segment_entries = 10000;
   int64_t first_seq = 0;  // first retained seq (after truncation)
+  // Root key of a snapshot holding every entry before first_seq, left by an exact
+  // truncation (TruncateExact); nullopt when there is none.
+  std::optional<std::string> base_root;
 };
 
 struct SegmentInfo {
@@ -60,6 +63,20 @@ struct EntryRecord {
   std::optional<std::string> body;  // JSON text; nullopt = null
   std::optional<std::string> external;
   std::optional<std::string> snapshot_root;
+  // JSON object of the metadata fields ever set on the entry (infinisheet's
+  // LogMetadata: "snapshot", "history", "pending"), each a string or null once
+  // cleared; nullopt when none was ever set. Metadata never changes seq numbering.
+  std::optional<std::string> metadata;
+};
+
+// The metadata fields an entry may carry (kEntryMetadataFields) and what a client set
+// last: a server Snapshot entry or a client-set "snapshot" field, whichever is newer.
+inline constexpr const char* kEntryMetadataFields[] = {"snapshot", "history", "pending"};
+
+struct SnapshotRef {
+  int64_t seq = 0;
+  std::optional<std::string> root;      // completed Snapshot entry: its root manifest
+  std::optional<std::string> snapshot;  // client-set "snapshot" metadata
 };
 
 struct TruncateResult {
@@ -79,6 +96,9 @@ struct AppendRequest {
   std::optional<std::string> body;  // canonical JSON text, nullopt = null
   std::optional<std::string> external;
   std::optional<int64_t> expect_seq;
+  // Metadata written with the entry: a JSON object text of string fields (see
+  // EntryRecord::metadata); nullopt for none.
+  std::optional<std::string> metadata;
   // Set only by the system, to append Snapshot entries.
   bool allow_reserved = false;
   // For a Snapshot entry: write it only if the sheet's snapshot_every says one is due
@@ -101,8 +121,11 @@ struct AppendResult {
 struct ReadRange {
   std::vector<EntryRecord> entries;
   int64_t from = 0;
-  int64_t to = 0;         // exclusive bound actually reached or requested
-  bool complete = false;  // the page reached `to` (or the head)
+  int64_t to = 0;  // the requested exclusive bound, or the next seq for "end"
+  // Nothing more exists in [from, to) now: the page reached `to` or the head,
+  // whichever comes first.
+  bool complete = false;
+  int64_t next = 0;  // the seq the next page starts at (one past the last entry read)
 };
 
 struct LoadResult {
@@ -160,6 +183,34 @@ class EventLog {
   Result<TruncateResult> Truncate(const std::string& sheet_id, int64_t before_seq,
                                   BlobStore* archive_to, UnitMeter* meter);
   static std::string ArchiveKey(const std::string& sheet_id, int64_t segment);
+
+  // Exact truncation (infinisheet's truncate(start)): afterwards the log starts at
+  // `before_seq`. Drops every entry before it, cutting a segment in the middle if
+  // need be, and records `base_root` (a snapshot holding every entry before
+  // `before_seq`, which the caller built first) as the sheet's base_root, so cells
+  // reads and snapshot builds at and after the cut still work. Archives like Truncate
+  // (a segment archived twice keeps one object with every dropped entry in order).
+  // OutOfRange if before_seq is below first_seq or beyond the next seq; before_seq ==
+  // first_seq changes nothing (base_root is then not recorded). Unavailable if
+  // another truncation moved first_seq meanwhile. The previous base_root and the
+  // blobs only the dropped entries referenced come back in released_blobs.
+  Result<TruncateResult> TruncateExact(const std::string& sheet_id, int64_t before_seq,
+                                       const std::optional<std::string>& base_root,
+                                       BlobStore* archive_to, UnitMeter* meter);
+
+  // infinisheet's setMetadata: sets each field of `patch` (a JSON object of
+  // kEntryMetadataFields, each a string, or null to clear it) on entry `seq`, leaving
+  // the other fields as they are; all or nothing. Returns the entry afterwards.
+  // NotFound (sheet), OutOfRange if seq is at or beyond the next seq, Gone if it was
+  // truncated, InvalidArgument if patch is not such an object.
+  Result<EntryRecord> SetMetadata(const std::string& sheet_id, int64_t seq,
+                                  const std::string& patch, UnitMeter* meter);
+
+  // The newest snapshot a reader may start from: the newer of the newest completed
+  // Snapshot entry and the newest retained entry with a client-set "snapshot"
+  // metadata field; nullopt if neither exists.
+  Result<std::optional<SnapshotRef>> LastSnapshot(const std::string& sheet_id,
+                                                  UnitMeter* meter);
 
   // Add Entry (seed 001) plus the snapshot and segment policies (seed 000).
   // Errors: NotFound (sheet), InvalidArgument (reserved type), ConditionFailed with
@@ -223,6 +274,15 @@ class EventLog {
   };
 
   Result<SheetConfig> Config(const std::string& sheet_id, UnitMeter* meter);
+  // Both truncations: drops entries in [first_seq, new_first_seq) (computed by
+  // `decide` from the sheet and its segments), moves first_seq and sets or clears
+  // base_root.
+  Result<TruncateResult> DropBefore(
+      const std::string& sheet_id, BlobStore* archive_to, UnitMeter* meter,
+      const std::function<Result<int64_t>(int64_t first_seq,
+                                          const std::vector<SegmentInfo>& segments,
+                                          int64_t next_seq)>& decide,
+      const std::optional<std::string>& base_root);
   // Steps 1–2 of Add Entry on `conn`: the newest segment and its head entry, skipping
   // to the segment read again when the cached segment has ended.
   Result<Head> ReadHead(Connection& conn, const std::string& sheet_id, Consistency c,

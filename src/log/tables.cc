@@ -16,7 +16,8 @@ const Table& EntryTable() {
                    {"type", "T"},
                    {"version", "V"},
                    {"body", "B"},
-                   {"snapshot_root", "R"}}});
+                   {"snapshot_root", "R"},
+                   {"metadata", "M"}}});
   return table;
 }
 
@@ -43,7 +44,9 @@ const Table& SheetTable() {
                                         {"snapshot_every", "S"},
                                         {"segment_entries", "G"},
                                         {"first_seq", "F"},
-                                        {"snapshot_entry_seq", "Z"}}});
+                                        {"snapshot_entry_seq", "Z"},
+                                        {"base_root", "X"},
+                                        {"client_snapshot_seq", "K"}}});
   return table;
 }
 

@@ -53,6 +53,7 @@ class SheetVerifier {
     }
     RETURN_IF_ERROR(segments.status());
     replay_.Reset(sheet_.first_seq == 0);
+    if (sheet_.base_root) RETURN_IF_ERROR(AdoptBase(*sheet_.base_root));
     std::optional<SegmentInfo> previous;
     // Entries of the previous segment; -1 if it is not retained. (Not an optional:
     // GCC 12 at -O3 reports it maybe-uninitialized, a false positive under -Werror.)
@@ -93,7 +94,11 @@ class SheetVerifier {
       }
       previous = segment;
     }
-    if (first_retained_seq_ && *first_retained_seq_ != sheet_.first_seq) {
+    // An exact truncation at the next seq keeps the head entry, hidden, just before
+    // first_seq (EventLog::TruncateExact), until the next truncation drops it.
+    const bool hidden_head = sheet_.base_root && first_retained_seq_ &&
+                             *first_retained_seq_ == sheet_.first_seq - 1;
+    if (first_retained_seq_ && *first_retained_seq_ != sheet_.first_seq && !hidden_head) {
       AddAt("first-seq", std::nullopt, *first_retained_seq_,
             "the sheet's first_seq is " + std::to_string(sheet_.first_seq) +
                 " but its first retained entry is " + SeqText(*first_retained_seq_));
@@ -120,7 +125,13 @@ class SheetVerifier {
   Status CheckSegment(const SegmentInfo& segment, const std::vector<EntryRecord>& entries,
                       bool last) {
     if (!first_retained_seq_) first_retained_seq_ = entries.front().seq;
-    if (entries.front().num != 0 || entries.front().type != kSnapshotType) {
+    // An exact truncation may cut a segment anywhere (the sheet's base_root then holds
+    // what came before).
+    const bool cut_here =
+        sheet_.base_root && entries.front().seq >= sheet_.first_seq - 1 &&
+        entries.front().seq <= sheet_.first_seq && segment.first_seq < sheet_.first_seq;
+    if (!cut_here &&
+        (entries.front().num != 0 || entries.front().type != kSnapshotType)) {
       AddAt("segment-start", segment.num, entries.front().seq,
             "segment " + std::to_string(segment.num) + " starts with " +
                 entries.front().type + " at num " + std::to_string(entries.front().num) +
@@ -168,7 +179,10 @@ class SheetVerifier {
       for (const EntryRecord& e : entries) {
         if (e.num == *segment.last_snapshot) named = &e;
       }
-      if (named == nullptr || named->type != kSnapshotType || !named->snapshot_root) {
+      const bool truncated_away =
+          segment.first_seq + *segment.last_snapshot < sheet_.first_seq;
+      if (!truncated_away &&
+          (named == nullptr || named->type != kSnapshotType || !named->snapshot_root)) {
         AddAt("last-snapshot", segment.num,
               named ? std::optional(named->seq) : std::nullopt,
               "segment " + std::to_string(segment.num) + " last_snapshot is num " +
@@ -184,6 +198,8 @@ class SheetVerifier {
 
   Status CheckBlobsAndReplay(const SegmentInfo& segment, const EntryRecord& e) {
     if (e.external) RETURN_IF_ERROR(CheckBlob(segment, e, *e.external, "external body"));
+    // The head kept hidden by a cut at the next seq: the base already holds it.
+    if (e.seq < sheet_.first_seq) return Status::OK();
     if (e.type == kSnapshotType && e.snapshot_root) return CheckSnapshot(segment, e);
     Status applied = replay_.Apply(e, blobs_);
     if (!applied.ok()) {
@@ -191,6 +207,27 @@ class SheetVerifier {
             SeqText(e.seq) + " (" + e.type +
                 ") cannot be replayed: " + applied.message() +
                 "; snapshots after it are compared again from the next completed one");
+    }
+    return Status::OK();
+  }
+
+  // The state before first_seq an exact truncation left: present, readable, and the
+  // replay's starting point.
+  Status AdoptBase(const std::string& root) {
+    SegmentInfo none;
+    EntryRecord base;
+    base.seq = sheet_.first_seq;
+    RETURN_IF_ERROR(CheckBlob(none, base, root, "truncation base"));
+    Result<std::unique_ptr<SnapshotReader>> reader = SnapshotReader::Open(blobs_, root);
+    if (!reader.ok()) return Status::OK();  // missing: reported above
+    for (const ChunkInfo& chunk : (*reader)->manifest().chunks) {
+      RETURN_IF_ERROR(CheckBlob(none, base, chunk.key, "truncation base chunk"));
+    }
+    Result<SnapshotComparison> adopted = replay_.CompareOrAdopt(**reader);
+    if (!adopted.ok() && !adopted.status().IsNotFound()) {
+      AddBlob(
+          "snapshot-unreadable", 0, base.seq, root,
+          "truncation base " + root + " cannot be read: " + adopted.status().message());
     }
     return Status::OK();
   }

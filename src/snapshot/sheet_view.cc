@@ -27,30 +27,24 @@ int64_t ForwardBound(const AxisMap& map, int64_t old_max) {
 
 }  // namespace
 
-Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blobs,
-                                                   const std::string& sheet_id,
-                                                   std::optional<int64_t> at,
-                                                   UnitMeter* meter) {
-  ASSIGN_OR_RETURN(int64_t next_seq, log->NextSeq(sheet_id, meter));
-  const int64_t head = next_seq - 1;
-  if (at && (*at < 0 || *at > head)) {
-    return OutOfRange("at " + std::to_string(*at) + " is past the head (seq " +
-                      std::to_string(head) + ")");
-  }
-  std::unique_ptr<SheetView> view(new SheetView());
-  view->at_seq_ = at.value_or(head);
-
+Result<SheetHistory> ReadSheetHistory(EventLog* log, const std::string& sheet_id,
+                                      int64_t at, UnitMeter* meter) {
   // The newest segment-level snapshot that holds no entry after `at`: a Snapshot entry
   // at seq s holds every entry before s.
   // Truncated segments keep their rows but not their entries: only snapshots at or
   // after the first retained seq can serve.
   ASSIGN_OR_RETURN(SheetInfo sheet, log->GetSheet(sheet_id, meter));
+  if (at < sheet.first_seq - 1) {
+    return Gone("the entries before seq " + std::to_string(sheet.first_seq) +
+                " were truncated; the sheet is readable from seq " +
+                std::to_string(sheet.first_seq - 1) + " on");
+  }
   ASSIGN_OR_RETURN(std::vector<SegmentInfo> segments, log->ListSegments(sheet_id, meter));
   std::optional<EntryRecord> base;
   for (auto it = segments.rbegin(); it != segments.rend() && !base; ++it) {
     if (!it->last_snapshot) continue;
     const int64_t seq = it->first_seq + *it->last_snapshot;
-    if (seq > view->at_seq_ + 1 || seq < sheet.first_seq) continue;
+    if (seq > at + 1 || seq < sheet.first_seq) continue;
     ASSIGN_OR_RETURN(EntryRecord entry, log->GetEntry(sheet_id, seq, meter));
     if (entry.snapshot_root) base = std::move(entry);
   }
@@ -59,9 +53,9 @@ Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blo
   // not point at, as it points only at its newest) moves the base forward.
   std::vector<EntryRecord> entries;
   int64_t next = base ? base->seq + 1 : sheet.first_seq;
-  while (next <= view->at_seq_) {
+  while (next <= at) {
     ASSIGN_OR_RETURN(ReadRange page,
-                     log->Read(sheet_id, next, view->at_seq_ + 1, kPageEntries, meter));
+                     log->Read(sheet_id, next, at + 1, kPageEntries, meter));
     if (page.entries.empty()) break;
     next = page.entries.back().seq + 1;
     for (EntryRecord& entry : page.entries) {
@@ -74,24 +68,73 @@ Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blo
     }
   }
 
-  if (!base && sheet.first_seq > 0) {
+  SheetHistory history;
+  if (base) {
+    history.snapshot_seq = base->seq;
+    history.snapshot_root = *base->snapshot_root;
+  } else if (sheet.base_root) {
+    // An exact truncation's state before first_seq; the entries start at first_seq.
+    history.snapshot_seq = sheet.first_seq;
+    history.snapshot_root = *sheet.base_root;
+  } else if (sheet.first_seq > 0) {
     return Gone("the entries before seq " + std::to_string(sheet.first_seq) +
                 " were truncated and no retained snapshot at or before seq " +
-                std::to_string(view->at_seq_) + " covers them");
+                std::to_string(at) + " covers them");
   }
-  std::optional<std::string> base_root;
-  if (base) {
-    view->snapshot_seq_ = base->seq;
-    base_root = *base->snapshot_root;
+  history.entries = std::move(entries);
+  return history;
+}
+
+Result<std::string> BuildStateBefore(EventLog* log, BlobStore* blobs,
+                                     const std::string& sheet_id, int64_t before_seq,
+                                     UnitMeter* meter) {
+  ASSIGN_OR_RETURN(SheetHistory history,
+                   ReadSheetHistory(log, sheet_id, before_seq - 1, meter));
+  if (history.snapshot_seq == before_seq && history.entries.empty() &&
+      history.snapshot_root) {
+    return *history.snapshot_root;  // a completed Snapshot entry at the cut
   }
-  ASSIGN_OR_RETURN(SheetPlan plan, PlanSheet(blobs, base_root, entries));
+  ASSIGN_OR_RETURN(std::vector<SegmentInfo> segments, log->ListSegments(sheet_id, meter));
+  const SegmentInfo* segment = &segments.front();
+  for (const SegmentInfo& s : segments) {
+    if (s.first_seq <= before_seq) segment = &s;
+  }
+  ASSIGN_OR_RETURN(SheetPlan plan,
+                   PlanSheet(blobs, history.snapshot_root, history.entries));
+  SnapshotId id{sheet_id, segment->num, before_seq - segment->first_seq, before_seq};
+  std::unique_ptr<SnapshotBuilder> builder =
+      NewSnapshotBuilder(blobs, id, plan, SnapshotBuilder::Options{});
+  while (true) {
+    ASSIGN_OR_RETURN(bool done, builder->WriteNextChunk());
+    if (done) break;
+  }
+  return builder->Finish();
+}
+
+Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blobs,
+                                                   const std::string& sheet_id,
+                                                   std::optional<int64_t> at,
+                                                   UnitMeter* meter) {
+  ASSIGN_OR_RETURN(int64_t next_seq, log->NextSeq(sheet_id, meter));
+  const int64_t head = next_seq - 1;
+  if (at && (*at < 0 || *at > head)) {
+    return OutOfRange("at " + std::to_string(*at) + " is past the head (seq " +
+                      std::to_string(head) + ")");
+  }
+  std::unique_ptr<SheetView> view(new SheetView());
+  view->at_seq_ = at.value_or(head);
+  ASSIGN_OR_RETURN(SheetHistory history,
+                   ReadSheetHistory(log, sheet_id, view->at_seq_, meter));
+  view->snapshot_seq_ = history.snapshot_seq;
+  ASSIGN_OR_RETURN(SheetPlan plan,
+                   PlanSheet(blobs, history.snapshot_root, history.entries));
   if (plan.base) {
     view->stream_ = std::make_unique<StreamRegionReader>(std::move(plan.base));
   } else if (plan.previous_root) {
     ASSIGN_OR_RETURN(view->snapshot_, SnapshotReader::Open(blobs, *plan.previous_root));
   }
   view->delta_ = std::move(plan.delta);
-  view->entries_applied_ = static_cast<int64_t>(entries.size());
+  view->entries_applied_ = static_cast<int64_t>(history.entries.size());
   return view;
 }
 

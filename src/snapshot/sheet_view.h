@@ -23,6 +23,30 @@
 
 namespace sheetlog {
 
+// The state of a sheet after every entry with seq <= `at`, as a snapshot to start
+// from plus the entries after it: the newest completed Snapshot entry at or before
+// at + 1 that is retained (a Snapshot entry at seq s holds every entry before s), else
+// the sheet's base_root (an exact truncation's state before first_seq), else the
+// empty sheet when nothing was truncated. Gone if entries it needs were truncated and
+// nothing covers them. REQUIRES: first_seq - 1 <= at < next seq.
+struct SheetHistory {
+  std::optional<int64_t> snapshot_seq;  // the snapshot holds every entry before it
+  std::optional<std::string> snapshot_root;
+  std::vector<EntryRecord> entries;  // after the snapshot, up to `at`, in order
+};
+Result<SheetHistory> ReadSheetHistory(EventLog* log, const std::string& sheet_id,
+                                      int64_t at, UnitMeter* meter);
+
+// Builds a snapshot holding every entry before `before_seq` (for an exact truncation
+// at it) with the worker's default layout, and returns its root key. Its objects are
+// named as a Snapshot entry at `before_seq` would be (same state, same keys), so a
+// retry or a concurrent build writes the same objects. When a completed Snapshot
+// entry at before_seq exists, its root is returned without building.
+// REQUIRES: first_seq <= before_seq <= next seq.
+Result<std::string> BuildStateBefore(EventLog* log, BlobStore* blobs,
+                                     const std::string& sheet_id, int64_t before_seq,
+                                     UnitMeter* meter);
+
 class SheetView {
  public:
   // The sheet after every entry with seq <= `at` (nullopt: the head). NotFound for no

@@ -180,6 +180,11 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     return fail(NotFound("sheet " + job.sheet_id + " has no segment " +
                          std::to_string(job.segment)));
   }
+  // A Snapshot entry truncated away (issue 14's exact truncation) is as good as done.
+  Result<SheetInfo> sheet = log_->GetSheet(job.sheet_id, meter);
+  if (!sheet.ok()) return fail(sheet.status());
+  const int64_t job_seq = job_segment->first_seq + job.entry;
+  if (job_seq < sheet->first_seq) already_complete = true;
 
   if (!existing) {
     // 3. No pending entry, and the snapshot is already done: a late duplicate.
@@ -211,7 +216,9 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     return done_with_message(Outcome::kLateDuplicate);
   }
 
-  // 5. Read every entry since the previous completed snapshot.
+  // 5. Read every entry since the previous completed snapshot. After an exact
+  // truncation (issue 14) snapshots before first_seq are gone, and the sheet's
+  // base_root holds every entry before first_seq.
   std::optional<EntryRecord> previous;
   for (auto it = segments->rbegin(); it != segments->rend() && !previous; ++it) {
     if (it->num > job.segment || !it->last_snapshot) continue;
@@ -222,7 +229,11 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     if (!entry.ok()) return fail(entry.status());
     previous = *entry;
   }
-  const int64_t job_seq = job_segment->first_seq + job.entry;
+  if (!previous && sheet->base_root) {
+    previous = EntryRecord{};
+    previous->seq = sheet->first_seq - 1;  // entries from first_seq on
+    previous->snapshot_root = sheet->base_root;
+  }
   const int64_t from = previous ? previous->seq + 1 : 0;
   std::vector<EntryRecord> entries;
   for (int64_t next = from; next < job_seq;) {

@@ -200,6 +200,8 @@ JsonResponse Request(httplib::Client& client, const std::string& method,
     res = client.Put(path.c_str(), headers, body, "application/octet-stream");
   } else if (method == "DELETE") {
     res = client.Delete(path.c_str(), headers);
+  } else if (method == "PATCH") {
+    res = client.Patch(path.c_str(), headers, body, "application/json");
   }
   JsonResponse out;
   if (!res) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "emulator/stream/change_feed.h"
 #include "src/log/tables.h"
 #include "tests/support/temp_dir.h"
 
@@ -238,7 +239,9 @@ TEST_F(EventLogTest, SnapshotPolicyAppendsSnapshotEntryEveryN) {
 }
 
 TEST_F(EventLogTest, SegmentPolicyStartsNewSegmentOnceFullAndSnapshotted) {
-  std::string sheet = NewSheet(/*snapshot_every=*/0, /*segment_entries=*/4);
+  // (With snapshot_every 0 the server inserts no entries at all: see
+  // SnapshotEveryZeroNeverInsertsEntries.)
+  std::string sheet = NewSheet(/*snapshot_every=*/1000, /*segment_entries=*/4);
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(Append(sheet, std::to_string(i)).ok());
   // No completed snapshot yet: the segment just grows.
   EXPECT_EQ(log_->ListSegments(sheet, nullptr)->size(), 1u);
@@ -520,6 +523,197 @@ TEST_F(TruncateTest, RefusesANegativeSeqAndAnUnknownSheet) {
   EXPECT_EQ(log_->Truncate(sheet, -1, nullptr, nullptr).status().code(),
             StatusCode::kOutOfRange);
   EXPECT_TRUE(log_->Truncate("no-such-sheet", 5, nullptr, nullptr).status().IsNotFound());
+}
+
+// --- Issue 14: infinisheet's EventLog contract. ---
+
+TEST_F(EventLogTest, ReadIsCompleteWhenNothingMoreExistsAndSaysWhereTheNextPageStarts) {
+  std::string sheet = NewSheet();
+  auto empty = log_->Read(sheet, 1, 6, 100, nullptr);  // `to` beyond the head
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_TRUE(empty->entries.empty());
+  EXPECT_TRUE(empty->complete);
+  EXPECT_EQ(empty->next, 1);
+  for (int i = 0; i < 15; ++i) ASSERT_TRUE(Append(sheet, "1").ok());
+  auto tail = log_->Read(sheet, 11, 21, 100, nullptr);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(tail->entries.size(), 5u);
+  EXPECT_TRUE(tail->complete);
+  EXPECT_EQ(tail->next, 16);
+  EXPECT_EQ(tail->to, 21);
+  auto page = log_->Read(sheet, 1, std::nullopt, 10, nullptr);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->entries.size(), 10u);
+  EXPECT_FALSE(page->complete);
+  EXPECT_EQ(page->next, 11);
+  auto exact = log_->Read(sheet, 11, 16, 5, nullptr);  // a full page that reaches `to`
+  ASSERT_TRUE(exact.ok());
+  EXPECT_TRUE(exact->complete);
+}
+
+TEST_F(EventLogTest, MetadataMergesClearsAndNeverMovesSeqs) {
+  std::string sheet = NewSheet();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Append(sheet, "1").ok());
+  EXPECT_EQ(log_->SetMetadata(sheet, 4, "{}", nullptr).status().code(),
+            StatusCode::kOutOfRange);
+  EXPECT_EQ(log_->SetMetadata(sheet, 1, R"({"colour": "red"})", nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(log_->SetMetadata(sheet, 1, R"({"history": 3})", nullptr).status().code(),
+            StatusCode::kInvalidArgument);
+  auto none = log_->SetMetadata(sheet, 1, "{}", nullptr);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->metadata.has_value()) << "an empty patch sets nothing";
+  ASSERT_TRUE(log_->SetMetadata(sheet, 1, R"({"snapshot": "snap"})", nullptr).ok());
+  ASSERT_TRUE(
+      log_->SetMetadata(sheet, 1, R"({"history": "h", "pending": "p"})", nullptr).ok());
+  auto cleared = log_->SetMetadata(sheet, 1, R"({"pending": null})", nullptr);
+  ASSERT_TRUE(cleared.ok());
+  EXPECT_EQ(
+      nlohmann::json::parse(*cleared->metadata),
+      nlohmann::json::parse(R"({"snapshot": "snap", "history": "h", "pending": null})"));
+  EXPECT_EQ(*log_->NextSeq(sheet, nullptr), 4);
+  EXPECT_EQ(ReadAll(sheet)[1].metadata, cleared->metadata);
+
+  // The newest client snapshot is what LastSnapshot names, until it is cleared.
+  ASSERT_TRUE(log_->SetMetadata(sheet, 3, R"({"snapshot": "later"})", nullptr).ok());
+  auto last = log_->LastSnapshot(sheet, nullptr);
+  ASSERT_TRUE(last.ok());
+  ASSERT_TRUE(last->has_value());
+  EXPECT_EQ((*last)->seq, 3);
+  EXPECT_EQ((*last)->snapshot, "later");
+  ASSERT_TRUE(log_->SetMetadata(sheet, 3, R"({"snapshot": null})", nullptr).ok());
+  last = log_->LastSnapshot(sheet, nullptr);
+  ASSERT_TRUE(last.ok() && last->has_value());
+  EXPECT_EQ((*last)->seq, 1);
+  ASSERT_TRUE(log_->SetMetadata(sheet, 1, R"({"snapshot": null})", nullptr).ok());
+  last = log_->LastSnapshot(sheet, nullptr);
+  ASSERT_TRUE(last.ok());
+  EXPECT_FALSE(last->has_value());
+  // A server snapshot counts too; the newer of the two wins.
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "snapshots/r0", nullptr).ok());
+  last = log_->LastSnapshot(sheet, nullptr);
+  ASSERT_TRUE(last.ok() && last->has_value());
+  EXPECT_EQ((*last)->seq, 0);
+  EXPECT_EQ((*last)->root, "snapshots/r0");
+
+  // An append may carry metadata.
+  AppendRequest request;
+  request.sheet_id = sheet;
+  request.type = "Note";
+  request.metadata = R"({"snapshot":"with-entry"})";
+  auto appended = log_->AddEntry(request, nullptr);
+  ASSERT_TRUE(appended.ok());
+  last = log_->LastSnapshot(sheet, nullptr);
+  ASSERT_TRUE(last.ok() && last->has_value());
+  EXPECT_EQ((*last)->seq, appended->entry.seq);
+}
+
+// Subscribers of the entry stream see metadata: a PATCH is a MODIFY record whose new
+// image carries it (schema 007's triggers).
+TEST_F(EventLogTest, MetadataTravelsThroughTheChangeFeed) {
+  std::string sheet = NewSheet();
+  ASSERT_TRUE(Append(sheet, "1").ok());
+  ASSERT_TRUE(log_->SetMetadata(sheet, 1, R"({"pending": "wf-1"})", nullptr).ok());
+  ChangeFeed feed(db_.get(), &clock_);
+  auto config = feed.Config();
+  ASSERT_TRUE(config.ok());
+  std::vector<StreamRecord> modified;
+  for (int shard = 0; shard < config->shard_count; ++shard) {
+    auto records = feed.Read(shard, 0, ChangeFeed::kMaxReadLimit);
+    ASSERT_TRUE(records.ok());
+    for (const StreamRecord& r : *records) {
+      if (r.event_name == StreamEventName::kModify) modified.push_back(r);
+    }
+  }
+  ASSERT_EQ(modified.size(), 1u);
+  EXPECT_EQ(modified[0].new_image.value("seq", -1), 1);
+  EXPECT_EQ(nlohmann::json::parse(modified[0].new_image.value("metadata", "{}")),
+            nlohmann::json::parse(R"({"pending": "wf-1"})"));
+  EXPECT_FALSE(modified[0].old_image.contains("metadata"));
+}
+
+TEST_F(EventLogTest, SnapshotEveryZeroNeverInsertsEntries) {
+  std::string sheet = NewSheet(/*snapshot_every=*/0, /*segment_entries=*/3);
+  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "snapshots/r0", nullptr).ok());
+  for (int i = 1; i <= 10; ++i) {
+    auto appended = Append(sheet, "1", /*expect=*/i);
+    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+    EXPECT_FALSE(appended->segment_created);
+    EXPECT_FALSE(appended->snapshot_appended);
+  }
+  std::vector<EntryRecord> entries = ReadAll(sheet);
+  ASSERT_EQ(entries.size(), 11u);
+  for (size_t i = 1; i < entries.size(); ++i) EXPECT_EQ(entries[i].type, "Note");
+  EXPECT_EQ(log_->ListSegments(sheet, nullptr)->size(), 1u);
+}
+
+TEST_F(TruncateTest, ExactTruncationCutsInsideASegmentAndRecordsTheBase) {
+  std::string sheet = TwoSegments(/*complete_second=*/false);  // seqs 0..8
+  EXPECT_EQ(log_->TruncateExact(sheet, 10, "b", nullptr, nullptr).status().code(),
+            StatusCode::kOutOfRange);
+  auto cut = log_->TruncateExact(sheet, 3, "snapshots/base3", nullptr, nullptr);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  EXPECT_EQ(cut->first_seq, 3);
+  EXPECT_EQ(cut->dropped_entries, 3);
+  EXPECT_TRUE(cut->dropped_segments.empty());
+  EXPECT_EQ(cut->released_blobs, std::vector<std::string>{"snapshots/r0"});
+  EXPECT_EQ(log_->GetSheet(sheet, nullptr)->base_root, "snapshots/base3");
+  EXPECT_EQ(log_->Read(sheet, 2, std::nullopt, 10, nullptr).status().code(),
+            StatusCode::kGone);
+  auto kept = log_->Read(sheet, 3, std::nullopt, 100, nullptr);
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->entries.size(), 6u);
+  EXPECT_EQ(kept->entries.front().seq, 3);
+  EXPECT_EQ(log_->TruncateExact(sheet, 2, "b", nullptr, nullptr).status().code(),
+            StatusCode::kOutOfRange)
+      << "below first_seq";
+  auto same = log_->TruncateExact(sheet, 3, "other", nullptr, nullptr);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->dropped_entries, 0);
+  EXPECT_EQ(log_->GetSheet(sheet, nullptr)->base_root, "snapshots/base3");
+
+  // A cut across the segment boundary drops the rest of segment 0; the old base goes.
+  auto next = log_->TruncateExact(sheet, 6, "snapshots/base6", nullptr, nullptr);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->dropped_segments, std::vector<int64_t>{0});
+  EXPECT_EQ(next->dropped_entries, 3);
+  EXPECT_EQ(next->released_blobs, std::vector<std::string>{"snapshots/base3"});
+}
+
+TEST_F(TruncateTest, ExactTruncationAtTheNextSeqKeepsAppendsWorking) {
+  std::string sheet = NewSheet();
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Append(sheet, "1").ok());  // seqs 0..4
+  auto all = log_->TruncateExact(sheet, 5, "snapshots/all", nullptr, nullptr);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->first_seq, 5);
+  auto empty = log_->Read(sheet, 5, std::nullopt, 10, nullptr);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->entries.empty());
+  EXPECT_TRUE(empty->complete);
+  EXPECT_EQ(log_->GetEntry(sheet, 4, nullptr).status().code(), StatusCode::kGone);
+  EXPECT_EQ(*log_->NextSeq(sheet, nullptr), 5);
+  auto again = log_->TruncateExact(sheet, 5, "x", nullptr, nullptr);
+  ASSERT_TRUE(again.ok());
+  auto appended = Append(sheet, "2", /*expect=*/5);
+  ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+  EXPECT_EQ(appended->entry.seq, 5);
+  ASSERT_TRUE(Append(sheet, "3", /*expect=*/6).ok());
+  // The entry kept for the head goes with the next cut.
+  BlobStoreOptions options;
+  options.root = dir_.File("blobs");
+  options.sync = false;
+  auto blobs = BlobStore::Open(options, &clock_);
+  ASSERT_TRUE(blobs.ok());
+  auto later = log_->TruncateExact(sheet, 6, "snapshots/six", blobs->get(), nullptr);
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_EQ(later->dropped_entries, 2);
+  auto text = (*blobs)->Get(EventLog::ArchiveKey(sheet, 0));
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(std::count(text->begin(), text->end(), '\n'), 2);
+  auto rest = log_->Read(sheet, 6, std::nullopt, 10, nullptr);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->entries.size(), 1u);
+  EXPECT_EQ(rest->entries[0].seq, 6);
 }
 
 }  // namespace

@@ -1,0 +1,324 @@
+// Issue 14 over real HTTP against the real binary: what infinisheet's EventLog and
+// BlobStore contracts need from the API (api.md "Entry metadata and live updates" and
+// the Entries/Blob sections): `complete`/`next`, exact truncation, entry metadata,
+// the append reply, continuation tokens bound to their listing, infinisheet's own
+// SetCellValueAndFormat, and no server-inserted entries with snapshot_every 0.
+#include <gtest/gtest.h>
+
+#include "tests/support/server_process.h"
+
+namespace sheetlog::testing {
+namespace {
+
+using nlohmann::json;
+
+class InfinisheetHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>(ServerOptions::InMemory());
+    ASSERT_TRUE(server_->Start()) << server_->error();
+    client_ = std::make_unique<httplib::Client>(server_->Client());
+  }
+
+  std::string NewSheet(json body = {{"snapshot_every", 0}}) {
+    JsonResponse r = Post(*client_, "/v1/sheets", body);
+    EXPECT_EQ(r.status, 201) << r.raw;
+    return r.body.value("id", "");
+  }
+
+  JsonResponse Append(const std::string& sheet, json entry) {
+    return Post(*client_, "/v1/sheets/" + sheet + "/entries", entry);
+  }
+
+  // Appends `count` Note entries, checking each reply.
+  void AppendNotes(const std::string& sheet, int count) {
+    for (int i = 0; i < count; ++i) {
+      JsonResponse r = Append(sheet, {{"type", "Note"}, {"body", {{"i", i}}}});
+      ASSERT_EQ(r.status, 201) << r.raw;
+    }
+  }
+
+  JsonResponse Entries(const std::string& sheet, const std::string& query) {
+    return Get(*client_, "/v1/sheets/" + sheet + "/entries?" + query);
+  }
+
+  JsonResponse Patch(const std::string& sheet, int64_t seq, const json& body) {
+    return Request(*client_, "PATCH",
+                   "/v1/sheets/" + sheet + "/entries/" + std::to_string(seq),
+                   body.dump());
+  }
+
+  JsonResponse Truncate(const std::string& sheet, int64_t before_seq) {
+    return Post(*client_, "/v1/sheets/" + sheet + "/truncate",
+                {{"before_seq", before_seq}});
+  }
+
+  JsonResponse Cells(const std::string& sheet, const std::string& query) {
+    return Get(*client_, "/v1/sheets/" + sheet + "/cells?" + query);
+  }
+
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+// Point 1: `complete` means "nothing more exists in [from, to) now"; `next` says where
+// the next page starts.
+TEST_F(InfinisheetHttpTest, CompleteWhenToLiesBeyondTheHeadAndNextSaysWhereToGoOn) {
+  const std::string sheet = NewSheet();
+  JsonResponse empty = Entries(sheet, "from=1&to=6");
+  ASSERT_EQ(empty.status, 200) << empty.raw;
+  EXPECT_EQ(empty.body["entries"].size(), 0u);
+  EXPECT_EQ(empty.body["complete"], true);
+  EXPECT_EQ(empty.body["next"], 1);
+
+  AppendNotes(sheet, 15);
+  JsonResponse tail = Entries(sheet, "from=11&to=21");
+  ASSERT_EQ(tail.status, 200) << tail.raw;
+  EXPECT_EQ(tail.body["entries"].size(), 5u);
+  EXPECT_EQ(tail.body["complete"], true);
+  EXPECT_EQ(tail.body["next"], 16);
+
+  JsonResponse page = Entries(sheet, "from=1&limit=10");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_EQ(page.body["complete"], false);
+  EXPECT_EQ(page.body["next"], 11);
+  JsonResponse rest = Entries(sheet, "from=" + page.body["next"].dump() + "&limit=10");
+  EXPECT_EQ(rest.body["entries"].size(), 5u);
+  EXPECT_EQ(rest.body["complete"], true);
+}
+
+// Point 2: a truncation point outside the retained log is a RangeError, changing
+// nothing.
+TEST_F(InfinisheetHttpTest, TruncateOutsideTheLogIsARangeError) {
+  const std::string sheet = NewSheet();
+  AppendNotes(sheet, 5);  // seqs 0..5, next 6
+  JsonResponse beyond = Truncate(sheet, 7);
+  EXPECT_EQ(beyond.status, 400) << beyond.raw;
+  EXPECT_EQ(beyond.body["error"]["code"], "RangeError");
+  ASSERT_EQ(Truncate(sheet, 3).status, 200);
+  JsonResponse below = Truncate(sheet, 2);
+  EXPECT_EQ(below.status, 400) << below.raw;
+  EXPECT_EQ(below.body["error"]["code"], "RangeError");
+  JsonResponse info = Get(*client_, "/v1/sheets/" + sheet);
+  EXPECT_EQ(info.body["first_seq"], 3);
+  EXPECT_EQ(info.body["next_seq"], 6);
+  EXPECT_EQ(Truncate(sheet, 3).status, 200) << "at first_seq: nothing to do";
+  EXPECT_EQ(Truncate(sheet, 6).status, 200) << "at the next seq: everything goes";
+}
+
+// Point 3: exact truncation inside a segment; cells at and after the cut read as
+// before, the sheet verifies, and appends and loads go on.
+TEST_F(InfinisheetHttpTest, ExactTruncationKeepsTheStateAtTheCut) {
+  const std::string sheet = NewSheet();
+  for (int i = 1; i <= 6; ++i) {
+    ASSERT_EQ(Append(sheet, {{"type", "SetCell"},
+                             {"body", {{"ref", "A" + std::to_string(i)}, {"value", i}}}})
+                  .status,
+              201);
+  }
+  ASSERT_EQ(Append(sheet, {{"type", "DeleteRows"}, {"body", {{"at", 1}}}}).status, 201);
+  // seqs: 0 Snapshot, 1-6 SetCell, 7 DeleteRows.
+  JsonResponse at_cut_before = Cells(sheet, "range=A1:A6&at=4");
+  JsonResponse head_before = Cells(sheet, "range=A1:A6");
+  ASSERT_EQ(at_cut_before.status, 200) << at_cut_before.raw;
+
+  JsonResponse cut = Truncate(sheet, 4);
+  ASSERT_EQ(cut.status, 200) << cut.raw;
+  EXPECT_EQ(cut.body["first_seq"], 4);
+  EXPECT_EQ(cut.body["dropped_entries"], 4);
+  JsonResponse gone = Entries(sheet, "from=3");
+  EXPECT_EQ(gone.status, 410) << gone.raw;
+  EXPECT_EQ(gone.body["error"]["first_seq"], 4);
+  JsonResponse start = Entries(sheet, "from=start");
+  ASSERT_EQ(start.status, 200);
+  ASSERT_EQ(start.body["entries"].size(), 4u);
+  EXPECT_EQ(start.body["entries"][0]["seq"], 4);
+
+  JsonResponse at_cut = Cells(sheet, "range=A1:A6&at=4");
+  ASSERT_EQ(at_cut.status, 200) << at_cut.raw;
+  EXPECT_EQ(at_cut.body["rows"], at_cut_before.body["rows"]);
+  EXPECT_EQ(at_cut.body["rows"], json::parse("[[1],[2],[3],[4],[null],[null]]"));
+  EXPECT_EQ(Cells(sheet, "range=A1:A6&at=3").body["rows"],
+            json::parse("[[1],[2],[3],[null],[null],[null]]"))
+      << "just before the cut is the base itself";
+  EXPECT_EQ(Cells(sheet, "range=A1:A6&at=2").status, 410);
+  JsonResponse head = Cells(sheet, "range=A1:A6");
+  EXPECT_EQ(head.body["rows"], head_before.body["rows"]);
+
+  ASSERT_EQ(Append(sheet, {{"type", "SetCell"}, {"body", {{"ref", "B1"}, {"value", 9}}}})
+                .status,
+            201);
+  JsonResponse load = Get(*client_, "/v1/sheets/" + sheet + "/load");
+  ASSERT_EQ(load.status, 200) << load.raw;
+  EXPECT_EQ(load.body["snapshot"]["seq"], 4);
+  EXPECT_EQ(load.body["entries"].size(), 5u);
+  EXPECT_EQ(load.body["next_seq"], 9);
+
+  // Everything: the log is empty and appends continue at the next seq.
+  ASSERT_EQ(Truncate(sheet, 9).status, 200);
+  JsonResponse none = Entries(sheet, "from=start");
+  ASSERT_EQ(none.status, 200) << none.raw;
+  EXPECT_EQ(none.body["from"], 9);
+  EXPECT_EQ(none.body["entries"].size(), 0u);
+  EXPECT_EQ(none.body["complete"], true);
+  EXPECT_EQ(Cells(sheet, "range=B1").body["rows"], json::parse("[[9]]"));
+  JsonResponse next = Append(sheet, {{"type", "Note"}, {"body", 1}, {"expect_seq", 9}});
+  EXPECT_EQ(next.status, 201) << next.raw;
+
+  JsonResponse verify = Post(*client_, "/v1/admin/verify", json{{"sheet", sheet}});
+  ASSERT_EQ(verify.status, 200) << verify.raw;
+  EXPECT_EQ(verify.body["ok"], true) << verify.body.dump();
+}
+
+// Points 4 and 5: metadata on entries (PATCH and with an append), returned on every
+// read; from=snapshot and last_snapshot count client-set snapshots; the append reply
+// carries next_seq and last_snapshot.
+TEST_F(InfinisheetHttpTest, EntryMetadataAndTheAppendReply) {
+  const std::string sheet = NewSheet();
+  JsonResponse first = Append(sheet, {{"type", "Note"}, {"body", 0}});
+  ASSERT_EQ(first.status, 201) << first.raw;
+  EXPECT_EQ(first.body["next_seq"], 2);
+  EXPECT_TRUE(first.body["last_snapshot"].is_null() ||
+              first.body["last_snapshot"]["seq"] == 0)
+      << "only the server's entry 0 may be a snapshot yet: " << first.raw;
+  AppendNotes(sheet, 9);  // seqs 1..10
+
+  JsonResponse bad_field = Patch(sheet, 5, {{"colour", "red"}});
+  EXPECT_EQ(bad_field.status, 400) << bad_field.raw;
+  JsonResponse bad_type = Patch(sheet, 5, {{"snapshot", 7}});
+  EXPECT_EQ(bad_type.status, 400) << bad_type.raw;
+  JsonResponse beyond = Patch(sheet, 11, {{"snapshot", "s"}});
+  EXPECT_EQ(beyond.status, 400) << beyond.raw;
+  EXPECT_EQ(beyond.body["error"]["code"], "RangeError");
+
+  JsonResponse patched = Patch(sheet, 5, {{"snapshot", "snap-5"}, {"history", "h"}});
+  ASSERT_EQ(patched.status, 200) << patched.raw;
+  EXPECT_EQ(patched.body["seq"], 5);
+  EXPECT_EQ(patched.body["snapshot"], "snap-5");
+  EXPECT_EQ(patched.body["history"], "h");
+  EXPECT_FALSE(patched.body.contains("pending")) << "never set: absent";
+  JsonResponse cleared = Patch(sheet, 5, {{"history", nullptr}, {"pending", "wf"}});
+  ASSERT_EQ(cleared.status, 200);
+  EXPECT_EQ(cleared.body["snapshot"], "snap-5");
+  EXPECT_TRUE(cleared.body.contains("history") && cleared.body["history"].is_null());
+  EXPECT_EQ(cleared.body["pending"], "wf");
+
+  JsonResponse one = Get(*client_, "/v1/sheets/" + sheet + "/entries/5");
+  EXPECT_EQ(one.body["snapshot"], "snap-5");
+  JsonResponse from_snapshot = Entries(sheet, "from=snapshot");
+  ASSERT_EQ(from_snapshot.status, 200) << from_snapshot.raw;
+  EXPECT_EQ(from_snapshot.body["from"], 5);
+  EXPECT_EQ(from_snapshot.body["entries"].size(), 6u);
+  EXPECT_EQ(from_snapshot.body["entries"][0]["pending"], "wf");
+  EXPECT_EQ(from_snapshot.body["last_snapshot"]["seq"], 5);
+  EXPECT_EQ(from_snapshot.body["last_snapshot"]["snapshot"], "snap-5");
+  EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet).body["next_seq"], 11)
+      << "metadata is not an entry";
+
+  JsonResponse with_meta = Append(
+      sheet,
+      {{"type", "Note"}, {"body", 11}, {"snapshot", "snap-11"}, {"expect_seq", 11}});
+  ASSERT_EQ(with_meta.status, 201) << with_meta.raw;
+  EXPECT_EQ(with_meta.body["next_seq"], 12);
+  EXPECT_EQ(with_meta.body["last_snapshot"]["seq"], 11);
+  EXPECT_EQ(with_meta.body["last_snapshot"]["snapshot"], "snap-11");
+  JsonResponse conflict =
+      Append(sheet, {{"type", "Note"}, {"body", 1}, {"expect_seq", 3}});
+  EXPECT_EQ(conflict.status, 409);
+  EXPECT_EQ(conflict.body["error"]["next_seq"], 12);
+  EXPECT_EQ(Append(sheet, {{"type", "Note"}, {"body", 1}, {"history", 3}}).status, 400);
+}
+
+// Point 6: a listing continuation token is refused for another prefix.
+TEST_F(InfinisheetHttpTest, ContinuationTokenIsBoundToItsPrefix) {
+  for (const std::string dir : {"a", "b"}) {
+    for (int i = 0; i < 3; ++i) {
+      auto put = client_->Put("/v1/blobs/" + dir + "/" + std::to_string(i), "x",
+                              "application/octet-stream");
+      ASSERT_TRUE(put);
+      ASSERT_EQ(put->status, 200) << put->body;
+    }
+  }
+  JsonResponse first = Get(*client_, "/v1/blobs?prefix=a/&delimiter=/&limit=1");
+  ASSERT_EQ(first.status, 200) << first.raw;
+  const std::string token = first.body["continuation"].get<std::string>();
+  JsonResponse wrong =
+      Get(*client_, "/v1/blobs?prefix=b/&delimiter=/&continuation=" + token);
+  EXPECT_EQ(wrong.status, 400) << wrong.raw;
+  EXPECT_EQ(wrong.body["error"]["code"], "ValidationError");
+  EXPECT_NE(wrong.body["error"]["message"].get<std::string>().find("another listing"),
+            std::string::npos);
+  JsonResponse right =
+      Get(*client_, "/v1/blobs?prefix=a/&delimiter=/&continuation=" + token);
+  ASSERT_EQ(right.status, 200) << right.raw;
+  EXPECT_EQ(right.body["keys"].size(), 2u);
+}
+
+// Point 7: infinisheet's own SetCellValueAndFormat entries, every shape it writes,
+// through appends, cells reads, snapshots and CSV export.
+TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
+  const std::string sheet = NewSheet();
+  const json error = {{"type", "CellError"}, {"value", "#DIV/0!"}};
+  for (json body : {json{{"row", 0}, {"column", 0}, {"value", 1.5}},
+                    json{{"row", 0}, {"column", 1}, {"value", error}},
+                    json{{"row", 0}, {"column", 2}, {"value", "x"}, {"format", "@"}},
+                    json{{"row", 0}, {"column", 3}, {"value", true}},
+                    json{{"row", 0}, {"column", 4}, {"value", "gone"}},
+                    json{{"row", 0}, {"column", 4}}}) {  // undefined: clears
+    JsonResponse r = Append(sheet, {{"type", "SetCellValueAndFormat"}, {"body", body}});
+    ASSERT_EQ(r.status, 201) << body.dump() << " " << r.raw;
+  }
+  JsonResponse bad =
+      Append(sheet, {{"type", "SetCellValueAndFormat"},
+                     {"body",
+                      {{"row", 0},
+                       {"column", 0},
+                       {"value", {{"type", "CellError"}, {"value", "#OOPS"}}}}}});
+  EXPECT_EQ(bad.status, 400) << bad.raw;
+  const json expected = json::array({json::array({1.5, error, "x", true, nullptr})});
+  JsonResponse cells = Cells(sheet, "range=A1:E1");
+  ASSERT_EQ(cells.status, 200) << cells.raw;
+  EXPECT_EQ(cells.body["rows"], expected);
+  // The same after a snapshot holds them.
+  JsonResponse snapshot =
+      Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object());
+  ASSERT_EQ(snapshot.status, 201) << snapshot.raw;
+  ASSERT_TRUE(Eventually([&] {
+    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
+    for (const json& s : list.body["snapshots"]) {
+      if (s["seq"] == snapshot.body["seq"]) return s["state"] == "completed";
+    }
+    return false;
+  }));
+  JsonResponse from_snapshot = Cells(sheet, "range=A1:E1");
+  EXPECT_EQ(from_snapshot.body["rows"], expected);
+  EXPECT_EQ(from_snapshot.headers.find("X-Snapshot-Seq")->second,
+            snapshot.body["seq"].dump());
+  auto csv = client_->Get("/v1/sheets/" + sheet + "/export?format=csv");
+  ASSERT_TRUE(csv);
+  EXPECT_EQ(csv->body, "1.5,#DIV/0!,x,TRUE\r\n");
+}
+
+// Point 8: with snapshot_every 0 the server inserts no entry after entry 0, even
+// past segment_entries once entry 0's snapshot is complete.
+TEST_F(InfinisheetHttpTest, SnapshotEveryZeroSheetsGetNoServerEntries) {
+  const std::string sheet = NewSheet({{"snapshot_every", 0}, {"segment_entries", 4}});
+  ASSERT_TRUE(Eventually([&] {
+    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
+    return list.status == 200 && !list.body["snapshots"].empty() &&
+           list.body["snapshots"][0]["state"] == "completed";
+  }));
+  for (int seq = 1; seq <= 10; ++seq) {
+    JsonResponse r =
+        Append(sheet, {{"type", "Note"}, {"body", seq}, {"expect_seq", seq}});
+    ASSERT_EQ(r.status, 201) << r.raw;
+    EXPECT_EQ(r.body["next_seq"], seq + 1);
+  }
+  JsonResponse all = Entries(sheet, "from=1");
+  ASSERT_EQ(all.body["entries"].size(), 10u);
+  for (const json& e : all.body["entries"]) EXPECT_EQ(e["type"], "Note");
+  EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet).body["segments"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace sheetlog::testing
