@@ -13,6 +13,7 @@
 #include "src/sheet/csv.h"
 #include "src/sheet/xlsx.h"
 #include "src/snapshot/cells_at.h"
+#include "src/snapshot/head_view_cache.h"
 #include "src/snapshot/sheet_view.h"
 
 namespace sheetlog::api {
@@ -27,12 +28,18 @@ constexpr int64_t kExportBandCells = int64_t{1} << 16;
 // Bytes per read of an exported XLSX file while it is sent.
 constexpr int64_t kXlsxReadBytes = int64_t{1} << 20;
 
-// Opens the view, turning Gone into api.md's 410 with "first_seq".
-std::shared_ptr<SheetView> OpenView(App& app, const std::string& id,
-                                    std::optional<int64_t> at, UnitMeter* meter) {
-  Result<std::unique_ptr<SheetView>> view =
-      SheetView::Open(app.log(), app.blobs(), id, at, meter);
-  if (view.ok()) return std::shared_ptr<SheetView>(std::move(view).value());
+// Opens the view, turning Gone into api.md's 410 with "first_seq". A view at the head
+// comes from the cache of loaded sheets (src/snapshot/head_view_cache.h).
+std::shared_ptr<const SheetView> OpenView(App& app, const std::string& id,
+                                          std::optional<int64_t> at, UnitMeter* meter) {
+  auto open = [&]() -> Result<std::shared_ptr<const SheetView>> {
+    if (!at) return app.head_views()->AtHead(id, meter);
+    ASSIGN_OR_RETURN(std::unique_ptr<SheetView> opened,
+                     SheetView::Open(app.log(), app.blobs(), id, at, meter));
+    return std::shared_ptr<const SheetView>(std::move(opened));
+  };
+  Result<std::shared_ptr<const SheetView>> view = open();
+  if (view.ok()) return std::move(view).value();
   json extra = json::object();
   if (view.status().code() == StatusCode::kGone) {
     Result<SheetInfo> sheet = app.log()->GetSheet(id, meter);
@@ -55,7 +62,7 @@ json ValueRows(const std::vector<std::vector<CellValue>>& rows) {
 // rows 1..last_row and columns 1..last_col.
 class BandWalker {
  public:
-  BandWalker(std::shared_ptr<SheetView> view, int64_t last_row, int64_t last_col)
+  BandWalker(std::shared_ptr<const SheetView> view, int64_t last_row, int64_t last_col)
       : view_(std::move(view)),
         last_row_(last_row),
         last_col_(last_col),
@@ -72,7 +79,7 @@ class BandWalker {
   const SheetView& view() const { return *view_; }
 
  private:
-  std::shared_ptr<SheetView> view_;
+  std::shared_ptr<const SheetView> view_;
   int64_t last_row_;
   int64_t last_col_;
   int64_t band_rows_;
@@ -81,7 +88,7 @@ class BandWalker {
 
 // The exact last row and column holding a cell (pass one of the export: cells only,
 // nothing kept).
-CellRef UsedExtent(const std::shared_ptr<SheetView>& view) {
+CellRef UsedExtent(const std::shared_ptr<const SheetView>& view) {
   const CellRef bound = Check(view->Bound());
   CellRef used{0, 0};
   if (bound.row == 0 || bound.col == 0) return used;
@@ -115,7 +122,8 @@ Status AppendBandCsv(const SheetView& view, const CellRange& band, std::string* 
 // (libxlsxwriter's constant_memory mode keeps one row in memory), then streamed from
 // it with its length. Writing completes before the 200, so every error is an ordinary
 // error response. The file goes when the response is done with it.
-void ReplyXlsx(Call& call, const std::shared_ptr<SheetView>& view, const CellRef& used) {
+void ReplyXlsx(Call& call, const std::shared_ptr<const SheetView>& view,
+               const CellRef& used) {
   if (used.row > kXlsxMaxRows || used.col > kXlsxMaxColumns) {
     throw ApiError::Validation(
         "the sheet's used range A1:" + FormatCellRef(used) +
@@ -194,7 +202,7 @@ void RegisterSpreadsheetRoutes(Router& router, App& app) {
                                  std::to_string(kMaxRangeCells) +
                                  " cells; read it in parts");
     }
-    std::shared_ptr<SheetView> view = OpenView(app, id, at, &call.meter);
+    std::shared_ptr<const SheetView> view = OpenView(app, id, at, &call.meter);
     std::vector<PlacedCell> cells = Check(view->Cells(*range));
     Sheet::RangeValues values = Check(RangeValuesOf(*range, cells, kMaxRangeCells));
     json out{{"range", FormatRange(*range)},
@@ -218,7 +226,7 @@ void RegisterSpreadsheetRoutes(Router& router, App& app) {
     }
     std::optional<int64_t> at;
     if (auto text = call.Query("at")) at = ParseSeq("at", *text);
-    std::shared_ptr<SheetView> view = OpenView(app, id, at, &call.meter);
+    std::shared_ptr<const SheetView> view = OpenView(app, id, at, &call.meter);
     // Pass one finds the exact extent, so the export is a rectangle of the used range
     // with nothing trailing.
     const CellRef used = UsedExtent(view);

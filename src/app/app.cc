@@ -15,6 +15,7 @@
 #include "src/log/uploads.h"
 #include "src/ops/retention.h"
 #include "src/snapshot/build_factory.h"
+#include "src/snapshot/head_view_cache.h"
 #include "src/snapshot/worker.h"
 
 namespace sheetlog {
@@ -31,6 +32,7 @@ App::~App() {
   runtime_.reset();
   snapshot_worker_.reset();
   uploads_.reset();
+  head_views_.reset();
   feed_.reset();
   queues_.reset();
   blobs_.reset();
@@ -91,6 +93,8 @@ Status App::Init() {
 
   log_ =
       std::make_unique<EventLog>(db_.get(), clock_, faults_.get(), EventLog::Options{});
+  head_views_ =
+      std::make_unique<HeadViewCache>(log_.get(), blobs_.get(), HeadViewCache::Options{});
   queues_ = std::make_unique<QueueService>(db_.get(), clock_, faults_.get());
   feed_ = std::make_unique<ChangeFeed>(db_.get(), clock_, "entry");
   uploads_ = std::make_unique<Uploads>(log_.get(), blobs_.get(), clock_, faults_.get(),
@@ -266,6 +270,17 @@ void App::AddCollectors() {
               {"mapping"})
           .Set({mapping.name}, mapping.abandoned);
     }
+    HeadViewCache::Counters views = head_views_->counters();
+    MetricFamily& view_reads = m.Gauge(
+        "sheetlog_head_view_reads",
+        "Reads at a sheet's head by how the loaded sheet served them: hit (already at "
+        "the head), extended (carried over new entries), opened (from a snapshot).",
+        {"how"});
+    view_reads.Set({"hit"}, views.hits);
+    view_reads.Set({"extended"}, views.extended);
+    view_reads.Set({"opened"}, views.opened);
+    m.Gauge("sheetlog_head_view_sheets", "Sheets kept loaded at their head.")
+        .Set({}, static_cast<int64_t>(head_views_->size()));
     RetentionCounters retention = retention_->counters();
     m.Gauge("sheetlog_retention_segments_dropped", "Segments dropped by retention.")
         .Set({}, retention.segments_dropped);

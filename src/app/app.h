@@ -23,6 +23,7 @@ class BlobStore;
 class ChangeFeed;
 class EventLog;
 class FunctionRuntime;
+class HeadViewCache;
 class LifecycleSweeper;
 class QueueService;
 class RetentionWorker;
@@ -111,6 +112,7 @@ class App {
   EventLog* log() { return log_.get(); }
   MetricsRegistry* metrics() { return &metrics_; }
   BlobStore* blobs() { return blobs_.get(); }
+  HeadViewCache* head_views() { return head_views_.get(); }
   QueueService* queues() { return queues_.get(); }
   ChangeFeed* feed() { return feed_.get(); }
   FunctionRuntime* runtime() { return runtime_.get(); }
@@ -146,6 +148,7 @@ class App {
   std::unique_ptr<Database> db_;
   std::unique_ptr<EventLog> log_;
   std::unique_ptr<BlobStore> blobs_;
+  std::unique_ptr<HeadViewCache> head_views_;
   std::unique_ptr<QueueService> queues_;
   std::unique_ptr<ChangeFeed> feed_;
   std::unique_ptr<Uploads> uploads_;

@@ -138,6 +138,34 @@ Result<std::unique_ptr<SheetView>> SheetView::Open(EventLog* log, BlobStore* blo
   return view;
 }
 
+Result<std::shared_ptr<SheetView>> SheetView::Extended(
+    BlobStore* blobs, const std::vector<EntryRecord>& entries) const {
+  if (!cacheable()) {
+    return FailedPrecondition("a view over an imported file is not carried forward");
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].seq != at_seq_ + 1 + static_cast<int64_t>(i)) {
+      return InvalidArgument("entries to extend a view at seq " +
+                             std::to_string(at_seq_) + " must follow it");
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<SheetEdit> edits,
+                   EditsOfEntries(entries, blobs, /*resolve_imports=*/false));
+  for (size_t i = 0; i < edits.size(); ++i) {
+    if (std::holds_alternative<ImportEdit>(edits[i]) && entries[i].external) {
+      return FailedPrecondition("an Import: the view is planned anew");
+    }
+  }
+  std::shared_ptr<SheetView> next(new SheetView());
+  next->snapshot_ = snapshot_;
+  next->snapshot_seq_ = snapshot_seq_;
+  next->delta_ = delta_;
+  for (const SheetEdit& edit : edits) next->delta_.Apply(edit);
+  next->at_seq_ = entries.empty() ? at_seq_ : entries.back().seq;
+  next->entries_applied_ = entries_applied_ + static_cast<int64_t>(entries.size());
+  return next;
+}
+
 Result<std::vector<PlacedCell>> SheetView::Cells(const CellRange& range) const {
   if (stream_) return CellsInRange(stream_.get(), delta_, range);
   return CellsInRange(snapshot_.get(), delta_, range);

@@ -64,8 +64,22 @@ class SheetView {
   // Entries after the snapshot that the view applies.
   int64_t entries_applied() const { return entries_applied_; }
 
-  // The non-empty cells inside `range`, sorted by position.
+  // The non-empty cells inside `range`, sorted by position. Thread-safe when
+  // cacheable().
   Result<std::vector<PlacedCell>> Cells(const CellRange& range) const;
+
+  // True if the view starts from a snapshot or the empty sheet (not from an Import's
+  // stream, whose reader holds a position): reads may share it across threads, and
+  // Extended() can carry it forward.
+  bool cacheable() const { return stream_ == nullptr; }
+
+  // This view carried forward over `entries` (the entries right after at_seq(), in
+  // order): seed 001's "Update Loaded Spreadsheet". The new view shares the snapshot
+  // reader and copies the delta; this one is unchanged. FailedPrecondition if the view
+  // is not cacheable() or an entry is an Import with a payload (open a new view);
+  // InvalidArgument if `entries` do not follow at_seq(); entry decoding errors.
+  Result<std::shared_ptr<SheetView>> Extended(
+      BlobStore* blobs, const std::vector<EntryRecord>& entries) const;
 
   // A cell position no cell lies beyond: every cell's row <= bound.row and column <=
   // bound.col. {0, 0} when the sheet is certainly empty. Cheap: from the snapshot's
@@ -81,7 +95,7 @@ class SheetView {
   int64_t entries_applied_ = 0;
   // The base the delta applies to: the snapshot, or (when an Import follows it) the
   // stream PlanSheet makes; null for the empty sheet.
-  std::unique_ptr<SnapshotReader> snapshot_;
+  std::shared_ptr<const SnapshotReader> snapshot_;
   std::unique_ptr<StreamRegionReader> stream_;
   SheetDelta delta_;
 };

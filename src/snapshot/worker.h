@@ -21,8 +21,10 @@
 //   kLostCheckpoint          a forward-only checkpoint write failed: another invocation
 //                            is active: delete message, exit
 //   kHandedOff               near the end of the time budget after a checkpoint: clear
-//                            Active, visibility 0 (redeliver now), exit; the next
-//                            invocation resumes from the checkpoint
+//                            Active, redeliver now, exit; the next invocation resumes
+//                            from the checkpoint
+// Every "defer"/"redeliver" goes through MessageControl::Defer, which never counts
+// against the queue's maxReceiveCount: only kFailed does.
 //   kCompleted               root key onto the Snapshot entry, segment last snapshot,
 //                            pending entry deleted, message deleted
 //   kFailed                  an error; the message stays and reappears after its
@@ -60,8 +62,14 @@ struct SnapshotJob {
 class MessageControl {
  public:
   virtual ~MessageControl() = default;
-  // Hide the message for `seconds` from now (0 = redeliver at once).
-  virtual Status ChangeVisibility(int64_t seconds) = 0;
+  // Have the job delivered again `seconds` from now (0 = at once), WITHOUT the wait
+  // counting as a failed delivery. Seed 000 defers by changing the visibility timeout
+  // of the message it keeps, but SQS counts every receive against the redrive
+  // policy's maxReceiveCount, so a snapshot deferred ten times behind a backlog would
+  // be dead-lettered with no failure at all. Implementations send a fresh copy of the
+  // message with that delay, then delete this one (a crash in between leaves a
+  // duplicate, which the worker tolerates; never a lost job).
+  virtual Status Defer(int64_t seconds) = 0;
   // The work is done (or was someone else's): remove the message.
   virtual Status Delete() = 0;
 };
@@ -98,6 +106,11 @@ class SnapshotWorker {
     // Hand off when less than this remains of the invocation's budget after a
     // checkpoint. Default: 10 s.
     int64_t handoff_margin_micros = 10 * 1000000LL;
+    // Sends a message for a snapshot job (the snapshot queue). When set, a completed
+    // snapshot sends one for the next unfinished Snapshot entry of its sheet at once,
+    // so a backlog drains at build speed instead of one defer_seconds per snapshot
+    // (the next one's own message is deferred; the extra one is a harmless duplicate).
+    std::function<Status(const SnapshotJob& job)> send_job;
     // Test hook: runs right before each conditional write of the seed's steps, named
     // "claim", "create" and "checkpoint", where a concurrent invocation may slip in.
     std::function<void(const std::string& step)> test_before_conditional_write;
@@ -130,6 +143,10 @@ class SnapshotWorker {
                         UnitMeter* meter = nullptr);
 
  private:
+  // After a completion: a message for the next unfinished Snapshot entry (see
+  // Options::send_job).
+  void SendNextJob(const SnapshotJob& job, int64_t job_seq, UnitMeter* meter);
+
   EventLog* log_;
   Clock* clock_;
   FaultInjector* faults_;
