@@ -1,0 +1,9 @@
+// sheetlog-infinisheet: infinisheet's EventLog and BlobStore contracts over sheetlog.
+export { SheetlogEventLog } from "./event-log.js";
+export type { SheetlogEventLogOptions, CreateSheetOptions } from "./event-log.js";
+export { SheetlogBlobStore } from "./blob-store.js";
+export type { SheetlogBlobStoreOptions } from "./blob-store.js";
+export type { SheetlogConnection } from "./http.js";
+export * from "./errors.js";
+export * from "./result.js";
+export type * from "./types.js";
