@@ -108,7 +108,7 @@ export function renderPipeline(main) {
                       el('td.actions', {}, button('Redrive', (event) => busy(event.target, async () => {
                         await redrive(queue, m.id);
                         showDeadLetters(queue);
-                      }), 'small'))))),
+                      }), 'small')))),
                   'No dead letters.'));
     } catch (error) {
       clear(lettersBox, el('div.notice.notice-error', error.message));
