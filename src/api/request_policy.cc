@@ -87,8 +87,9 @@ bool RequestPolicy::HostAllowed(const std::string& host_header) const {
       return true;
     }
   }
-  if (effective_port != port_) return false;
-  // An IP literal cannot be re-pointed by DNS; localhost names resolve to loopback.
+  // An IP literal cannot be re-pointed by DNS, and localhost names always resolve to
+  // this machine: any port (a proxy in front may use its own). A page of another local
+  // service is another origin: the Origin check, not this one, refuses its writes.
   return IsIpLiteral(name) || name == "localhost" || EndsWith(name, ".localhost") ||
          name == listen_host_;
 }

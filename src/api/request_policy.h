@@ -1,8 +1,8 @@
 // Internal to src/api: refuses requests a web page could make a browser send to this
 // server (issue 13 item 9). Two checks, on every request head before its route runs:
 //  - Host (DNS rebinding: a foreign name re-pointed at this machine): the Host header
-//    must name this server: an IP literal or "localhost" (or *.localhost) with the
-//    bound port, the listen host, or an --allowed-host entry ("name" any port,
+//    must name this server: an IP literal or "localhost" (or *.localhost), which DNS
+//    cannot re-point, the listen host, or an --allowed-host entry ("name" any port,
 //    "name:port" that port). A request without Host (not a browser) passes.
 //  - Origin (cross-site requests): a state-changing request (any method but GET, HEAD,
 //    OPTIONS) that carries an Origin other than this server's own (http:// or https://
@@ -34,7 +34,7 @@ class RequestPolicy {
 
   std::string listen_host_;
   std::vector<std::string> allowed_hosts_;  // lower case
-  int port_ = 0;
+  int port_ = 0;                            // for messages
 };
 
 }  // namespace sheetlog::api

@@ -285,6 +285,7 @@ struct Connection {
   bool close_after = false;   // close once the current response is sent
   bool doomed = false;        // close as soon as the worker gives the socket back
   int64_t last_activity = 0;  // ms: accept, end of the last response, or progress
+  uint64_t idle_order = 0;    // when it last became idle, in order (for eviction)
   int64_t head_started = 0;   // ms: first byte of the current head (0 = none yet)
   std::string in;             // received and not yet parsed
   size_t head_scan = 0;       // where FindHeadEnd resumes in `in`
@@ -534,6 +535,7 @@ class HttpServer::Impl {
       c->id = next_id_++;
       c->fd = fd;
       c->last_activity = now_;
+      c->idle_order = ++idle_counter_;
       c->events = EPOLLIN;
       c->registered = true;
       AddToEpoll(fd, c->id, EPOLLIN);
@@ -545,7 +547,7 @@ class HttpServer::Impl {
   bool EvictOldestIdle() {
     Connection* oldest = nullptr;
     for (auto& [id, c] : connections_) {
-      if (IsIdle(*c) && (!oldest || c->last_activity < oldest->last_activity)) {
+      if (IsIdle(*c) && (!oldest || c->idle_order < oldest->idle_order)) {
         oldest = c.get();
       }
     }
@@ -1099,6 +1101,7 @@ class HttpServer::Impl {
     }
     c->phase = Phase::kReadingHead;
     c->last_activity = now_;
+    c->idle_order = ++idle_counter_;
     c->head_started = 0;
     // Pipelined requests already received are parsed by the loop (ProcessReady), not
     // here: a client pipelining many requests answered at once must not recurse.
@@ -1244,6 +1247,7 @@ class HttpServer::Impl {
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   std::vector<uint64_t> ready_;  // connections that finished a response
   uint64_t next_id_ = 2;
+  uint64_t idle_counter_ = 0;
   int64_t now_ = 0;
   int64_t in_flight_ = 0;
   bool accept_paused_ = false;
