@@ -652,12 +652,16 @@ class HttpServer::Impl {
         continue;
       }
       c->in.append(chunk, static_cast<size_t>(n));
+      // A short read emptied the socket: skip the recv that would say EAGAIN (a FIN
+      // behind the data makes the socket readable again).
+      const bool drained = static_cast<size_t>(n) < sizeof(chunk);
       if (c->phase == Phase::kWorking || c->phase == Phase::kWriting) {
-        if (c->in.size() >= options_.max_head_bytes + kMaxReadAhead) break;
+        if (drained || c->in.size() >= options_.max_head_bytes + kMaxReadAhead) break;
         continue;
       }
       ProcessInput(c);
       if ((c = Find(id)) == nullptr) return false;
+      if (drained) break;
     }
     if (c->phase == Phase::kLingering && c->peer_closed) {
       Close(c);
