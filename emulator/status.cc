@@ -28,6 +28,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "PermissionDenied";
     case StatusCode::kUnavailable:
       return "Unavailable";
+    case StatusCode::kInsufficientStorage:
+      return "InsufficientStorage";
     case StatusCode::kAborted:
       return "Aborted";
     case StatusCode::kInternal:

@@ -6,6 +6,8 @@
 //                     re-read and try again, or treat as "someone else did it".
 //   kUnavailable      transient (busy, shutting down, retries exhausted); retry the call.
 //   kFailedPrecondition  state must change first (e.g. no completed snapshot yet).
+//   kInsufficientStorage the disk (or a quota) is full: nothing was written; retry once
+//                     space is freed (HTTP 507).
 //   kNotFound, kInvalidArgument, kOutOfRange, kGone, kPermissionDenied,
 //   kUnauthenticated, kResourceExhausted (too large), kAlreadyExists, kInternal.
 #pragma once
@@ -32,6 +34,7 @@ enum class StatusCode {
   kUnauthenticated,
   kPermissionDenied,
   kUnavailable,
+  kInsufficientStorage,
   kAborted,
   kInternal,
 };
@@ -91,6 +94,9 @@ inline Status PermissionDenied(std::string m) {
 }
 inline Status Unavailable(std::string m) {
   return {StatusCode::kUnavailable, std::move(m)};
+}
+inline Status InsufficientStorage(std::string m) {
+  return {StatusCode::kInsufficientStorage, std::move(m)};
 }
 inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }

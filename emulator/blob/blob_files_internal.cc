@@ -14,7 +14,7 @@ Status ErrnoStatus(std::string_view op, const std::string& path, int err) {
   std::string message = std::string(op) + " " + path + ": " + std::strerror(err);
   // ENOTDIR: a path component is a file, so the path cannot exist either.
   if (err == ENOENT || err == ENOTDIR) return NotFound(std::move(message));
-  if (err == ENOSPC || err == EDQUOT) return Unavailable(std::move(message));
+  if (err == ENOSPC || err == EDQUOT) return InsufficientStorage(std::move(message));
   return Internal(std::move(message));
 }
 

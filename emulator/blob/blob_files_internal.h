@@ -13,7 +13,8 @@
 
 namespace sheetlog::blob_files {
 
-// ENOENT/ENOTDIR -> NotFound, ENOSPC/EDQUOT -> Unavailable (retry once space is freed),
+// ENOENT/ENOTDIR -> NotFound, ENOSPC/EDQUOT -> InsufficientStorage (retry once space is
+// freed),
 // anything else -> Internal. Message: "<op> <path>: <strerror>".
 Status ErrnoStatus(std::string_view op, const std::string& path, int err);
 

@@ -59,6 +59,9 @@ Status FaultInjector::Hit(const std::string& point) {
       return Status::OK();
     case FaultKind::kDuplicate:
       return Status::OK();
+    case FaultKind::kDiskFull:
+      return InsufficientStorage("fault injected at " + point +
+                                 ": No space left on device");
   }
   return Status::OK();
 }

@@ -24,6 +24,7 @@ enum class FaultKind {
   kCrash,      // the process dies at once with SIGKILL, as `kill -9` would
   kDelay,      // Hit() lets `delay_micros` pass on the clock, then returns OK
   kDuplicate,  // Hit() returns OK; ShouldDuplicate() answers true (duplicate delivery)
+  kDiskFull,   // Hit() returns InsufficientStorage, as a write to a full disk would
 };
 
 struct FaultSpec {

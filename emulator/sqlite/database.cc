@@ -1,5 +1,6 @@
 #include "emulator/sqlite/database.h"
 
+#include <cerrno>
 #include <exception>
 
 #include "emulator/env/clock.h"
@@ -87,7 +88,14 @@ Status SqliteStatus(sqlite3* db, int rc, std::string_view what) {
   int primary = rc & 0xff;
   if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED) return Unavailable(message);
   if (primary == SQLITE_CONSTRAINT) return ConditionFailed(message);
-  if (primary == SQLITE_FULL) return ResourceExhausted(message);
+  // A full disk is SQLITE_FULL, or an I/O error whose errno says so (a failed fsync or
+  // WAL-index grow); either way nothing was committed and retrying after space is
+  // freed succeeds.
+  const int system_errno = db != nullptr ? sqlite3_system_errno(db) : 0;
+  if (primary == SQLITE_FULL ||
+      (primary == SQLITE_IOERR && (system_errno == ENOSPC || system_errno == EDQUOT))) {
+    return InsufficientStorage("the disk is full: " + message);
+  }
   return Internal(message);
 }
 
@@ -233,9 +241,11 @@ Status Database::CommitBatch(std::vector<PendingWrite*>& batch) {
         Status undo = conn.Exec("ROLLBACK TO sheetlog_write");
         if (undo.ok()) undo = conn.Exec("RELEASE sheetlog_write");
         if (!undo.ok()) {
-          // The transaction is in an unknown state: fail the whole batch.
+          // The transaction is in an unknown state: fail the whole batch. After
+          // SQLITE_FULL SQLite has already rolled the transaction back (savepoint
+          // included): the batch failed for the work's reason, a full disk.
           (void)conn.Exec("ROLLBACK");
-          return undo;
+          return status.code() == StatusCode::kInsufficientStorage ? status : undo;
         }
       }
     }

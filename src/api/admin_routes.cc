@@ -18,8 +18,10 @@ FaultKind ParseFaultKind(const std::string& text) {
   if (text == "crash") return FaultKind::kCrash;
   if (text == "delay") return FaultKind::kDelay;
   if (text == "duplicate") return FaultKind::kDuplicate;
+  if (text == "disk-full") return FaultKind::kDiskFull;
   throw ApiError::Validation(
-      "fault kind must be error, crash, delay or duplicate, got '" + text + "'");
+      "fault kind must be error, crash, delay, duplicate or disk-full, got '" + text +
+      "'");
 }
 
 const char* FaultKindName(FaultKind kind) {
@@ -32,6 +34,8 @@ const char* FaultKindName(FaultKind kind) {
       return "delay";
     case FaultKind::kDuplicate:
       return "duplicate";
+    case FaultKind::kDiskFull:
+      return "disk-full";
   }
   return "error";
 }

@@ -29,6 +29,8 @@ ApiError ApiError::FromStatus(const Status& status, nlohmann::json extra) {
       return {413, "PayloadTooLarge", m, extra};
     case StatusCode::kUnavailable:
       return {503, "Unavailable", m, extra};
+    case StatusCode::kInsufficientStorage:
+      return {507, "InsufficientStorage", m, extra};
     case StatusCode::kAborted:
     case StatusCode::kInternal:
       return {500, "InternalError", m, extra};
