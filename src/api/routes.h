@@ -2,6 +2,7 @@
 // sections share (entry JSON, external bodies through the blob store).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ void RegisterBlobRoutes(Router& router, App& app);
 void RegisterSpreadsheetRoutes(Router& router, App& app);
 void RegisterAdminStateRoutes(Router& router, App& app);
 void RegisterMaintenanceRoutes(Router& router, App& app);
+// GET /v1/sheets/{id}/events (Server-Sent Events). The returned object runs the
+// streams: keep it until the HTTP server has stopped.
+std::shared_ptr<void> RegisterEventRoutes(Router& router, App& app);
 // The web console's files under /console/ (no token), and "/" redirecting there.
 void RegisterConsoleRoutes(Router& router);
 // Charges a request on a sheet's routes (or one that created a sheet) to that sheet's

@@ -49,6 +49,7 @@ void ApiServer::RegisterRoutes() {
   RegisterSpreadsheetRoutes(*router_, *app_);
   RegisterAdminStateRoutes(*router_, *app_);
   RegisterMaintenanceRoutes(*router_, *app_);
+  events_ = RegisterEventRoutes(*router_, *app_);
   RegisterConsoleRoutes(*router_);
 }
 

@@ -11,6 +11,7 @@
 #include "emulator/runtime/function_runtime.h"
 #include "emulator/stream/change_feed.h"
 #include "src/effects/entry_effects.h"
+#include "src/effects/sheet_changes.h"
 #include "src/log/event_log.h"
 #include "src/log/uploads.h"
 #include "src/ops/retention.h"
@@ -33,6 +34,7 @@ App::~App() {
   snapshot_worker_.reset();
   uploads_.reset();
   head_views_.reset();
+  changes_.reset();
   feed_.reset();
   queues_.reset();
   blobs_.reset();
@@ -97,6 +99,7 @@ Status App::Init() {
       std::make_unique<HeadViewCache>(log_.get(), blobs_.get(), HeadViewCache::Options{});
   queues_ = std::make_unique<QueueService>(db_.get(), clock_, faults_.get());
   feed_ = std::make_unique<ChangeFeed>(db_.get(), clock_, "entry");
+  changes_ = std::make_unique<SheetChangeHub>(feed_.get(), clock_);
   uploads_ = std::make_unique<Uploads>(log_.get(), blobs_.get(), clock_, faults_.get(),
                                        Uploads::Options{});
 
@@ -394,6 +397,7 @@ Status App::Start() {
     RETURN_IF_ERROR(runtime_->Start());
     RETURN_IF_ERROR(sweeper_->Start());
     RETURN_IF_ERROR(retention_->Start());
+    RETURN_IF_ERROR(changes_->Start());
   }
   started_ = true;
   ready_ = true;
@@ -403,6 +407,7 @@ Status App::Start() {
 void App::Stop() {
   if (!started_) return;
   ready_ = false;
+  if (changes_) changes_->Stop();
   if (retention_) retention_->Stop();
   if (sweeper_) sweeper_->Stop();
   if (queues_) queues_->WakeWaiters();

@@ -24,6 +24,7 @@ class ChangeFeed;
 class EventLog;
 class FunctionRuntime;
 class HeadViewCache;
+class SheetChangeHub;
 class LifecycleSweeper;
 class QueueService;
 class RetentionWorker;
@@ -113,6 +114,7 @@ class App {
   MetricsRegistry* metrics() { return &metrics_; }
   BlobStore* blobs() { return blobs_.get(); }
   HeadViewCache* head_views() { return head_views_.get(); }
+  SheetChangeHub* changes() { return changes_.get(); }
   QueueService* queues() { return queues_.get(); }
   ChangeFeed* feed() { return feed_.get(); }
   FunctionRuntime* runtime() { return runtime_.get(); }
@@ -151,6 +153,7 @@ class App {
   std::unique_ptr<HeadViewCache> head_views_;
   std::unique_ptr<QueueService> queues_;
   std::unique_ptr<ChangeFeed> feed_;
+  std::unique_ptr<SheetChangeHub> changes_;
   std::unique_ptr<Uploads> uploads_;
   std::unique_ptr<SnapshotWorker> snapshot_worker_;
   std::unique_ptr<FunctionRuntime> runtime_;

@@ -1,0 +1,151 @@
+#include "src/effects/sheet_changes.h"
+
+#include <spdlog/spdlog.h>
+
+#include "src/log/tables.h"
+
+namespace sheetlog {
+
+namespace {
+
+constexpr int kReadBatch = 1000;
+
+int64_t IntOf(const nlohmann::json& image, const char* name) {
+  if (!image.is_object()) return -1;
+  auto it = image.find(name);
+  return it != image.end() && it->is_number_integer() ? it->get<int64_t>() : -1;
+}
+
+std::string StringOf(const nlohmann::json& image, const char* name) {
+  if (!image.is_object()) return "";
+  auto it = image.find(name);
+  return it != image.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+SheetChange ChangeOf(const StreamRecord& record) {
+  SheetChange change;
+  change.sheet_id = StringOf(record.keys, "sheet_id");
+  switch (record.event_name) {
+    case StreamEventName::kInsert:
+      change.kind = SheetChange::Kind::kAppended;
+      change.seq = IntOf(record.new_image, "seq");
+      break;
+    case StreamEventName::kModify: {
+      change.kind = SheetChange::Kind::kModified;
+      change.seq = IntOf(record.new_image, "seq");
+      auto field = [](const nlohmann::json& image, const char* name) {
+        return image.is_object() && image.contains(name) ? image[name] : nlohmann::json();
+      };
+      change.metadata_changed =
+          field(record.new_image, "metadata") != field(record.old_image, "metadata");
+      change.snapshot_completed = field(record.old_image, "snapshot_root").is_null() &&
+                                  !field(record.new_image, "snapshot_root").is_null();
+      break;
+    }
+    case StreamEventName::kRemove:
+      change.kind = SheetChange::Kind::kRemoved;
+      change.seq = IntOf(record.old_image, "seq");
+      break;
+  }
+  return change;
+}
+
+}  // namespace
+
+SheetChangeHub::SheetChangeHub(ChangeFeed* feed, Clock* clock)
+    : feed_(feed), clock_(clock) {}
+
+SheetChangeHub::~SheetChangeHub() { Stop(); }
+
+Status SheetChangeHub::Start() {
+  ASSIGN_OR_RETURN(cursors_, feed_->LatestSequences());
+  feed_subscription_ = feed_->Subscribe([this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = true;
+    cv_.notify_all();
+  });
+  thread_ = std::thread([this] { Loop(); });
+  return Status::OK();
+}
+
+void SheetChangeHub::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (feed_subscription_ != 0) feed_->Unsubscribe(feed_subscription_);
+  if (thread_.joinable()) thread_.join();
+}
+
+int SheetChangeHub::Subscribe(const std::string& sheet_id, Listener listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int id = next_id_++;
+  subscriptions_[id] = Subscription{sheet_id, std::move(listener)};
+  return id;
+}
+
+void SheetChangeHub::Unsubscribe(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  subscriptions_.erase(id);
+}
+
+size_t SheetChangeHub::subscribers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return subscriptions_.size();
+}
+
+void SheetChangeHub::Dispatch(const SheetChange& change) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, subscription] : subscriptions_) {
+    if (change.kind == SheetChange::Kind::kResync ||
+        subscription.sheet_id == change.sheet_id) {
+      subscription.listener(change);
+    }
+  }
+}
+
+void SheetChangeHub::Loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // The feed wakes the hub on every commit; the bound re-reads after a missed
+      // wake-up or a failed read.
+      if (!wake_ && !stopping_) {
+        clock_->WaitUntil(cv_, lock, clock_->NowMicros() + 1000000);
+      }
+      if (stopping_) return;
+      wake_ = false;
+    }
+    Result<std::map<int, int64_t>> heads = feed_->LatestSequences();
+    if (!heads.ok()) continue;
+    for (const auto& [shard, head] : *heads) {
+      int64_t& cursor = cursors_[shard];
+      while (cursor < head) {
+        Result<std::vector<StreamRecord>> records =
+            feed_->Read(shard, cursor, kReadBatch);
+        if (!records.ok()) {
+          spdlog::warn("sheet changes: reading shard {} failed: {}", shard,
+                       records.status().ToString());
+          break;
+        }
+        if (records->empty() || records->front().sequence > cursor + 1) {
+          // Pruned before the hub read them: subscribers re-read what they follow.
+          Dispatch(SheetChange{SheetChange::Kind::kResync, "", -1, false, false});
+          if (records->empty()) {
+            cursor = head;
+            break;
+          }
+        }
+        for (const StreamRecord& record : *records) {
+          cursor = record.sequence;
+          SheetChange change = ChangeOf(record);
+          if (!change.sheet_id.empty()) Dispatch(change);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace sheetlog
