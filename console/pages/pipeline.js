@@ -17,6 +17,16 @@ function table(id, headers, rows, empty) {
             el('tbody', {}, rows));
 }
 
+// Replaces `box`'s content with build() only when `data` changed since the last call:
+// the tables refresh every few seconds, and rebuilding unchanged ones would move the
+// buttons under the user's pointer.
+function renderIfChanged(box, data, build) {
+  const key = JSON.stringify(data);
+  if (box.dataset.shown === key) return;
+  box.dataset.shown = key;
+  clear(box, build());
+}
+
 function section(title, ...children) {
   return el('section.card', {}, el('div.card-head', {}, el('h2', title)), ...children);
 }
@@ -131,7 +141,7 @@ export function renderPipeline(main) {
       get(`/v1/admin/jobs${query({status: 'failed', since: '1970-01-01'})}`),
     ]);
     if (!alive) return;
-    clear(queuesBox, table('queues-table',
+    renderIfChanged(queuesBox, queues, () => table('queues-table',
         ['Queue', '#Visible', '#In flight', '#Delayed', '#Oldest', '#Dead letters', ''],
         queues.queues.map((q) => el('tr', {dataset: {queue: q.name}},
             el('td', {}, el('strong', q.name),
@@ -150,7 +160,7 @@ export function renderPipeline(main) {
                              'small', {'aria-label': `Redrive ${q.name}`})]
                    : null))),
         'No queues.'));
-    clear(feedBox, el('p.muted.small', `Stream “${feed.stream}”`), table('feed-table',
+    renderIfChanged(feedBox, feed, () => [el('p.muted.small', `Stream “${feed.stream}”`), table('feed-table',
         ['Shard', '#Latest', '#Retained', 'Consumer', '#Checkpoint', '#Lag', '#Age'],
         feed.shards.flatMap((s) => (s.consumers.length ? s.consumers : [null]).map((c, i) =>
             el('tr', {},
@@ -161,8 +171,8 @@ export function renderPipeline(main) {
                el('td.num', c ? formatNumber(c.checkpoint) : '—'),
                el('td.num', {}, c ? (c.lag_records > 0 ? badge(formatNumber(c.lag_records), 'warning') : '0') : '—'),
                el('td.num', c && c.oldest_unprocessed_age_s ? `${c.oldest_unprocessed_age_s} s` : '—')))),
-        'No shards yet.'));
-    clear(pendingBox, table('pending-table',
+        'No shards yet.')]);
+    renderIfChanged(pendingBox, pending, () => table('pending-table',
         ['Sheet', 'Segment / entry', 'State', '#Age', 'Checkpoint'],
         pending.pending_snapshots.map((p) => el('tr', {},
             el('td', {}, el('a', {href: `/console/sheets/${p.sheet}/log`}, el('code.id', p.sheet.slice(0, 8)))),
@@ -171,7 +181,7 @@ export function renderPipeline(main) {
             el('td.num', `${formatNumber(p.age_s)} s`),
             el('td', p.has_checkpoint ? 'yes' : '—'))),
         'Nothing pending: every Snapshot entry is built.'));
-    clear(jobsBox, table('jobs-table', ['Key', 'Source', 'At', 'Error'],
+    renderIfChanged(jobsBox, jobs, () => table('jobs-table', ['Key', 'Source', 'At', 'Error'],
         jobs.jobs.map((j) => el('tr', {},
             el('td', {}, el('code', preview(j.key, 48))),
             el('td', j.source),

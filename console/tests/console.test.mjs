@@ -162,8 +162,9 @@ describe('console', () => {
     await page.keyboard.press('Escape');
     await page.waitForSelector('input.grid-editor', {state: 'detached'});
     assert.equal(await activeRef(page), 'B3');
+    const focused = await page.evaluate(() => document.activeElement.outerHTML.slice(0, 80));
     await page.keyboard.press('Tab');
-    assert.equal(await activeRef(page), 'C3');
+    assert.equal(await activeRef(page), 'C3', `focus was on ${focused}`);
     await page.keyboard.type('=B2*2');
     await page.keyboard.press('Tab');
     await waitUntil('C3 holds the formula', async () => (await cellValue(server, sheet, 'C3')) === '=B2*2');
@@ -326,7 +327,8 @@ describe('console', () => {
     const [xlsxDownload] = await Promise.all([page.waitForEvent('download'), page.click('#export-xlsx')]);
     const xlsxPath = path.join(screenshotDir, 'export.xlsx');
     await xlsxDownload.saveAs(xlsxPath);
-    const read = execFileSync('python3', ['-c', `
+    const read = execFileSync('/usr/bin/python3',  // Debian's, with python3-openpyxl
+ ['-c', `
 import json, sys, openpyxl
 sheet = openpyxl.load_workbook(sys.argv[1]).active
 print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, max_row=2, max_col=2)]))

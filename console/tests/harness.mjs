@@ -3,6 +3,7 @@
 // (never a browser playwright downloads). Nothing is mocked.
 import {spawn} from 'node:child_process';
 import {mkdtempSync, rmSync} from 'node:fs';
+import net from 'node:net';
 import {tmpdir} from 'node:os';
 import path from 'node:path';
 import {fileURLToPath} from 'node:url';
@@ -21,25 +22,37 @@ export const screenshotDir =
 const START_TIMEOUT_MS = 60000;
 export const WAIT_TIMEOUT_MS = 30000;
 
+// A port no one listens on now (the kernel's pick, released for the server to take).
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const {port} = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 // Starts `sheetlog serve --in-memory` on 127.0.0.1 with a port the kernel picks, and
 // resolves once it announced the port (it does that once bound and ready).
 export async function startServer(flags = []) {
-  const args = ['serve', '--in-memory', '--listen', '127.0.0.1:0', '--log-level', 'info',
+  const port = await freePort();
+  const args = ['serve', '--in-memory', '--listen', `127.0.0.1:${port}`, '--log-level', 'info',
                 ...flags];
   const child = spawn(binary, args, {
     stdio: ['ignore', 'pipe', 'pipe'],  // spdlog logs to stdout
     env: {...process.env, ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=0'},
   });
   let log = '';
-  const port = await new Promise((resolve, reject) => {
+  await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)),
                              START_TIMEOUT_MS);
     const onOutput = (chunk) => {
       log += chunk;
-      const match = /serving http:\/\/127\.0\.0\.1:(\d+)/.exec(log);
-      if (match) {
+      if (log.includes(`serving http://127.0.0.1:${port} `)) {
         clearTimeout(timer);
-        resolve(Number(match[1]));
+        resolve();
       }
     };
     child.stdout.on('data', onOutput);
