@@ -170,6 +170,27 @@ TEST_F(InfinisheetHttpTest, ExactTruncationKeepsTheStateAtTheCut) {
   EXPECT_EQ(verify.body["ok"], true) << verify.body.dump();
 }
 
+// Deleting a sheet takes its truncation base with it.
+TEST_F(InfinisheetHttpTest, DeletingATruncatedSheetDeletesItsBase) {
+  const std::string sheet = NewSheet();
+  // Entry 0's snapshot first, so no background build writes after the delete.
+  ASSERT_TRUE(Eventually([&] {
+    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
+    return list.status == 200 && !list.body["snapshots"].empty() &&
+           list.body["snapshots"][0]["state"] == "completed";
+  }));
+  ASSERT_EQ(Append(sheet, {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", 1}}}})
+                .status,
+            201);
+  ASSERT_EQ(Truncate(sheet, 2).status, 200);
+  const std::string listing = "/v1/blobs?prefix=snapshots/" + sheet + "/";
+  ASSERT_FALSE(Get(*client_, listing).body["keys"].empty()) << "the base exists";
+  ASSERT_EQ(Request(*client_, "DELETE", "/v1/sheets/" + sheet).status, 204);
+  JsonResponse left = Get(*client_, listing);
+  ASSERT_EQ(left.status, 200);
+  EXPECT_TRUE(left.body["keys"].empty()) << left.raw;
+}
+
 // Points 4 and 5: metadata on entries (PATCH and with an append), returned on every
 // read; from=snapshot and last_snapshot count client-set snapshots; the append reply
 // carries next_seq and last_snapshot.
@@ -290,7 +311,10 @@ TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
     }
     return false;
   }));
-  JsonResponse from_snapshot = Cells(sheet, "range=A1:E1");
+  // At the snapshot's seq (not the head, which a server may serve from a view it
+  // keeps): the read starts from the snapshot.
+  JsonResponse from_snapshot =
+      Cells(sheet, "range=A1:E1&at=" + snapshot.body["seq"].dump());
   EXPECT_EQ(from_snapshot.body["rows"], expected);
   EXPECT_EQ(from_snapshot.headers.find("X-Snapshot-Seq")->second,
             snapshot.body["seq"].dump());
