@@ -300,7 +300,8 @@ Result<ChunkHeader> DecodeChunkHeader(std::string_view prefix, int64_t* needed) 
     }
     if (first_row < 1 || col_lo < 1 || first_row > kMaxCoordinate ||
         row_span > kMaxCoordinate || col_lo > kMaxCoordinate ||
-        col_span > kMaxCoordinate || cells == 0 || cells > body_len ||
+        col_span > kMaxCoordinate || first_row + row_span > kMaxCoordinate ||
+        col_lo + col_span > kMaxCoordinate || cells == 0 || cells > body_len ||
         body_len > (uint64_t{1} << 40)) {
       return bad("tile entry out of range");
     }
@@ -346,6 +347,14 @@ Result<bool> TileDecoder::Next(PlacedCell* out) {
                               std::to_string(tile_.first_row) + ": " + why);
     return failed_;
   };
+  // The tile may come from a manifest rather than from DecodeChunkHeader: its bounds
+  // are checked once, so that the arithmetic below cannot overflow.
+  if (decoded_ == 0 && !(tile_.first_row >= 1 && tile_.first_row <= tile_.last_row &&
+                         static_cast<uint64_t>(tile_.last_row) <= kMaxCoordinate &&
+                         tile_.col_lo >= 1 && tile_.col_lo <= tile_.col_hi &&
+                         static_cast<uint64_t>(tile_.col_hi) <= kMaxCoordinate)) {
+    return bad("tile bounds out of range");
+  }
   if (decoded_ == tile_.cells) {
     if (!in_.empty()) return bad("trailing bytes");
     return false;
@@ -360,11 +369,19 @@ Result<bool> TileDecoder::Next(PlacedCell* out) {
     return bad("coordinate out of range");
   }
   const bool first = decoded_ == 0;
+  const int64_t base_row = first ? tile_.first_row : last_.row;
+  const bool same_row = !first && row_delta == 0;
+  // Checked before adding, so that damaged bytes cannot overflow the sums: base_row and
+  // last_.col lie inside the tile, whose bounds the header keeps within kMaxCoordinate.
+  if (row_delta > static_cast<uint64_t>(tile_.last_row - base_row) ||
+      (same_row && (last_.col >= tile_.col_hi ||
+                    col_code > static_cast<uint64_t>(tile_.col_hi - last_.col - 1)))) {
+    return bad("cell outside its tile or out of order");
+  }
   PlacedCell cell;
-  cell.ref.row = (first ? tile_.first_row : last_.row) + static_cast<int64_t>(row_delta);
-  cell.ref.col = (!first && row_delta == 0)
-                     ? last_.col + 1 + static_cast<int64_t>(col_code)
-                     : static_cast<int64_t>(col_code);
+  cell.ref.row = base_row + static_cast<int64_t>(row_delta);
+  cell.ref.col = same_row ? last_.col + 1 + static_cast<int64_t>(col_code)
+                          : static_cast<int64_t>(col_code);
   if (cell.ref.row > tile_.last_row || cell.ref.col < tile_.col_lo ||
       cell.ref.col > tile_.col_hi || (!first && !(last_ < cell.ref))) {
     return bad("cell outside its tile or out of order");
