@@ -198,6 +198,33 @@ describe("SheetlogEventLog (infinisheet's EventLog contract)", () => {
     ]);
   });
 
+  it("makes one HTTP request per call", async () => {
+    const created = await newLog();
+    let requests = 0;
+    const counting: typeof fetch = (input, init) => {
+      requests += 1;
+      return fetch(input, init);
+    };
+    const log = new SheetlogEventLog<Numbered>({
+      url,
+      sheetId: created.sheetId,
+      pageSize: 10,
+      fetch: counting,
+    });
+    const calls: [string, () => PromiseLike<unknown>][] = [
+      ["addEntry", () => log.addEntry(numbered(0), 0n, 0n)],
+      ["addEntry (conflict)", () => log.addEntry(numbered(0), 0n)],
+      ["setMetadata", () => log.setMetadata(0n, { snapshot: "s", pending: undefined })],
+      ["query", () => log.query("snapshot", "end", 0n)],
+      ["truncate", () => log.truncate(0n)],
+    ];
+    for (const [name, call] of calls) {
+      requests = 0;
+      await call();
+      expect(requests, name).toBe(1);
+    }
+  });
+
   it("reports a server it cannot reach as a StorageError", async () => {
     const log = new SheetlogEventLog<Numbered>({ url: "http://127.0.0.1:1", sheetId: "x" });
     expectError(await log.query("start", "end"), "StorageError");
