@@ -9,6 +9,7 @@
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/log/sheet_blobs.h"
+#include "src/log/sheet_deletion.h"
 #include "src/log/uploads.h"
 #include "src/sheet/sheet_edit.h"
 #include "src/snapshot/snapshot_reader.h"
@@ -316,7 +317,11 @@ void RegisterBlobRoutes(Router& router, App& app) {
 
   router.Post("/v1/admin/sweep", [&](Call& call) {
     SweepReport report = Check(app.sweeper()->RunNow());
-    call.Reply(200, json{{"examined", report.examined},
+    // Deleted sheets' objects too (sheet_deletion.h), as the purge worker does.
+    PurgeReport purged = Check(app.purger()->PurgeAll());
+    call.Reply(200, json{{"purged_sheets", purged.sheets},
+                         {"purged_objects", purged.objects_deleted},
+                         {"examined", report.examined},
                          {"matched", report.matched},
                          {"too_young", report.too_young},
                          {"kept_by_predicate", report.kept_by_predicate},

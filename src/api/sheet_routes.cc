@@ -1,9 +1,12 @@
 // Routes of api.md sections "Sheets" and "Entries".
+#include <spdlog/spdlog.h>
+
 #include "emulator/env/uuid.h"
 #include "src/api/json_input.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/log/event_log.h"
+#include "src/log/sheet_deletion.h"
 #include "src/log/tables.h"
 #include "src/snapshot/sheet_view.h"
 
@@ -189,8 +192,14 @@ void RegisterSheetRoutes(Router& router, App& app) {
 
   router.Delete(R"(/v1/sheets/([^/]+))", [&](Call& call) {
     std::string id = SheetId(call);
-    std::vector<std::string> blobs = Must(log.DeleteSheet(id, &call.meter));
-    DeleteBlobsBestEffort(app, blobs);
+    // The rows and the tombstone commit first; the purge of every object under the
+    // sheet's prefixes follows, and a crash midway is resumed at the next start.
+    (void)Must(log.DeleteSheet(id, &call.meter));
+    Status purged = app.purger()->Purge(id);
+    if (!purged.ok()) {
+      spdlog::warn("sheet {} deleted; its blobs are purged later: {}", id,
+                   purged.ToString());
+    }
     call.NoContent();
   });
 

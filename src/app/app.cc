@@ -1,5 +1,6 @@
 #include "src/app/app.h"
 
+#include <spdlog/spdlog.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -7,12 +8,14 @@
 
 #include "emulator/blob/blob_lifecycle.h"
 #include "emulator/blob/blob_store.h"
+#include "emulator/env/periodic_worker.h"
 #include "emulator/queue/queue.h"
 #include "emulator/runtime/function_runtime.h"
 #include "emulator/stream/change_feed.h"
 #include "src/effects/entry_effects.h"
 #include "src/effects/sheet_changes.h"
 #include "src/log/event_log.h"
+#include "src/log/sheet_deletion.h"
 #include "src/log/uploads.h"
 #include "src/ops/retention.h"
 #include "src/snapshot/build_factory.h"
@@ -27,6 +30,8 @@ App::App(const AppOptions& options) : options_(options) {}
 
 App::~App() {
   Stop();
+  purge_worker_.reset();
+  purger_.reset();
   // Reverse order of construction: workers before the services they use.
   retention_.reset();
   sweeper_.reset();
@@ -102,6 +107,8 @@ Status App::Init() {
   changes_ = std::make_unique<SheetChangeHub>(feed_.get(), clock_);
   uploads_ = std::make_unique<Uploads>(log_.get(), blobs_.get(), clock_, faults_.get(),
                                        Uploads::Options{});
+  purger_ = std::make_unique<SheetPurger>(db_.get(), blobs_.get(), clock_, faults_.get());
+  purge_worker_ = std::make_unique<PeriodicWorker>(clock_);
 
   QueueOptions dlq;
   dlq.name = kSnapshotDeadLetterQueue;
@@ -397,6 +404,17 @@ Status App::Start() {
     RETURN_IF_ERROR(runtime_->Start());
     RETURN_IF_ERROR(sweeper_->Start());
     RETURN_IF_ERROR(retention_->Start());
+    // At start (a delete a crash interrupted resumes by itself), then every minute of
+    // clock (objects a build still running at the delete wrote afterwards).
+    constexpr int64_t kSheetPurgePeriodMicros = 60LL * 1000000;
+    purge_worker_->Start(kSheetPurgePeriodMicros, /*run_at_start=*/true,
+                         [this](const std::atomic<bool>& stopping) {
+                           Result<PurgeReport> purged = purger_->PurgeAll(&stopping);
+                           if (!purged.ok()) {
+                             spdlog::warn("purge of deleted sheets failed: {}",
+                                          purged.status().ToString());
+                           }
+                         });
     RETURN_IF_ERROR(changes_->Start());
   }
   started_ = true;
@@ -409,6 +427,7 @@ void App::Stop() {
   ready_ = false;
   if (changes_) changes_->Stop();
   if (retention_) retention_->Stop();
+  if (purge_worker_) purge_worker_->Stop();
   if (sweeper_) sweeper_->Stop();
   if (queues_) queues_->WakeWaiters();
   if (runtime_) runtime_->Stop();

@@ -25,6 +25,8 @@ class EventLog;
 class FunctionRuntime;
 class HeadViewCache;
 class SheetChangeHub;
+class SheetPurger;
+class PeriodicWorker;
 class LifecycleSweeper;
 class QueueService;
 class RetentionWorker;
@@ -123,6 +125,8 @@ class App {
   SnapshotWorker* snapshot_worker() { return snapshot_worker_.get(); }
   RetentionWorker* retention() { return retention_.get(); }
   SheetUsage* usage() { return &usage_; }
+  // Deletes the blobs of deleted sheets (src/log/sheet_deletion.h).
+  SheetPurger* purger() { return purger_.get(); }
 
  private:
   explicit App(const AppOptions& options);
@@ -159,6 +163,9 @@ class App {
   std::unique_ptr<FunctionRuntime> runtime_;
   std::unique_ptr<LifecycleSweeper> sweeper_;
   std::unique_ptr<RetentionWorker> retention_;
+  std::unique_ptr<SheetPurger> purger_;
+  // Resumes and repeats purges of deleted sheets: at start, then every period.
+  std::unique_ptr<PeriodicWorker> purge_worker_;
   std::atomic<bool> ready_{false};
   bool started_ = false;
 };

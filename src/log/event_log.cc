@@ -5,6 +5,7 @@
 #include <random>
 
 #include "emulator/env/uuid.h"
+#include "src/log/sheet_deletion.h"
 #include "src/log/tables.h"
 
 namespace sheetlog {
@@ -952,6 +953,9 @@ Result<std::vector<std::string>> EventLog::DeleteSheet(const std::string& sheet_
       RETURN_IF_ERROR(PendingSnapshotTable().Delete(
           conn, Key{{sheet_id}, {item.at("segment"), item.at("entry")}}, {}, meter));
     }
+    // Upload rows and the tombstone that makes the blob purge crash-safe (issue 13
+    // item 13): committed with the rest, or not at all.
+    RETURN_IF_ERROR(RecordSheetDeletion(conn, sheet_id, clock_->NowSeconds()));
     return SheetTable().Delete(conn, Key{{sheet_id}, {}}, {}, meter);
   });
   RETURN_IF_ERROR(status);

@@ -166,9 +166,10 @@ class EventLog {
   // Sheets ordered by id, after `after` (exclusive), at most `limit`.
   Result<std::vector<SheetInfo>> ListSheets(const std::string& after, int limit,
                                             UnitMeter* meter);
-  // Deletes the sheet's entries, segments, pending snapshots and metadata. Returns the
-  // blob keys it referenced (external bodies, snapshot roots, archives) for the caller
-  // to delete. NotFound if no such sheet.
+  // Deletes the sheet's entries, segments, pending snapshots, metadata and upload rows,
+  // and writes its tombstone (sheet_deletion.h), in one transaction. Returns the blob
+  // keys it referenced (external bodies, snapshot roots, archives); SheetPurger::Purge
+  // deletes those and every other object of the sheet. NotFound if no such sheet.
   Result<std::vector<std::string>> DeleteSheet(const std::string& sheet_id,
                                                UnitMeter* meter);
 

@@ -1,0 +1,203 @@
+// Deleting a sheet leaves nothing behind (issue 13 item 13), against the real binary:
+// every object under the sheet's prefixes and its upload rows go with it, a kill -9 at
+// any step of the purge is finished by the next start, and a snapshot build still
+// writing when the sheet is deleted leaves nothing once the purge has run again.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tests/support/server_process.h"
+#include "tests/support/temp_dir.h"
+
+namespace sheetlog::testing {
+namespace {
+
+using nlohmann::json;
+
+class SheetDeleteHttpTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
+
+  void StartServer() {
+    server_ = std::make_unique<ServerProcess>(ServerOptions(
+        dir_.path(), {"--clock", "manual", "--enable-faults", "--inline-limit", "100"}));
+    ASSERT_TRUE(server_->Start()) << server_->error();
+    client_ = std::make_unique<httplib::Client>(server_->Client());
+  }
+
+  static std::string PathOf(const std::string& url) {
+    size_t scheme = url.find("://");
+    if (scheme == std::string::npos) return url;
+    return url.substr(url.find('/', scheme + 3));
+  }
+
+  // Objects under the sheet's prefixes in all four server areas.
+  std::vector<std::string> SheetObjects(const std::string& sheet) {
+    std::vector<std::string> keys;
+    for (const char* area : {"snapshots/", "archives/", "uploads/", "entries/"}) {
+      JsonResponse r =
+          Get(*client_, "/v1/blobs?prefix=" + std::string(area) + sheet + "/");
+      EXPECT_EQ(r.status, 200) << r.raw;
+      if (r.status != 200) continue;
+      for (const json& k : r.body["keys"]) keys.push_back(k["key"]);
+    }
+    return keys;
+  }
+
+  // Moves the clock until `condition` holds (work in the background needs time).
+  bool EventuallyWithClock(const std::function<bool()>& condition) {
+    return Eventually([&] {
+      if (condition()) return true;
+      AdvanceClockWhenIdle(*client_, 61);
+      return false;
+    });
+  }
+
+  // A sheet with something in every area a live sheet uses: completed snapshots, large
+  // entries (entries/), a completed upload and an open one (uploads/), an archived
+  // truncated segment (archives/).
+  std::string PopulatedSheet() {
+    JsonResponse created =
+        Post(*client_, "/v1/sheets", {{"snapshot_every", 3}, {"segment_entries", 4}});
+    EXPECT_EQ(created.status, 201) << created.raw;
+    const std::string sheet = created.body["id"];
+    const std::string entries = "/v1/sheets/" + sheet + "/entries";
+    for (int i = 0; i < 10; ++i) {
+      json body{{"ref", "A" + std::to_string(i + 1)}, {"value", i}};
+      if (i % 3 == 0) body["format"] = std::string(200, 'f');  // over the inline limit
+      EXPECT_EQ(Post(*client_, entries, {{"type", "SetCell"}, {"body", body}}).status,
+                201);
+    }
+    for (int open = 0; open < 2; ++open) {
+      JsonResponse upload =
+          Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});
+      EXPECT_EQ(upload.status, 201) << upload.raw;
+      EXPECT_EQ(Request(*client_, "PUT", PathOf(upload.body["url"]), "payload").status,
+                200);
+      if (open == 0) {
+        EXPECT_EQ(Post(*client_,
+                       "/v1/sheets/" + sheet + "/uploads/" +
+                           upload.body["upload_id"].get<std::string>() + "/complete",
+                       json::object())
+                      .status,
+                  201);
+      }
+    }
+    // Snapshots complete, then the first segments are archived away.
+    EXPECT_TRUE(EventuallyWithClock([&] {
+      JsonResponse s = Get(*client_, "/v1/sheets/" + sheet);
+      return s.body.is_object() && s.body["pending_snapshots"] == 0 &&
+             s.body["segments"].size() >= 3 &&
+             s.body["segments"][1]["last_snapshot"].is_number();
+    }));
+    JsonResponse truncated = Post(*client_, "/v1/sheets/" + sheet + "/truncate",
+                                  {{"before_seq", 4}, {"archive", true}});
+    EXPECT_EQ(truncated.status, 200) << truncated.raw;
+    return sheet;
+  }
+
+  // Rows of the sheet left in `table` (read from the stopped server's file).
+  int64_t RowsLeft(const std::string& table, const std::string& sheet) {
+    const std::string command = "sqlite3 '" + dir_.File("sheetlog.db") +
+                                "' \"SELECT COUNT(*) FROM " + table +
+                                " WHERE sheet_id = '" + sheet + "'\"";
+    FILE* pipe = popen(command.c_str(), "r");
+    if (pipe == nullptr) return -1;
+    char line[64] = {0};
+    const bool read = fgets(line, sizeof(line), pipe) != nullptr;
+    pclose(pipe);
+    return read ? std::stoll(line) : -1;
+  }
+
+  void ExpectVerifyClean() {
+    JsonResponse verify;
+    EXPECT_TRUE(EventuallyWithClock([&] {
+      verify = Post(*client_, "/v1/admin/verify", json::object());
+      return verify.status == 200 && verify.body["ok"] == true;
+    })) << verify.raw;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(SheetDeleteHttpTest, DeleteRemovesEveryObjectAndUploadRowOfTheSheet) {
+  const std::string sheet = PopulatedSheet();
+  const std::string other = PopulatedSheet();
+  const std::vector<std::string> before = SheetObjects(sheet);
+  ASSERT_GE(before.size(), 6u);
+  const size_t other_objects = SheetObjects(other).size();
+
+  ASSERT_EQ(Request(*client_, "DELETE", "/v1/sheets/" + sheet).status, 204);
+  EXPECT_EQ(SheetObjects(sheet), std::vector<std::string>{});
+  EXPECT_EQ(SheetObjects(other).size(), other_objects);  // nothing of another sheet
+  EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet).status, 404);
+  ExpectVerifyClean();
+
+  server_->Kill();  // committed rows are in the WAL, which sqlite3 reads
+  EXPECT_EQ(RowsLeft("upload", sheet), 0);
+  EXPECT_EQ(RowsLeft("entry", sheet), 0);
+  EXPECT_GT(RowsLeft("upload", other), 0);
+}
+
+TEST_F(SheetDeleteHttpTest, KillDuringTheDeleteIsFinishedByTheNextStart) {
+  for (const char* point : {"sheet.purge.before", "sheet.purge.after_object"}) {
+    SCOPED_TRACE(point);
+    const std::string sheet = PopulatedSheet();
+    ASSERT_GE(SheetObjects(sheet).size(), 6u);
+    ASSERT_EQ(
+        Post(*client_, "/v1/admin/faults", {{"point", point}, {"kind", "crash"}}).status,
+        200);
+    JsonResponse deleted = Request(*client_, "DELETE", "/v1/sheets/" + sheet);
+    EXPECT_EQ(deleted.status, -1) << "the server should have died: " << deleted.raw;
+    server_->Kill();
+    ASSERT_NO_FATAL_FAILURE(StartServer());
+    // Invisible at once (the rows went in one transaction), and the purge resumes by
+    // itself at start.
+    EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet).status, 404);
+    EXPECT_TRUE(Eventually([&] { return SheetObjects(sheet).empty(); }))
+        << SheetObjects(sheet).size() << " objects left";
+    ExpectVerifyClean();
+  }
+}
+
+TEST_F(SheetDeleteHttpTest, ABuildWritingAfterTheDeleteLeavesNothing) {
+  JsonResponse created = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
+  ASSERT_EQ(created.status, 201);
+  const std::string sheet = created.body["id"];
+  ASSERT_TRUE(EventuallyWithClock([&] {
+    return Get(*client_, "/v1/sheets/" + sheet).body["last_snapshot"].is_object();
+  }));
+  ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/entries",
+                 {{"type", "SetCell"}, {"body", {{"ref", "B2"}, {"value", 7}}}})
+                .status,
+            201);
+  // The build's first object write stops between its body and its commit until the
+  // clock moves 30 s: the sheet is deleted (and purged) while it waits.
+  ASSERT_EQ(
+      Post(*client_, "/v1/admin/faults",
+           {{"point", "blob.put.after_body"}, {"kind", "delay"}, {"delay_ms", 30000}})
+          .status,
+      200);
+  ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object()).status,
+            201);
+  ASSERT_TRUE(Eventually([&] {
+    JsonResponse faults = Get(*client_, "/v1/admin/faults");
+    return faults.raw.find("\"fired\":1") != std::string::npos;
+  })) << Get(*client_, "/v1/admin/faults").raw;
+  ASSERT_EQ(Request(*client_, "DELETE", "/v1/sheets/" + sheet).status, 204);
+  EXPECT_EQ(SheetObjects(sheet), std::vector<std::string>{});
+
+  // The build goes on and commits its object after the purge.
+  ASSERT_EQ(Post(*client_, "/v1/admin/clock", {{"advance_s", 31}}).status, 200);
+  // The periodic purge takes it.
+  EXPECT_TRUE(EventuallyWithClock([&] { return SheetObjects(sheet).empty(); }))
+      << SheetObjects(sheet).size() << " objects left";
+  ExpectVerifyClean();
+}
+
+}  // namespace
+}  // namespace sheetlog::testing
