@@ -28,7 +28,18 @@ ApiServer::ApiServer(App* app, ServerOptions options)
   http_options.port = options_.port;
   http_options.worker_threads = options_.threads;
   http::HttpHandler* handler = this;  // the base is private: convert here
-  http_ = std::make_unique<http::HttpServer>(http_options, handler);
+  http_ = std::make_shared<http::HttpServer>(http_options, handler);
+  std::weak_ptr<http::HttpServer> weak = http_;
+  app_->metrics()->AddCollector([weak](MetricsRegistry& metrics) {
+    std::shared_ptr<http::HttpServer> http = weak.lock();
+    if (!http) return;
+    metrics.Gauge("sheetlog_http_connections", "Open HTTP connections.")
+        .Set({}, static_cast<double>(http->connection_count()));
+    metrics
+        .Gauge("sheetlog_http_max_connections",
+               "The bound on open HTTP connections (--max-connections).")
+        .Set({}, static_cast<double>(http->max_connections()));
+  });
   policy_ = std::make_unique<RequestPolicy>(options_.host, options_.allowed_hosts);
   RegisterRoutes();
 }
@@ -75,7 +86,13 @@ Status ApiServer::Bind() {
   return Status::OK();
 }
 
-void ApiServer::Serve() { http_->Serve(); }
+void ApiServer::Serve() {
+  http_->Serve();
+  spdlog::info("DEBUG serve returned");
+  // The event streams' pump uses the App (its clock, its log): stop it now, while the
+  // App is certainly alive, not whenever this object is destroyed.
+  events_.reset();
+}
 
 void ApiServer::Stop() {
   if (http_) http_->Stop();

@@ -73,7 +73,8 @@ class ApiServer : private http::HttpHandler {
 
   App* app_;
   ServerOptions options_;
-  std::unique_ptr<http::HttpServer> http_;
+  // Shared with the metrics collector, which may outlive this object.
+  std::shared_ptr<http::HttpServer> http_;
   // Route handlers refer to the router (auth, metrics): it lives as long as the server.
   std::unique_ptr<Router> router_;
   // The event streams (event_routes.cc): destroyed before the router and the server.

@@ -345,6 +345,14 @@ TEST_F(HttpHostileTest, TenThousandIdleConnectionsAndHealthzIsAnswered) {
   client.set_read_timeout(30);
   JsonResponse health = Get(client, "/healthz");
   EXPECT_EQ(health.status, 200) << health.raw;
+  // Operators see them.
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  const std::string series = "\nsheetlog_http_connections ";
+  size_t at = metrics->body.find(series);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GE(std::stod(metrics->body.substr(at + series.size())), 10000)
+      << metrics->body.substr(at, 60);
   // A request on one of the idle connections is served too.
   ASSERT_TRUE(idle[5000]->Send("GET /healthz HTTP/1.1\r\n" + HostHeader() + "\r\n"));
   EXPECT_EQ(StatusOf(idle[5000]->ReadResponse()), 200);
@@ -387,6 +395,23 @@ TEST_F(HttpHostileTest, TricklingHeadersDoNotStarveOthersAndTimeOut) {
   EXPECT_EQ(StatusOf(answer), 408) << answer;
   EXPECT_EQ(BodyOf(answer)["error"]["code"], "RequestTimeout") << answer;
   EXPECT_EQ(StatusOf(slow[255]->ReadToEnd()), 408);
+}
+
+// Item 7: an idle keep-alive connection and a stalled body are closed after their
+// timeouts (the stalled body with a 408), so neither holds the server for ever.
+TEST_F(HttpHostileTest, IdleConnectionsAndStalledBodiesTimeOut) {
+  StartServer({"--idle-timeout", "0.5", "--body-timeout", "0.5"});
+  RawConnection idle(server_->port());
+  ASSERT_TRUE(idle.Send("GET /healthz HTTP/1.1\r\n" + HostHeader() + "\r\n"));
+  EXPECT_EQ(StatusOf(idle.ReadResponse()), 200);
+  EXPECT_TRUE(idle.ClosedByServer());  // after --idle-timeout with no request
+  RawConnection stalled(server_->port());
+  ASSERT_TRUE(stalled.Send("POST /v1/sheets HTTP/1.1\r\n" + HostHeader() +
+                           "Content-Length: 100\r\n\r\n{\"name\""));
+  std::string answer = stalled.ReadToEnd();
+  EXPECT_EQ(StatusOf(answer), 408) << answer;
+  EXPECT_EQ(BodyOf(answer)["error"]["code"], "RequestTimeout") << answer;
+  EXPECT_EQ(SheetCount(), 0);
 }
 
 // Item 7: the head is bounded in size too.
