@@ -170,6 +170,39 @@ TEST_F(InfinisheetHttpTest, ExactTruncationKeepsTheStateAtTheCut) {
   EXPECT_EQ(verify.body["ok"], true) << verify.body.dump();
 }
 
+// A snapshot after an exact cut is built from the cut's base and the entries after it
+// (the entries before are gone); verify compares it with a replay from the base.
+TEST_F(InfinisheetHttpTest, SnapshotsAfterAnExactCutBuildFromItsBase) {
+  const std::string sheet = NewSheet();
+  for (int i = 1; i <= 4; ++i) {
+    ASSERT_EQ(Append(sheet, {{"type", "SetCell"},
+                             {"body", {{"ref", "A" + std::to_string(i)}, {"value", i}}}})
+                  .status,
+              201);
+  }
+  ASSERT_EQ(Truncate(sheet, 3).status, 200);  // seqs 3, 4 (A3, A4) stay
+  ASSERT_EQ(Append(sheet, {{"type", "InsertRows"}, {"body", {{"after", 0}}}}).status,
+            201);
+  JsonResponse snapshot =
+      Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object());
+  ASSERT_EQ(snapshot.status, 201) << snapshot.raw;
+  ASSERT_TRUE(Eventually([&] {
+    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
+    for (const json& s : list.body["snapshots"]) {
+      if (s["seq"] == snapshot.body["seq"]) return s["state"] == "completed";
+    }
+    return false;
+  }));
+  JsonResponse cells = Cells(sheet, "range=A1:A5&at=" + snapshot.body["seq"].dump());
+  ASSERT_EQ(cells.status, 200) << cells.raw;
+  EXPECT_EQ(cells.headers.find("X-Snapshot-Seq")->second, snapshot.body["seq"].dump());
+  EXPECT_EQ(cells.body["rows"], json::parse("[[null],[1],[2],[3],[4]]"));
+  JsonResponse verify = Post(*client_, "/v1/admin/verify", json{{"sheet", sheet}});
+  ASSERT_EQ(verify.status, 200) << verify.raw;
+  EXPECT_EQ(verify.body["ok"], true) << verify.body.dump();
+  EXPECT_GE(verify.body["snapshots_compared"].get<int>(), 1) << verify.body.dump();
+}
+
 // Deleting a sheet takes its truncation base with it.
 TEST_F(InfinisheetHttpTest, DeletingATruncatedSheetDeletesItsBase) {
   const std::string sheet = NewSheet();
