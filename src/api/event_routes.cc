@@ -1,5 +1,9 @@
 // GET /v1/sheets/{id}/events (issue 16, seed 004's event-carried state transfer): a
-// sheet's committed entries as Server-Sent Events, from a seq on, then live.
+// sheet's committed entries as Server-Sent Events, from a seq on, then live. And
+// GET /v1/admin/events: the pipeline's journal (src/effects/pipeline_events.h) — "job"
+// (a stream batch failed or skipped, a queue message failed), "snapshot" (every
+// snapshot worker outcome with its job), "queues" (depths and dead letters when they
+// change, checked every 5 s of the clock) — after `after` / Last-Event-ID, then live.
 //
 //   id: <seq>            event: entry      data: the entry as GET .../entries shows it
 //                        event: metadata   data: the entry, after a PATCH of its metadata
@@ -29,6 +33,7 @@
 
 #include "src/api/routes.h"
 #include "src/app/app.h"
+#include "src/effects/pipeline_events.h"
 #include "src/effects/sheet_changes.h"
 
 namespace sheetlog::api {
@@ -65,6 +70,56 @@ class SheetEventStreams {
       app_.changes()->Unsubscribe(stream->subscription);
       stream->writer->Close();
     }
+    std::map<int, std::shared_ptr<http::StreamWriter>> admin;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      admin.swap(admin_writers_);
+    }
+    for (auto& [subscription, writer] : admin) {
+      app_.pipeline_events()->Unsubscribe(subscription);
+      writer->Close();
+    }
+  }
+
+  // GET /v1/admin/events: the pipeline journal after `after`, then live. Listeners
+  // write straight to the connection (never blocking); heartbeats come from the pump.
+  void OpenAdmin(Call& call, int64_t after) {
+    call.res.set_header("Cache-Control", "no-cache");
+    call.res.set_header("X-Accel-Buffering", "no");
+    std::shared_ptr<http::StreamWriter> writer =
+        call.res.StartStream("text/event-stream", kStreamBufferBytes);
+    writer->Write("retry: 2000\n\n");
+    PipelineEvents* journal = app_.pipeline_events();
+    auto send = [writer](const PipelineEvent& event) {
+      const std::string frame = "id: " + std::to_string(event.id) +
+                                "\nevent: " + event.type + "\ndata: " + Dump(event.data) +
+                                "\n\n";
+      if (writer->Write(frame) == http::StreamWriter::WriteResult::kFull) {
+        writer->Close("event: overflow\ndata: " +
+                      Dump(json{{"resume_from", event.id - 1}}) + "\n\n");
+      }
+    };
+    // Subscribe first, then replay: an event published in between may come twice,
+    // and the ids tell (a reader keeps the highest id it saw).
+    const int subscription = journal->Subscribe(send);
+    bool complete = true;
+    const std::vector<PipelineEvent> backlog = journal->Since(after, &complete);
+    if (!complete && !backlog.empty()) {
+      // Events after `after` were dropped from the journal: say so, then go on.
+      writer->Write("event: gap\ndata: " +
+                    Dump(json{{"after", after}, {"first_kept", backlog.front().id}}) +
+                    "\n\n");
+    }
+    for (const PipelineEvent& event : backlog) send(event);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      admin_writers_[subscription] = writer;
+    }
+    writer->OnClose([this, journal, subscription] {
+      journal->Unsubscribe(subscription);
+      std::lock_guard<std::mutex> lock(mu_);
+      admin_writers_.erase(subscription);
+    });
   }
 
   void Open(Call& call, const std::string& sheet_id, int64_t from) {
@@ -153,6 +208,7 @@ class SheetEventStreams {
             Overflow(*stream);
           }
         }
+        for (auto& [id, writer] : admin_writers_) writer->Write(": heartbeat\n\n");
       }
       if (dirty_.empty()) continue;
       std::shared_ptr<Stream> stream = dirty_.front();
@@ -257,10 +313,11 @@ class SheetEventStreams {
   App& app_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;                           // GUARDED_BY(mu_)
-  int next_id_ = 1;                                 // GUARDED_BY(mu_)
-  std::map<int, std::shared_ptr<Stream>> streams_;  // GUARDED_BY(mu_)
-  std::deque<std::shared_ptr<Stream>> dirty_;       // GUARDED_BY(mu_)
+  bool stopping_ = false;                                             // GUARDED_BY(mu_)
+  int next_id_ = 1;                                                   // GUARDED_BY(mu_)
+  std::map<int, std::shared_ptr<Stream>> streams_;                    // GUARDED_BY(mu_)
+  std::deque<std::shared_ptr<Stream>> dirty_;                         // GUARDED_BY(mu_)
+  std::map<int, std::shared_ptr<http::StreamWriter>> admin_writers_;  // GUARDED_BY(mu_)
   std::thread pump_;
 };
 
@@ -286,6 +343,19 @@ std::shared_ptr<void> RegisterEventRoutes(Router& router, App& app) {
                                 " is past the next seq " + std::to_string(next_seq));
         }
         events->Open(call, id, from);
+      },
+      RouteOptions{true, false});
+  router.Get(
+      "/v1/admin/events",
+      [&app, events](Call& call) {
+        int64_t after = app.pipeline_events()->last_id();
+        const std::string last_event_id = call.req.get_header_value("Last-Event-ID");
+        if (std::optional<std::string> text = call.Query("after")) {
+          after = ParseSeq("after", *text);
+        } else if (!last_event_id.empty()) {
+          after = ParseSeq("Last-Event-ID", last_event_id);
+        }
+        events->OpenAdmin(call, after);
       },
       RouteOptions{true, false});
   return streams;

@@ -88,7 +88,6 @@ Status ApiServer::Bind() {
 
 void ApiServer::Serve() {
   http_->Serve();
-  spdlog::info("DEBUG serve returned");
   // The event streams' pump uses the App (its clock, its log): stop it now, while the
   // App is certainly alive, not whenever this object is destroyed.
   events_.reset();

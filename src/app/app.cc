@@ -13,6 +13,7 @@
 #include "emulator/runtime/function_runtime.h"
 #include "emulator/stream/change_feed.h"
 #include "src/effects/entry_effects.h"
+#include "src/effects/pipeline_events.h"
 #include "src/effects/sheet_changes.h"
 #include "src/log/event_log.h"
 #include "src/log/sheet_deletion.h"
@@ -26,6 +27,45 @@ namespace sheetlog {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// How often (clock time) queue depths are compared for GET /v1/admin/events.
+constexpr int64_t kQueueWatchPeriodMicros = 5LL * 1000000;
+
+// The runtime's failures and skips as "job" events; successes are too many to show.
+void PublishJobEvent(PipelineEvents* events, const RuntimeEvent& e) {
+  const char* what = nullptr;
+  switch (e.kind) {
+    case RuntimeEvent::Kind::kBatchFailed:
+      what = "batch_failed";
+      break;
+    case RuntimeEvent::Kind::kRecordsSkipped:
+      what = "records_skipped";
+      break;
+    case RuntimeEvent::Kind::kRecordsLost:
+      what = "records_lost";
+      break;
+    case RuntimeEvent::Kind::kMessageFailed:
+      what = "message_failed";
+      break;
+    default:
+      return;
+  }
+  nlohmann::json data{{"what", what},
+                      {"mapping", e.mapping},
+                      {"count", e.count},
+                      {"error", e.status.ToString()}};
+  if (e.shard >= 0) {
+    data["shard"] = e.shard;
+    data["first_sequence"] = e.first_sequence;
+    data["last_sequence"] = e.last_sequence;
+  }
+  if (!e.message_id.empty()) data["message_id"] = e.message_id;
+  events->Publish("job", std::move(data));
+}
+
+}  // namespace
+
 App::App(const AppOptions& options) : options_(options) {}
 
 App::~App() {
@@ -35,7 +75,9 @@ App::~App() {
   // Reverse order of construction: workers before the services they use.
   retention_.reset();
   sweeper_.reset();
+  queue_watch_.reset();
   runtime_.reset();
+  pipeline_events_.reset();
   snapshot_worker_.reset();
   uploads_.reset();
   head_views_.reset();
@@ -146,7 +188,14 @@ Status App::Init() {
   retention_ =
       std::make_unique<RetentionWorker>(log_.get(), blobs_.get(), clock_, retention);
 
-  runtime_ = std::make_unique<FunctionRuntime>(db_.get(), clock_, faults_.get());
+  pipeline_events_ = std::make_unique<PipelineEvents>();
+  FunctionRuntime::Options runtime_options;
+  runtime_options.observer = [events = pipeline_events_.get()](const RuntimeEvent& e) {
+    PublishJobEvent(events, e);
+  };
+  runtime_ = std::make_unique<FunctionRuntime>(db_.get(), clock_, faults_.get(),
+                                               std::move(runtime_options));
+  queue_watch_ = std::make_unique<PeriodicWorker>(clock_);
   RETURN_IF_ERROR(AddMappings());
   AddCollectors();
   return Status::OK();
@@ -176,10 +225,17 @@ Status App::AddMappings() {
       {0.001, 0.01, 0.1, 1, 10, 60, 300, 900});
   worker.handler = MakeSnapshotQueueHandler(
       snapshot_worker_.get(), queues_.get(), kSnapshotQueue,
-      [&outcomes, &durations](SnapshotWorker::Outcome outcome, int64_t elapsed_micros) {
+      [this, &outcomes, &durations](const SnapshotJob& job,
+                                    SnapshotWorker::Outcome outcome,
+                                    int64_t elapsed_micros) {
         const std::string name = SnapshotWorker::OutcomeName(outcome);
         outcomes.Add({name});
         durations.Observe({name}, static_cast<double>(elapsed_micros) / 1e6);
+        pipeline_events_->Publish("snapshot", {{"sheet", job.sheet_id},
+                                               {"segment", job.segment},
+                                               {"entry", job.entry},
+                                               {"outcome", name},
+                                               {"seconds", elapsed_micros / 1e6}});
       });
   worker.concurrency = 2;
   worker.time_budget_micros = options_.snapshot_time_budget_seconds * 1000000;
@@ -299,6 +355,25 @@ void App::AddCollectors() {
   });
 }
 
+void App::PublishQueueChanges() {
+  Result<std::vector<QueueOptions>> queues = queues_->ListQueues();
+  if (!queues.ok()) return;
+  nlohmann::json now = nlohmann::json::object();
+  for (const QueueOptions& queue : *queues) {
+    Result<QueueStats> stats = queues_->Stats(queue.name);
+    if (!stats.ok()) continue;
+    now[queue.name] = {{"visible", stats->visible},
+                       {"in_flight", stats->in_flight},
+                       {"delayed", stats->delayed},
+                       {"dead_letters", stats->dead_letter_depth
+                                            ? nlohmann::json(*stats->dead_letter_depth)
+                                            : nlohmann::json(nullptr)}};
+  }
+  if (now == last_queue_stats_) return;
+  last_queue_stats_ = now;
+  pipeline_events_->Publish("queues", std::move(now));
+}
+
 Result<App::PendingSnapshotSummary> App::SummarizePendingSnapshots() {
   PendingSnapshotSummary summary;
   const int64_t stale_before =
@@ -416,6 +491,8 @@ Status App::Start() {
                            }
                          });
     RETURN_IF_ERROR(changes_->Start());
+    queue_watch_->Start(kQueueWatchPeriodMicros, /*run_at_start=*/true,
+                        [this](const std::atomic<bool>&) { PublishQueueChanges(); });
   }
   started_ = true;
   ready_ = true;
@@ -425,6 +502,7 @@ Status App::Start() {
 void App::Stop() {
   if (!started_) return;
   ready_ = false;
+  if (queue_watch_) queue_watch_->Stop();
   if (changes_) changes_->Stop();
   if (retention_) retention_->Stop();
   if (purge_worker_) purge_worker_->Stop();

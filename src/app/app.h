@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "emulator/env/clock.h"
@@ -24,6 +25,8 @@ class ChangeFeed;
 class EventLog;
 class FunctionRuntime;
 class HeadViewCache;
+class PeriodicWorker;
+class PipelineEvents;
 class SheetChangeHub;
 class SheetPurger;
 class PeriodicWorker;
@@ -117,6 +120,7 @@ class App {
   BlobStore* blobs() { return blobs_.get(); }
   HeadViewCache* head_views() { return head_views_.get(); }
   SheetChangeHub* changes() { return changes_.get(); }
+  PipelineEvents* pipeline_events() { return pipeline_events_.get(); }
   QueueService* queues() { return queues_.get(); }
   ChangeFeed* feed() { return feed_.get(); }
   FunctionRuntime* runtime() { return runtime_.get(); }
@@ -142,6 +146,8 @@ class App {
     int64_t stale = 0;
   };
   Result<PendingSnapshotSummary> SummarizePendingSnapshots();
+  // Publishes a "queues" pipeline event when a queue's depths changed since last time.
+  void PublishQueueChanges();
 
   AppOptions options_;
   std::string data_dir_;
@@ -158,6 +164,9 @@ class App {
   std::unique_ptr<QueueService> queues_;
   std::unique_ptr<ChangeFeed> feed_;
   std::unique_ptr<SheetChangeHub> changes_;
+  std::unique_ptr<PipelineEvents> pipeline_events_;
+  std::unique_ptr<PeriodicWorker> queue_watch_;
+  nlohmann::json last_queue_stats_;  // the queue watch's thread only
   std::unique_ptr<Uploads> uploads_;
   std::unique_ptr<SnapshotWorker> snapshot_worker_;
   std::unique_ptr<FunctionRuntime> runtime_;

@@ -62,7 +62,7 @@ QueueHandler MakeSnapshotQueueHandler(SnapshotWorker* worker, QueueService* queu
       const int64_t remaining_before = ctx.RemainingMicros();
       SnapshotWorker::Outcome outcome =
           worker->HandleMessage(*job, control, ctx.deadline_micros(), &error);
-      if (observe) observe(outcome, remaining_before - ctx.RemainingMicros());
+      if (observe) observe(*job, outcome, remaining_before - ctx.RemainingMicros());
       if (outcome == SnapshotWorker::Outcome::kFailed) {
         ctx.ReportItemFailure(message.id, error.ToString());
         continue;

@@ -24,8 +24,8 @@ StreamHandler MakeEntryEffectsHandler(QueueService* queues,
 
 // `observe` (optional) hears every handled message's outcome and how much clock time
 // the worker spent on it (for metrics).
-using SnapshotOutcomeObserver =
-    std::function<void(SnapshotWorker::Outcome outcome, int64_t elapsed_micros)>;
+using SnapshotOutcomeObserver = std::function<void(
+    const SnapshotJob& job, SnapshotWorker::Outcome outcome, int64_t elapsed_micros)>;
 QueueHandler MakeSnapshotQueueHandler(SnapshotWorker* worker, QueueService* queues,
                                       const std::string& snapshot_queue,
                                       SnapshotOutcomeObserver observe = {});

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -268,6 +269,45 @@ TEST(EventsHttpTest, TwoHundredStreamsDoNotStarveOrdinaryRequests) {
   const int64_t seq = Append(client, sheet, 1);
   EXPECT_EQ(Get(client, "/readyz").status, 200);
   for (auto& s : streams) EXPECT_TRUE(s->ReadUntil(EntriesThrough(seq)));
+}
+
+// The operators' stream: snapshot outcomes, job failures and queue depth changes.
+TEST(EventsHttpTest, AdminStreamShowsSnapshotOutcomesJobFailuresAndQueues) {
+  ServerProcess server(ServerOptions::InMemory({"--clock", "manual", "--enable-faults"}));
+  ASSERT_TRUE(server.Start()) << server.error();
+  httplib::Client client = server.Client();
+  SseClient admin(server.port(), "/v1/admin/events?after=0");
+  ASSERT_TRUE(admin.connected());
+  const std::string good = CreateSheet(client);
+  auto has = [](const std::string& type, const std::string& field,
+                const std::string& value) {
+    return [=](const std::vector<SseEvent>& events) {
+      for (const SseEvent& e : events) {
+        if (e.event != type) continue;
+        json data = json::parse(e.data, nullptr, false);
+        if (data.is_object() && data.value(field, "") == value) return true;
+      }
+      return false;
+    };
+  };
+  ASSERT_TRUE(admin.ReadUntil(has("snapshot", "outcome", "completed")));
+  ASSERT_EQ(Post(client, "/v1/admin/faults",
+                 json{{"point", "snapshot.before_complete"}, {"kind", "error"}})
+                .status,
+            200);
+  CreateSheet(client);
+  ASSERT_TRUE(admin.ReadUntil(has("snapshot", "outcome", "failed")));
+  ASSERT_TRUE(admin.ReadUntil(has("job", "what", "message_failed")));
+  EXPECT_EQ(admin.Of("queues").empty(), false) << "depths at start";
+  // Ids increase: a reconnect after the last id sees only what came later.
+  std::vector<int64_t> ids;
+  for (const SseEvent& e : admin.events()) ids.push_back(std::stoll(e.id));
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+  SseClient resumed(server.port(), "/v1/admin/events",
+                    "Last-Event-ID: " + std::to_string(ids.back()) + "\r\n");
+  ASSERT_TRUE(AdvanceClockWhenIdle(client, 61));  // the failed message comes back
+  ASSERT_TRUE(resumed.ReadUntil(has("snapshot", "outcome", "completed")));
+  for (const SseEvent& e : resumed.events()) EXPECT_GT(std::stoll(e.id), ids.back());
 }
 
 }  // namespace
