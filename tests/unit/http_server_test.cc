@@ -199,6 +199,31 @@ TEST_F(HttpServerTest, ChunkedProviderRunsToItsEnd) {
   close(fd);
 }
 
+TEST(HttpServerBudgetTest, BodiesBeingBufferedAreBoundedAcrossConnections) {
+  TestHandler handler;
+  HttpServerOptions options;
+  options.port = 0;
+  options.max_buffered_body_bytes = 1000;
+  HttpServer server(options, &handler);
+  ASSERT_TRUE(server.Bind().ok());
+  std::thread serving([&] { server.Serve(); });
+  // 1,100 of a 2,000-byte body (within the route's 1 MiB) pass the server's 1,000.
+  int greedy = Connect(server.port());
+  SendAll(greedy, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n" +
+                      std::string(1100, 'g'));
+  std::string refused = ReadUntil(greedy, "retry");
+  EXPECT_NE(refused.find("HTTP/1.1 503"), std::string::npos) << refused;
+  close(greedy);
+  // Its bytes were released: a body of 900 is served.
+  int fair = Connect(server.port());
+  SendAll(fair, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n\r\n" +
+                    std::string(900, 'f'));
+  EXPECT_NE(ReadUntil(fair, "echo:fff").find("HTTP/1.1 200"), std::string::npos);
+  close(fair);
+  server.Stop();
+  serving.join();
+}
+
 TEST(HttpServerStopTest, StopReleasesOpenStreams) {
   TestHandler handler;
   HttpServerOptions options;

@@ -304,6 +304,7 @@ struct Connection {
   std::shared_ptr<ResponseChannel> channel;
   bool channel_complete = false;
   size_t lingered = 0;
+  int64_t budgeted = 0;  // body bytes counted in buffered_body_bytes_
   // The last request's body was not read (refused from its head, or cut short): the
   // connection closes after the response, lingering for the client's sake.
   bool body_unread = false;
@@ -576,6 +577,7 @@ class HttpServer::Impl {
   // --- closing ---
 
   void Close(Connection* c) {
+    ReleaseBodyBudget(c);
     if (c->channel) {
       c->channel->Break();
       c->channel.reset();
@@ -821,6 +823,15 @@ class HttpServer::Impl {
       }
     }
     c->in.erase(0, consumed);
+    buffered_body_bytes_ += static_cast<int64_t>(body.size()) - c->budgeted;
+    c->budgeted = static_cast<int64_t>(body.size());
+    if (buffered_body_bytes_ > options_.max_buffered_body_bytes) {
+      c->close_after = true;
+      RespondError(c, 503,
+                   "the server is buffering too many request bodies; retry the request",
+                   /*input_pending=*/true);
+      return true;
+    }
     if (state == BodyDecoder::State::kError) {
       c->close_after = true;
       RespondError(c, 400, "malformed chunked body: " + c->decoder->error(),
@@ -840,7 +851,15 @@ class HttpServer::Impl {
     return true;
   }
 
+  // The connection's body no longer counts against max_buffered_body_bytes (it went to
+  // a worker, or was dropped).
+  void ReleaseBodyBudget(Connection* c) {
+    buffered_body_bytes_ -= c->budgeted;
+    c->budgeted = 0;
+  }
+
   void RespondTooLarge(Connection* c) {
+    ReleaseBodyBudget(c);
     c->close_after = true;
     Response response = handler_->TooLargeResponse(c->max_body);
     c->head.reset();
@@ -852,6 +871,7 @@ class HttpServer::Impl {
   // --- handing requests to workers ---
 
   void Dispatch(Connection* c) {
+    ReleaseBodyBudget(c);
     c->phase = Phase::kWorking;
     std::shared_ptr<RequestHead> head = std::move(c->head);
     const uint64_t id = c->id;
@@ -1154,6 +1174,7 @@ class HttpServer::Impl {
 
   void RespondError(Connection* c, int status, const std::string& message,
                     bool input_pending = false) {
+    ReleaseBodyBudget(c);
     Response response = handler_->ErrorResponse(status, message);
     if (status != 503) {
       // Malformed input or a timeout: the byte stream is out of step; close after.
@@ -1252,6 +1273,7 @@ class HttpServer::Impl {
   std::vector<uint64_t> ready_;  // connections that finished a response
   uint64_t next_id_ = 2;
   uint64_t idle_counter_ = 0;
+  int64_t buffered_body_bytes_ = 0;  // sum of Connection::budgeted
   int64_t now_ = 0;
   int64_t in_flight_ = 0;
   bool accept_paused_ = false;

@@ -18,7 +18,8 @@
 //  - responses: a connection holds at most response_buffer_bytes of unsent output from
 //    a provider or a stream (writers block or are told the buffer is full); no write
 //    progress for write_timeout closes it.
-//  - requests queued for the workers: at most max_queued_requests (503 beyond).
+//  - requests queued for the workers: at most max_queued_requests (503 beyond); bodies
+//    being buffered, all connections together: max_buffered_body_bytes (503 beyond).
 //
 // Requests on one connection are answered in order, one at a time (pipelined requests
 // wait in the input buffer, at most max_head_bytes + 64 KiB of it). A client that
@@ -60,6 +61,10 @@ struct HttpServerOptions {
   int64_t shutdown_grace_ms = 2000;
   // Unsent response bytes a provider or stream may queue per connection. Default 1 MiB.
   size_t response_buffer_bytes = 1 << 20;
+  // Request body bytes being buffered by all connections together (each is also held to
+  // its route's limit); a body that would pass it is a 503 (retry) and the connection
+  // closes. Default: 256 MiB.
+  int64_t max_buffered_body_bytes = 256 << 20;
 };
 
 // What the application decides about a request from its head alone, on the event
