@@ -50,11 +50,22 @@ export async function startServer(flags = []) {
                              START_TIMEOUT_MS);
     const onOutput = (chunk) => {
       log += chunk;
-      if (log.includes(`serving http://127.0.0.1:${port} `)) {
-        clearTimeout(timer);
-        resolve();
+    };
+    // Ready once /readyz answers 200 (each check is a request; the port is ours).
+    const probe = async () => {
+      while (child.exitCode === null) {
+        try {
+          const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+          if (ready.status === 200) {
+            clearTimeout(timer);
+            resolve();
+            return;
+          }
+        } catch { /* not listening yet */ }
+        await new Promise((next) => setTimeout(next, 50));
       }
     };
+    probe();
     child.stdout.on('data', onOutput);
     child.stderr.on('data', onOutput);
     child.on('error', (error) => {
