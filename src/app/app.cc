@@ -453,8 +453,9 @@ Result<App::ResetReport> App::Reset() {
     ASSIGN_OR_RETURN(bool row, count.Step());
     report.sheets = row ? count.ColumnInt(0) : 0;
     // Entries go before the stream records their delete triggers write.
-    for (const char* table : {"pending_snapshot", "entry", "segment", "sheet", "upload",
-                              "queue_message", "execution_history", "stream_record"}) {
+    for (const char* table :
+         {"pending_snapshot", "entry", "segment", "sheet", "upload", "sheet_deletion",
+          "queue_message", "execution_history", "stream_record"}) {
       ASSIGN_OR_RETURN(Statement drop, conn.Prepare(std::string("DELETE FROM ") + table));
       RETURN_IF_ERROR(drop.Run());
     }
