@@ -8,6 +8,7 @@
 #include "src/log/event_log.h"
 #include "src/log/sheet_deletion.h"
 #include "src/log/tables.h"
+#include "src/snapshot/head_view_cache.h"
 #include "src/snapshot/sheet_view.h"
 
 namespace sheetlog::api {
@@ -365,6 +366,9 @@ void RegisterSheetRoutes(Router& router, App& app) {
     // On failure (a concurrent truncation) the base objects stay: their keys are
     // fixed by the cut, so a retry, or the winner at the same cut, uses them.
     if (!truncated.ok()) Fail(truncated.status());
+    // A head view kept loaded may start from a snapshot released here: drop it before
+    // the objects go, so the next read opens the sheet from what is retained.
+    app.head_views()->Forget(id);
     DeleteBlobsBestEffort(app, truncated->released_blobs);
     call.Reply(200, json{{"first_seq", truncated->first_seq},
                          {"dropped_segments", truncated->dropped_segments},

@@ -203,6 +203,40 @@ TEST_F(InfinisheetHttpTest, SnapshotsAfterAnExactCutBuildFromItsBase) {
   EXPECT_GE(verify.body["snapshots_compared"].get<int>(), 1) << verify.body.dump();
 }
 
+// Reads at the head after a cut that released the snapshot a loaded view started from
+// (the server keeps hot sheets loaded) still answer.
+TEST_F(InfinisheetHttpTest, HeadReadsAfterACutThatReleasedTheirSnapshot) {
+  const std::string sheet = NewSheet();
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_EQ(Append(sheet, {{"type", "SetCell"},
+                             {"body", {{"ref", "A" + std::to_string(i)}, {"value", i}}}})
+                  .status,
+              201);
+  }
+  JsonResponse snapshot =
+      Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object());  // seq 4
+  ASSERT_EQ(snapshot.status, 201) << snapshot.raw;
+  ASSERT_TRUE(Eventually([&] {
+    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
+    for (const json& s : list.body["snapshots"]) {
+      if (s["seq"] == snapshot.body["seq"]) return s["state"] == "completed";
+    }
+    return false;
+  }));
+  ASSERT_EQ(Append(sheet, {{"type", "SetCell"}, {"body", {{"ref", "A4"}, {"value", 4}}}})
+                .status,
+            201);                                     // seq 5
+  JsonResponse before = Cells(sheet, "range=A1:A4");  // loads the head from seq 4
+  ASSERT_EQ(before.status, 200) << before.raw;
+  ASSERT_EQ(Truncate(sheet, 5).status, 200);  // drops seq 4 and its snapshot
+  ASSERT_EQ(Append(sheet, {{"type", "SetCell"}, {"body", {{"ref", "B1"}, {"value", 5}}}})
+                .status,
+            201);
+  JsonResponse after = Cells(sheet, "range=A1:A4");
+  ASSERT_EQ(after.status, 200) << after.raw;
+  EXPECT_EQ(after.body["rows"], before.body["rows"]);
+}
+
 // Deleting a sheet takes its truncation base with it.
 TEST_F(InfinisheetHttpTest, DeletingATruncatedSheetDeletesItsBase) {
   const std::string sheet = NewSheet();
