@@ -193,7 +193,9 @@ export class VirtualGrid {
     column = Math.min(Math.max(column, 1), GRID_COLUMNS);
     this.active = {row, column};
     if (scroll) this.scrollIntoView(row, column);
-    this.queueRender();
+    // At once, not on the next frame: assistive technology (aria-activedescendant) and
+    // the next key press see the new active cell immediately.
+    this.render();
     this.onActiveChange(row, column, this.cellAt(row, column));
   }
 
