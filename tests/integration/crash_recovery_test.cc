@@ -202,6 +202,15 @@ class CrashRun {
   JsonResponse Call(const std::string& method, const std::string& path,
                     const std::string& body = "") {
     JsonResponse r = Request(*client_, method, path, body);
+    if (r.status == -1 && Healthy()) {
+      // The server lives: the keep-alive connection failed (closed by the server while
+      // this request was sent). Once more on a new connection; an append that did land
+      // the first time is merely unacknowledged, which the checks allow.
+      client_ = std::make_unique<httplib::Client>(server_->Client());
+      client_->set_read_timeout(20);
+      client_->set_write_timeout(20);
+      r = Request(*client_, method, path, body);
+    }
     if (r.status == -1) alive_ = false;
     // A workload request has no reason to fail on the server's side.
     if (r.status >= 500) {
@@ -395,7 +404,7 @@ class CrashRun {
                 {"count", 1},
                 {"probability", scenario_.probability}};
     JsonResponse r = Call("POST", "/v1/admin/faults", arm.dump());
-    ASSERT_EQ(r.status, 200) << r.raw;
+    ASSERT_EQ(r.status, 200) << r.raw << "\nserver log: " << server_->Log();
   }
 
   void DriveUntilDeath() {
@@ -785,14 +794,20 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     SheetDeletion, CrashRecoveryTest,
     ::testing::Values(
-        // Issue 13 item 13: the snapshot message of a sheet deleted while it was queued
-        // fails ("NotFound: no sheet") on every receive instead of being dropped, so it
-        // stays in flight and would be dead-lettered.
+        // Still failing after the fix of issue 13 item 13 (66b8358): the snapshot
+        // message of a sheet deleted while it was queued fails ("Internal: NotFound: no
+        // sheet ...", jobs?status=failed) on every receive instead of being dropped, so
+        // it stays in flight and is dead-lettered after 10 receives (seed 72: received 6
+        // times within the 150 s budget). Enable once the worker drops such messages.
         Disabled(WithDeletes(RandomKill("random_kill_with_deletes", {71, 72}))),
         WithDeletes(KillDuring(Op::kDelete, 61)),
-        // Issue 13 item 13: a crash between DELETE's blob deletions leaves the deleted
-        // sheet's snapshot objects and upload payloads, untagged, for ever.
-        Disabled(WithDeletes(Fault("blob.delete", 62)))),
+        // A crash between DELETE's blob deletions, and in the purge that finishes them
+        // after a restart (issue 13 item 13). The two disabled ones leave nothing of the
+        // deleted sheet now, but meet the queued-message failure above (blob_delete in
+        // 1 of 4 runs, sheet_purge_after_object in every run).
+        Disabled(WithDeletes(Fault("blob.delete", 62))),
+        WithDeletes(Fault("sheet.purge.before", 63)),
+        Disabled(WithDeletes(Fault("sheet.purge.after_object", 64, 0.5)))),
     ScenarioName);
 
 }  // namespace
