@@ -234,6 +234,18 @@ TEST(ResponseChannelTest, StreamWriterReportsAFullBufferAndNeverBlocks) {
   EXPECT_EQ(closed_calls, 1);
 }
 
+// The event loop tells a finished body (wait for its wake) from a broken one (close the
+// connection) by broken(), never closed(), which is true for both.
+TEST(ResponseChannelTest, AFinishedBodyIsClosedButNotBroken) {
+  ResponseChannel channel(64, /*chunked=*/false);
+  ASSERT_TRUE(channel.WriteBlocking("body"));
+  channel.Finish();
+  EXPECT_TRUE(channel.closed());
+  EXPECT_FALSE(channel.broken());
+  channel.Break();
+  EXPECT_TRUE(channel.broken());
+}
+
 TEST(ResponseChannelTest, BlockingWriterIsReleasedWhenTheConnectionGoes) {
   auto channel = std::make_shared<ResponseChannel>(4, /*chunked=*/false);
   std::atomic<bool> result{true};

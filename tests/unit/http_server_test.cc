@@ -28,6 +28,8 @@ class TestHandler : public HttpHandler {
       admission.route = 2;
     } else if (request.path == "/numbers") {
       admission.route = 3;
+    } else if (request.path == "/sized") {
+      admission.route = 4;
     } else {
       admission.refusal = std::make_unique<Response>(ErrorResponse(404, "no route"));
     }
@@ -50,6 +52,10 @@ class TestHandler : public HttpHandler {
       changed_.notify_all();
     } else if (route == 2) {
       response.set_content("echo:" + request.body, "text/plain");
+    } else if (route == 4) {
+      response.set_content_provider(5, "text/plain", [](size_t, size_t, DataSink& sink) {
+        return sink.write("hello", 5);
+      });
     } else {
       // A chunked provider: the numbers 0..999, one line each.
       auto next = std::make_shared<int>(0);
@@ -196,6 +202,19 @@ TEST_F(HttpServerTest, ChunkedProviderRunsToItsEnd) {
   std::string all = ReadUntil(fd, "\r\n0\r\n\r\n");
   EXPECT_NE(all.find("999\n"), std::string::npos);
   EXPECT_NE(all.find("\r\n0\r\n\r\n"), std::string::npos);
+  close(fd);
+}
+
+// A provider's body that finishes while the event loop looks at it is complete, not
+// broken: the connection stays open for the next request (it was closed at random).
+TEST_F(HttpServerTest, ProviderResponsesKeepTheConnectionAlive) {
+  int fd = Connect(server_->port());
+  for (int i = 0; i < 300; ++i) {
+    SendAll(fd, "GET /sized HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::string response = ReadUntil(fd, "\r\n\r\nhello");
+    ASSERT_NE(response.find("\r\n\r\nhello"), std::string::npos)
+        << "request " << i << ": " << response;
+  }
   close(fd);
 }
 

@@ -1081,9 +1081,10 @@ class HttpServer::Impl {
         if (c->channel && !c->channel_complete) {
           c->channel_complete = c->channel->Take(&c->out);
           if (c->out.empty() && !c->channel_complete) {
-            if (c->channel->closed()) {
+            if (c->channel->broken()) {
               // Broken by its producer (a provider that failed): the body cannot end
-              // well, so the connection ends.
+              // well, so the connection ends. (Not closed(): a body that finished
+              // since Take is complete, and its wake is on the way.)
               Close(c);
               return;
             }

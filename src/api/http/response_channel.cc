@@ -89,6 +89,11 @@ bool ResponseChannel::closed() const {
   return finished_ || broken_;
 }
 
+bool ResponseChannel::broken() const {
+  std::lock_guard lock(mu_);
+  return broken_;
+}
+
 void ResponseChannel::OnClose(std::function<void()> callback) {
   {
     std::lock_guard lock(mu_);

@@ -29,6 +29,9 @@ class ResponseChannel : public StreamWriter {
   void Finish();
   void Close(std::string_view last = {}) override;
   bool closed() const override;
+  // True once Break() ran (the connection is gone, or a producer gave up): unlike
+  // closed(), not true for a body that merely finished.
+  bool broken() const;
   void OnClose(std::function<void()> callback) override;
 
   // --- event-loop side ---
