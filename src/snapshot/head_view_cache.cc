@@ -16,18 +16,21 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
   }
   const int64_t head = *next_seq - 1;
   std::shared_ptr<std::mutex> loading;
+  std::shared_ptr<const SheetView> hit;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Slot& slot = slots_[sheet_id];
     slot.last_used = ++clock_;
     // A view at or past the head read above is the sheet at a head it had during
     // this call: as good as any.
-    if (slot.view && slot.view->at_seq() >= head) {
-      ++counters_.hits;
-      return slot.view;
-    }
+    if (slot.view && slot.view->at_seq() >= head) hit = slot.view;
     if (!slot.loading) slot.loading = std::make_shared<std::mutex>();
     loading = slot.loading;
+  }
+  if (hit && Retained(*hit, sheet_id, meter)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.hits;
+    return hit;
   }
   // One reader per sheet carries the view forward; the others wait for it and share
   // its result instead of each copying the delta (or replaying the log) again.
@@ -36,14 +39,14 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto slot = slots_.find(sheet_id);
-    if (slot != slots_.end() && slot->second.view) {
-      cached = slot->second.view;
-      if (cached->at_seq() >= head) {
-        ++counters_.hits;
-        return cached;
-      }
-    }
+    if (slot != slots_.end() && slot->second.view) cached = slot->second.view;
   }
+  if (cached && cached->at_seq() >= head && Retained(*cached, sheet_id, meter)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.hits;
+    return cached;
+  }
+  if (cached && !Retained(*cached, sheet_id, meter)) cached = nullptr;
   std::shared_ptr<const SheetView> view;
   if (cached) view = Extend(cached, sheet_id, head, meter);
   if (view) {
@@ -55,11 +58,20 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
     ASSIGN_OR_RETURN(std::unique_ptr<SheetView> opened,
                      SheetView::Open(log_, blobs_, sheet_id, head, meter));
     view = std::move(opened);
-    std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(mu_);
     ++counters_.opened;
   }
   if (view->cacheable()) Install(sheet_id, view);
   return view;
+}
+
+bool HeadViewCache::Retained(const SheetView& view, const std::string& sheet_id,
+                             UnitMeter* meter) {
+  if (!view.snapshot_seq()) return true;  // from the empty sheet: no objects
+  // Truncation drops the snapshots before first_seq with their objects: a view built
+  // on one of them can no longer read its chunks.
+  Result<SheetInfo> sheet = log_->GetSheet(sheet_id, meter);
+  return sheet.ok() && *view.snapshot_seq() >= sheet->first_seq;
 }
 
 std::shared_ptr<const SheetView> HeadViewCache::Extend(

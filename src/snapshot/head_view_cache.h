@@ -9,9 +9,10 @@
 // forward (SheetView::Extended). Views are immutable and shared: a reader holds its
 // view for as long as it reads, while later reads install newer ones.
 //
-// Correctness does not depend on invalidation messages: the head seq is read on every
-// call, entries are immutable, and the view at seq s equals a replay of the log up to
-// s whatever snapshot it starts from (architecture.md's invariant). A deleted sheet
+// Correctness does not depend on invalidation messages: the head seq (and, for a view
+// built on a snapshot, first_seq: truncation deletes snapshots before it) is read on
+// every call, entries are immutable, and the view at seq s equals a replay of the log
+// up to s whatever snapshot it starts from (architecture.md's invariant). A deleted sheet
 // answers NotFound from the head query and its slot is dropped. Several processes
 // behind a load balancer would each keep their own, equally correct, cache.
 //
@@ -76,6 +77,9 @@ class HeadViewCache {
     std::shared_ptr<std::mutex> loading;
   };
 
+  // False if the snapshot `view` starts from lies before the sheet's first_seq now
+  // (truncated: its objects may be gone), or the sheet cannot be read.
+  bool Retained(const SheetView& view, const std::string& sheet_id, UnitMeter* meter);
   // Carries `cached` forward to `head`; null if it cannot (too far, an Import).
   std::shared_ptr<const SheetView> Extend(const std::shared_ptr<const SheetView>& cached,
                                           const std::string& sheet_id, int64_t head,
