@@ -132,6 +132,7 @@ export function describeEntry(entry) {
     case 'Snapshot':
       return entry.snapshot_root ? 'Snapshot (completed)' : 'Snapshot (not built yet)';
     default:
+      if (entry.body === null && entry.external) return `${entry.type} (body in ${entry.external.key})`;
       return `${entry.type} ${entry.body === null ? '' : preview(entry.body, 60)}`;
   }
 }
