@@ -262,7 +262,16 @@ std::string Usage() {
 
 int main(int argc, char** argv) {
   std::string command = argc > 1 ? argv[1] : "help";
-  if (command == "serve") return sheetlog::Serve(argc, argv);
+  if (command == "serve") {
+    for (int i = 2; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg == "--help" || arg == "-h") {  // every flag is in the one usage text
+        std::fputs(sheetlog::Usage().c_str(), stdout);
+        return 0;
+      }
+    }
+    return sheetlog::Serve(argc, argv);
+  }
   for (const sheetlog::cli::Command& c : sheetlog::ClientCommands()) {
     if (command == c.name) return c.run(argc, argv);
   }

@@ -3,6 +3,9 @@
 #include <sqlite3.h>
 #include <sys/wait.h>
 
+#include <cstdio>
+#include <string>
+
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -55,6 +58,19 @@ TEST(ServeTest, InMemoryStartsAndLeavesNothingBehind) {
   int status = server.Stop();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// `sheetlog serve --help` prints every flag (the README says so) and exits 0.
+TEST(ServeTest, ServeHelpPrintsTheFlags) {
+  FILE* out = ::popen((std::string(SHEETLOG_BINARY) + " serve --help").c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), out)) > 0;) text.append(buf, n);
+  const int status = ::pclose(out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  EXPECT_NE(text.find("--data-dir"), std::string::npos) << text;
+  EXPECT_NE(text.find("--listen"), std::string::npos) << text;
 }
 
 TEST(ServeTest, RefusesNonLoopbackWithoutToken) {
