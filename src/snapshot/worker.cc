@@ -46,6 +46,8 @@ const char* SnapshotWorker::OutcomeName(Outcome outcome) {
       return "completed";
     case Outcome::kFailed:
       return "failed";
+    case Outcome::kSheetGone:
+      return "sheet_gone";
     case Outcome::kMessageLost:
       return "message_lost";
   }
@@ -165,6 +167,10 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   // The segments tell where the previous completed snapshot is, and whether this one
   // (or a later one) is already complete.
   Result<std::vector<SegmentInfo>> segments = log_->ListSegments(job.sheet_id, meter);
+  if (segments.status().IsNotFound()) {
+    Result<SheetInfo> sheet = log_->GetSheet(job.sheet_id, meter);
+    if (sheet.status().IsNotFound()) return done_with_message(Outcome::kSheetGone);
+  }
   if (!segments.ok()) return fail(segments.status());
   bool already_complete = false;
   const SegmentInfo* job_segment = nullptr;

@@ -27,6 +27,7 @@
 // against the queue's maxReceiveCount: only kFailed does.
 //   kCompleted               root key onto the Snapshot entry, segment last snapshot,
 //                            pending entry deleted, message deleted
+//   kSheetGone               the sheet was deleted meanwhile: delete the message
 //   kFailed                  an error; the message stays and reappears after its
 //                            visibility timeout (the runtime retries; the DLQ catches
 //                            poison messages)
@@ -130,6 +131,9 @@ class SnapshotWorker {
     // Only with the fault point "snapshot.message_lost" armed: the message was deleted
     // before any work, as if lost (tests of the manual fallback).
     kMessageLost,
+    // The sheet no longer exists (deleted while its job waited): nothing to build;
+    // the message is deleted rather than failed until it is dead-lettered.
+    kSheetGone,
   };
   static const char* OutcomeName(Outcome outcome);
 

@@ -606,6 +606,17 @@ TEST_F(SnapshotWorkerTest, CrashAfterCompletingIsCleanedUpByTheRedelivery) {
   ExpectSnapshotMatchesReplay(job);
 }
 
+// A job whose sheet was deleted while it waited is moot: the message goes, rather than
+// failing on every receive until the dead-letter queue takes it.
+TEST_F(SnapshotWorkerTest, JobOfADeletedSheetIsDeletedNotFailed) {
+  AppendCells(5);
+  SnapshotJob job = AppendSnapshot();
+  ReceivedMessage message = Deliver(job);
+  ASSERT_TRUE(log_->DeleteSheet(sheet_, nullptr).ok());
+  EXPECT_EQ(Handle(message), Outcome::kSheetGone) << last_error_.ToString();
+  EXPECT_EQ(MessagesLeft(), 0);
+}
+
 TEST_F(SnapshotWorkerTest, UnknownSegmentFailsAndKeepsTheMessage) {
   EXPECT_EQ(Handle(Deliver({sheet_, 9, 0})), Outcome::kFailed);
   EXPECT_EQ(last_error_.code(), StatusCode::kNotFound);
