@@ -36,8 +36,9 @@ export function renderSheet(main, {id, tab, params}) {
 
   const title = el('h1.sheet-title', '…');
   const seqLabel = el('span.stat-value#next-seq', '…');
-  const liveDot = el('span.live-dot', {title: 'Polling for new entries'});
+  const liveDot = el('span.live-dot');
   const liveLabel = el('span.live-label', 'connecting');
+  const liveBox = el('div.live#live-state', {}, liveDot, liveLabel);
   const header = el('div.page-head', {},
                     el('div', {},
                        el('nav.crumbs', {'aria-label': 'Breadcrumb'},
@@ -46,7 +47,7 @@ export function renderSheet(main, {id, tab, params}) {
                        el('code.id.sheet-id', id)),
                     el('div.sheet-stats', {},
                        el('div.stat', {}, el('span.stat-label', 'Next seq'), seqLabel),
-                       el('div.live', {}, liveDot, liveLabel)));
+                       liveBox));
   const tabs = el('nav.tabs', {'aria-label': 'Sheet views'},
                   TABS.map(([key, label]) => el('a.tab', {
                     href: `/console/sheets/${id}${key === 'grid' ? '' : `/${key}`}`,
@@ -84,13 +85,18 @@ export function renderSheet(main, {id, tab, params}) {
         liveDot.classList.remove('live-on');
         liveLabel.textContent = `offline: ${error.message}`;
       },
+      onTransport(transport) {
+        liveBox.dataset.transport = transport;
+        liveDot.classList.add('live-on');
+        liveLabel.textContent = transport === 'stream' ? 'live' : 'live (polling)';
+        liveDot.title = transport === 'stream' ? 'Receiving the sheet\u2019s event stream'
+                                               : 'Polling for new entries every second';
+      },
       onGone() {
         toast('The log was truncated past this view; reloading.', 'warning');
         location.reload();
       },
     });
-    liveDot.classList.add('live-on');
-    liveLabel.textContent = 'live';
     const render = {grid: renderGrid, log: renderLog, files: renderTransfer, cost: renderCost}[tab];
     if (!render) {
       body.append(el('p', `No tab '${tab}'.`));

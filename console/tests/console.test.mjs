@@ -187,6 +187,8 @@ describe('console', () => {
     const page = await browser.page();
     await openSheet(page, server, sheet);
     const seqBefore = await page.textContent('#next-seq');
+    // Updates arrive over the sheet's event stream (GET .../events).
+    await page.waitForSelector('#live-state[data-transport="stream"]');
     await append(server, sheet, 'SetCell', {ref: 'C3', value: 'from another client'});
     await waitForCellText(page, 'C3', 'from another client');
     await append(server, sheet, 'SetCells', {at: 'A5', rows: [[1, 2], [3, 4]]});
@@ -200,11 +202,13 @@ describe('console', () => {
        TEST_OPTIONS, async () => {
     const sheet = await createSheet(server, {name: 'conflict'});
     const page = await browser.page();
-    await openSheet(page, server, sheet);
-    // Hold back the page's live polling so that it cannot learn of the other append.
-    await page.route((url) => url.pathname.endsWith('/entries') && url.searchParams.has('from') &&
-                              !url.searchParams.has('to'),
+    // Hold back the page's live updates (event stream and polling) so that it cannot
+    // learn of the other append.
+    await page.route((url) => url.pathname.endsWith('/events') ||
+                              (url.pathname.endsWith('/entries') && url.searchParams.has('from') &&
+                               !url.searchParams.has('to')),
                      (route) => route.abort());
+    await openSheet(page, server, sheet);
     await append(server, sheet, 'SetCell', {ref: 'A1', value: 'theirs'});
     await page.click('.grid-cell[data-ref="B1"]');
     await page.keyboard.type('mine');
