@@ -167,6 +167,15 @@ class StreamMappingTest : public ::testing::Test {
     return m;
   }
 
+  // A mapping that records every batch it is given and succeeds.
+  StreamMapping Recording() {
+    return Mapping(
+        [this](const std::vector<StreamRecord>& batch, InvocationContext& ctx) {
+          calls_.Add(batch, ctx);
+          return Status::OK();
+        });
+  }
+
   void Insert(const std::string& sheet, int64_t num, const std::string& type = "SetCell",
               bool external = false) {
     Status s = db_->Write([&](Connection& c) -> Status {
@@ -518,11 +527,7 @@ TEST_F(StreamMappingTest, DuplicateDeliveryIsCaughtByTheHistory) {
   const int shard = ShardOf("s");
   Calls unguarded;
   FunctionRuntime& rt = NewRuntime();
-  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
-                  calls_.Add(batch, ctx);
-                  return Status::OK();
-                }))
-                  .ok());
+  ASSERT_TRUE(rt.AddStreamMapping(Recording()).ok());
   StreamMapping raw = Mapping([&](const auto& batch, InvocationContext& ctx) {
     unguarded.Add(batch, ctx);
     return Status::OK();
@@ -544,11 +549,7 @@ TEST_F(StreamMappingTest, CrashBeforeCheckpointRedeliversButDoesNotRerun) {
   faults_.Arm("runtime.after_handler_before_checkpoint", {});
   const int shard = ShardOf("s");
   FunctionRuntime& rt = NewRuntime();
-  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
-                  calls_.Add(batch, ctx);
-                  return Status::OK();
-                }))
-                  .ok());
+  ASSERT_TRUE(rt.AddStreamMapping(Recording()).ok());
   ASSERT_TRUE(rt.Start().ok());
   Insert("s", 0);
   ASSERT_TRUE(events_.WaitFor([&](const auto& events) {
@@ -580,11 +581,7 @@ TEST_F(StreamMappingTest, StartedRowsOfADeadProcessAreRerunAtOnceAfterARestart) 
     ASSERT_TRUE(claim.ok() && claim->outcome == BeginOutcome::kProceed);
   }
   FunctionRuntime& rt = NewRuntime();
-  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
-                  calls_.Add(batch, ctx);
-                  return Status::OK();
-                }))
-                  .ok());
+  ASSERT_TRUE(rt.AddStreamMapping(Recording()).ok());
   ASSERT_TRUE(rt.Start().ok());
   // No clock move at all: the first attempt runs it.
   ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 1));
@@ -640,11 +637,7 @@ TEST_F(StreamMappingTest, PrunedRecordsAreReportedLostAndSkipped) {
   ASSERT_EQ(*feed_->Prune(), 2);
   Insert("s", 2);
   FunctionRuntime& rt = NewRuntime();
-  ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
-                  calls_.Add(batch, ctx);
-                  return Status::OK();
-                }))
-                  .ok());
+  ASSERT_TRUE(rt.AddStreamMapping(Recording()).ok());
   ASSERT_TRUE(rt.Start().ok());
   ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 3));
   EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{3}));

@@ -20,6 +20,7 @@
 #include "tests/support/blob_fixture.h"
 #include "tests/support/random_edits.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
 
 namespace sheetlog {
 namespace {
@@ -59,13 +60,8 @@ std::map<std::string, std::string> AllObjects(BlobStore* store,
 class SnapshotWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Database::Options db_options;
-    db_options.path = dir_.File("sheetlog.db");
-    db_options.clock = &clock_;
-    db_options.sync = SyncMode::kOff;
-    auto db = Database::Open(db_options);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::move(db).value();
+    db_ = testing::OpenTestDatabase(dir_.File("sheetlog.db"), &clock_);
+    ASSERT_NE(db_, nullptr);
     log_ = std::make_unique<EventLog>(db_.get(), &clock_, &faults_, EventLog::Options{});
     blobs_ = OpenStore("blobs");
     queues_ = std::make_unique<QueueService>(db_.get(), &clock_);

@@ -1,0 +1,18 @@
+// A real SQLite database in a test's directory (no mock: the same Database the server
+// opens), with syncs off by default so unit tests do not wait for the disk.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "emulator/env/clock.h"
+#include "emulator/sqlite/database.h"
+
+namespace sheetlog::testing {
+
+// Opens (creating) the database at `path` on `clock`. Records a test failure and
+// returns null if it cannot be opened.
+std::unique_ptr<Database> OpenTestDatabase(const std::string& path, Clock* clock,
+                                           SyncMode sync = SyncMode::kOff);
+
+}  // namespace sheetlog::testing
