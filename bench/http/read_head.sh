@@ -9,16 +9,7 @@ cd "$(dirname "$0")/../.."
 BIN=${1:-build/release/sheetlog}
 SECONDS_PER_RUN=${2:-10}
 ENTRIES=${3:-10000}
-PORT_FILE=$(mktemp -u)
-mkfifo "$PORT_FILE"
-"$BIN" serve --in-memory --listen 127.0.0.1:0 --port-file "$PORT_FILE" \
-  --log-level warn &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null; rm -f "$PORT_FILE"' EXIT
-PORT=$(head -1 "$PORT_FILE")
-URL="http://127.0.0.1:$PORT"
-SHEET=$(curl -s -XPOST "$URL/v1/sheets" -d '{"snapshot_every":0}' |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+source bench/http/serve.sh
 # Entry 0 (the empty sheet's snapshot) completes; everything after it is replayed.
 python3 - "$PORT" "$SHEET" "$ENTRIES" <<'PY'
 import http.client, json, sys

@@ -7,17 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${1:-build/release/sheetlog}
 SECONDS_PER_RUN=${2:-10}
-PORT_FILE=$(mktemp -u)
-mkfifo "$PORT_FILE"
-ulimit -n "$(ulimit -Hn)"
-"$BIN" serve --in-memory --listen 127.0.0.1:0 --port-file "$PORT_FILE" \
-  --log-level warn &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null; rm -f "$PORT_FILE"' EXIT
-PORT=$(head -1 "$PORT_FILE")
-URL="http://127.0.0.1:$PORT"
-SHEET=$(curl -s -XPOST "$URL/v1/sheets" -d '{"snapshot_every":0}' |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+source bench/http/serve.sh
 export SHEET
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 for target in readyz append; do
