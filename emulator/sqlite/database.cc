@@ -200,8 +200,9 @@ Result<std::unique_ptr<Connection>> Database::OpenConnection(bool writer) {
   sqlite3_create_function_v2(raw, "sheetlog_hash", -1,
                              SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                              nullptr, HashFunction, nullptr, nullptr, nullptr);
-  sqlite3_create_function_v2(raw, "sheetlog_now_micros", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS,
-                             options_.clock, NowFunction, nullptr, nullptr, nullptr);
+  sqlite3_create_function_v2(raw, "sheetlog_now_micros", 0,
+                             SQLITE_UTF8 | SQLITE_INNOCUOUS, options_.clock, NowFunction,
+                             nullptr, nullptr, nullptr);
   RETURN_IF_ERROR(conn->Exec("PRAGMA busy_timeout=10000"));
   RETURN_IF_ERROR(conn->Exec("PRAGMA temp_store=MEMORY"));
   RETURN_IF_ERROR(conn->Exec("PRAGMA cache_size=-16000"));

@@ -58,7 +58,7 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
     ASSIGN_OR_RETURN(std::unique_ptr<SheetView> opened,
                      SheetView::Open(log_, blobs_, sheet_id, head, meter));
     view = std::move(opened);
-      std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     ++counters_.opened;
   }
   if (view->cacheable()) Install(sheet_id, view);

@@ -105,7 +105,8 @@ TEST_F(BlobGuardHttpTest, PresignedPutBeforeCompleteMayReplaceThePayload) {
 
 TEST_F(BlobGuardHttpTest, ClientsCannotWriteDeleteOrTagTheServersObjects) {
   // A snapshot root (entry 0 of every sheet), an upload payload, a large inline body.
-  JsonResponse snapshot = Post(*client_, "/v1/sheets/" + sheet_ + "/snapshots", json::object());
+  JsonResponse snapshot =
+      Post(*client_, "/v1/sheets/" + sheet_ + "/snapshots", json::object());
   ASSERT_EQ(snapshot.status, 201) << snapshot.raw;
   std::string root;
   ASSERT_TRUE(Eventually([&] {
