@@ -794,20 +794,15 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     SheetDeletion, CrashRecoveryTest,
     ::testing::Values(
-        // Still failing after the fix of issue 13 item 13 (66b8358): the snapshot
-        // message of a sheet deleted while it was queued fails ("Internal: NotFound: no
-        // sheet ...", jobs?status=failed) on every receive instead of being dropped, so
-        // it stays in flight and is dead-lettered after 10 receives (seed 72: received 6
-        // times within the 150 s budget). Enable once the worker drops such messages.
-        Disabled(WithDeletes(RandomKill("random_kill_with_deletes", {71, 72}))),
+        // Deletions in the mix: a sheet deleted while its snapshot job was queued (the
+        // job is dropped since 76dadfa; before, it failed "no sheet" on every receive).
+        WithDeletes(RandomKill("random_kill_with_deletes", {71, 72})),
         WithDeletes(KillDuring(Op::kDelete, 61)),
         // A crash between DELETE's blob deletions, and in the purge that finishes them
-        // after a restart (issue 13 item 13). The two disabled ones leave nothing of the
-        // deleted sheet now, but meet the queued-message failure above (blob_delete in
-        // 1 of 4 runs, sheet_purge_after_object in every run).
-        Disabled(WithDeletes(Fault("blob.delete", 62))),
+        // after a restart.
+        WithDeletes(Fault("blob.delete", 62)),
         WithDeletes(Fault("sheet.purge.before", 63)),
-        Disabled(WithDeletes(Fault("sheet.purge.after_object", 64, 0.5)))),
+        WithDeletes(Fault("sheet.purge.after_object", 64, 0.5))),
     ScenarioName);
 
 }  // namespace
