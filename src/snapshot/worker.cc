@@ -117,6 +117,17 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     return done_with_message(Outcome::kMessageLost);
   }
 
+  // The sheet was deleted while its job waited: nothing to build. A build that raced
+  // the delete may have created its pending item after the delete removed the sheet's;
+  // nothing else would ever remove it (and it would hold back nothing, but leak).
+  if (Result<SheetInfo> sheet = log_->GetSheet(job.sheet_id, meter);
+      sheet.status().IsNotFound()) {
+    Status removed =
+        db->Write([&](Connection& conn) { return pending.Delete(conn, key, {}, meter); });
+    if (!removed.ok()) return fail(removed);
+    return done_with_message(Outcome::kSheetGone);
+  }
+
   // 1. The first in-progress snapshot for the log: an earlier one must finish first.
   std::optional<Item> first_pending;
   std::optional<Item> existing;
@@ -167,10 +178,6 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   // The segments tell where the previous completed snapshot is, and whether this one
   // (or a later one) is already complete.
   Result<std::vector<SegmentInfo>> segments = log_->ListSegments(job.sheet_id, meter);
-  if (segments.status().IsNotFound()) {
-    Result<SheetInfo> sheet = log_->GetSheet(job.sheet_id, meter);
-    if (sheet.status().IsNotFound()) return done_with_message(Outcome::kSheetGone);
-  }
   if (!segments.ok()) return fail(segments.status());
   bool already_complete = false;
   const SegmentInfo* job_segment = nullptr;

@@ -609,8 +609,11 @@ TEST_F(SnapshotWorkerTest, JobOfADeletedSheetIsDeletedNotFailed) {
   SnapshotJob job = AppendSnapshot();
   ReceivedMessage message = Deliver(job);
   ASSERT_TRUE(log_->DeleteSheet(sheet_, nullptr).ok());
+  // A build that raced the delete created its pending item afterwards.
+  PutPending(job, /*active=*/1, clock_.NowSeconds() - 120, /*increment=*/3);
   EXPECT_EQ(Handle(message), Outcome::kSheetGone) << last_error_.ToString();
   EXPECT_EQ(MessagesLeft(), 0);
+  EXPECT_FALSE(Pending(job).has_value()) << "the orphaned pending item is removed";
 }
 
 TEST_F(SnapshotWorkerTest, UnknownSegmentFailsAndKeepsTheMessage) {
