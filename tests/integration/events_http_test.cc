@@ -33,6 +33,10 @@ class SseClient {
  public:
   SseClient(int port, const std::string& path, const std::string& extra_headers = "") {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    // A small receive window, so a client that stops reading is felt by the server
+    // after a few MB rather than after the kernel's largest buffers.
+    const int window = 16 * 1024;
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &window, sizeof(window));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -269,6 +273,44 @@ TEST(EventsHttpTest, TwoHundredStreamsDoNotStarveOrdinaryRequests) {
   const int64_t seq = Append(client, sheet, 1);
   EXPECT_EQ(Get(client, "/readyz").status, 200);
   for (auto& s : streams) EXPECT_TRUE(s->ReadUntil(EntriesThrough(seq)));
+}
+
+// A consumer that stops reading is cut off with the seq to resume from, instead of
+// the server buffering for it; resuming there loses and repeats nothing.
+TEST(EventsHttpTest, SlowConsumerIsClosedWithAResumePoint) {
+  ServerProcess server(ServerOptions::InMemory({"--clock", "manual"}));
+  ASSERT_TRUE(server.Start()) << server.error();
+  httplib::Client client = server.Client();
+  const std::string sheet = CreateSheet(client);
+  SseClient stalled(server.port(), "/v1/sheets/" + sheet + "/events?from=0");
+  ASSERT_TRUE(stalled.ReadUntil(EntriesThrough(0)));
+  // ~12 MB of events while the client reads nothing: more than the socket buffers and
+  // the stream's 256 KiB hold.
+  const std::string text(12 * 1024, 'x');
+  int64_t last = 0;
+  for (int i = 0; i < 1000; ++i) {
+    JsonResponse r =
+        Post(client, "/v1/sheets/" + sheet + "/entries",
+             json{{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", text}}}});
+    ASSERT_EQ(r.status, 201) << r.raw;
+    last = r.body["seq"].get<int64_t>();
+  }
+  ASSERT_TRUE(stalled.ReadUntil(
+      [&](const std::vector<SseEvent>&) { return stalled.closed(); }, 60))
+      << "the stalled stream was never closed";
+  ASSERT_EQ(stalled.Of("overflow").size(), 1u);
+  const int64_t resume_from =
+      json::parse(stalled.Of("overflow")[0].data)["resume_from"].get<int64_t>();
+  std::vector<int64_t> ids = EntryIds(stalled);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(resume_from, ids.back() + 1) << "resume right after the last entry sent";
+  EXPECT_LT(resume_from, last) << "it was cut off before the end";
+  SseClient resumed(server.port(), "/v1/sheets/" + sheet +
+                                       "/events?from=" + std::to_string(resume_from));
+  ASSERT_TRUE(resumed.ReadUntil(EntriesThrough(last), 60));
+  for (int64_t id : EntryIds(resumed)) ids.push_back(id);
+  ASSERT_EQ(static_cast<int64_t>(ids.size()), last + 1);
+  for (int64_t i = 0; i <= last; ++i) ASSERT_EQ(ids[static_cast<size_t>(i)], i);
 }
 
 // The operators' stream: snapshot outcomes, job failures and queue depth changes.
