@@ -234,6 +234,9 @@ TEST(EventsHttpTest, FromBeforeFirstSeqIsGoneAndPastTheHeadIsRefused) {
             404);
   SseClient live(server.port(), "/v1/sheets/" + sheet + "/events");  // from the head
   ASSERT_TRUE(live.connected());
+  // The head arrives once the stream is subscribed: only then is a change its news.
+  ASSERT_TRUE(
+      live.ReadUntil([&](const std::vector<SseEvent>&) { return live.status() == 200; }));
   JsonResponse truncated =
       Post(client, "/v1/sheets/" + sheet + "/truncate", json{{"before_seq", 4}});
   ASSERT_EQ(truncated.status, 200) << truncated.raw;
