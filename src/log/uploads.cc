@@ -114,13 +114,19 @@ Result<UploadInfo> Uploads::Create(const std::string& sheet_id, const std::strin
   return u;
 }
 
-Result<UploadInfo> Uploads::Get(const std::string& sheet_id, const std::string& upload_id,
-                                UnitMeter* meter) {
+Result<std::optional<UploadInfo>> Uploads::Find(const std::string& upload_id,
+                                                UnitMeter* meter) {
   std::optional<UploadInfo> found;
   RETURN_IF_ERROR(log_->db()->Read([&](Connection& conn) {
     ASSIGN_OR_RETURN(found, Lookup(conn, upload_id, meter));
     return Status::OK();
   }));
+  return found;
+}
+
+Result<UploadInfo> Uploads::Get(const std::string& sheet_id, const std::string& upload_id,
+                                UnitMeter* meter) {
+  ASSIGN_OR_RETURN(std::optional<UploadInfo> found, Find(upload_id, meter));
   if (!found || found->sheet_id != sheet_id) {
     return NotFound("sheet " + sheet_id + " has no upload " + upload_id);
   }
@@ -203,10 +209,7 @@ Status Uploads::CheckOpenForPayload(const std::string& key) {
   std::optional<std::string> upload_id = UploadIdOfKey(key);
   std::optional<UploadInfo> found;
   if (upload_id) {
-    RETURN_IF_ERROR(log_->db()->Read([&](Connection& conn) {
-      ASSIGN_OR_RETURN(found, Lookup(conn, *upload_id, nullptr));
-      return Status::OK();
-    }));
+    ASSIGN_OR_RETURN(found, Find(*upload_id, nullptr));
   }
   if (!found || found->blob_key != key) {
     return NotFound("no open upload has the key '" + key +
@@ -277,13 +280,9 @@ bool Uploads::KeepForSweep(const std::string& key) {
   std::lock_guard<std::mutex> lock(reference_mu_);
   std::optional<std::string> upload_id = UploadIdOfKey(key);
   if (upload_id) {
-    std::optional<UploadInfo> found;
-    Status status = log_->db()->Read([&](Connection& conn) {
-      ASSIGN_OR_RETURN(found, Lookup(conn, *upload_id, nullptr));
-      return Status::OK();
-    });
-    if (!status.ok()) return true;  // unsure: keep it this time
-    if (found && found->entry_seq) return true;
+    Result<std::optional<UploadInfo>> found = Find(*upload_id, nullptr);
+    if (!found.ok()) return true;  // unsure: keep it this time
+    if (*found && (*found)->entry_seq) return true;
   }
   condemned_.insert(key);
   return false;

@@ -116,6 +116,8 @@ class Uploads {
  private:
   Result<std::optional<UploadInfo>> Lookup(Connection& conn, const std::string& upload_id,
                                            UnitMeter* meter);
+  // Lookup in a read transaction of its own.
+  Result<std::optional<UploadInfo>> Find(const std::string& upload_id, UnitMeter* meter);
 
   EventLog* log_;
   BlobStore* blobs_;
