@@ -16,6 +16,8 @@ namespace sheetlog::api {
 namespace {
 
 constexpr int64_t kMaxSeq = (1LL << 53) - 1;
+// Most bytes of external bodies one GET .../entries?body=inline page inlines.
+constexpr int64_t kInlinePageBytes = 4 << 20;
 
 json SheetJson(const SheetInfo& sheet) {
   return json{{"id", sheet.id}, {"name", sheet.name}, {"created", sheet.created}};
@@ -279,12 +281,36 @@ void RegisterSheetRoutes(Router& router, App& app) {
       }
       throw ApiError::FromStatus(range.status(), extra);
     }
+    // ?body=inline: bodies kept in the blob store (over --inline-limit) come inline,
+    // as on the single-entry route, within kInlinePageBytes per page. The entry whose
+    // body would pass that budget ends the page early (complete false, next = its seq),
+    // so a page never holds more than the budget of external bodies; a body larger than
+    // the budget by itself (an upload) is never inlined and stays a reference.
+    const bool inline_bodies = call.Query("body").value_or("") == "inline";
+    int64_t inlined_bytes = 0;
+    bool complete = range->complete;
+    int64_t next = range->next;
     json entries = json::array();
-    for (const EntryRecord& e : range->entries) entries.push_back(EntryJson(app, e));
+    for (const EntryRecord& e : range->entries) {
+      json entry = EntryJson(app, e);
+      if (inline_bodies && e.external) {
+        const json& size = entry["external"]["size"];
+        if (size.is_number_integer() && size.get<int64_t>() <= kInlinePageBytes) {
+          if (inlined_bytes + size.get<int64_t>() > kInlinePageBytes) {
+            complete = false;
+            next = e.seq;
+            break;
+          }
+          inlined_bytes += size.get<int64_t>();
+          entry["body"] = InlineExternalBody(app, e, &call.meter);
+        }
+      }
+      entries.push_back(std::move(entry));
+    }
     call.Reply(200, json{{"from", range->from},
                          {"to", to ? json(*to) : json(range->to)},
-                         {"complete", range->complete},
-                         {"next", range->next},
+                         {"complete", complete},
+                         {"next", next},
                          {"entries", entries},
                          {"last_snapshot", LastSnapshotJson(snapshot)}});
   });

@@ -2,10 +2,13 @@
 // BlobStore contracts need from the API (api.md "Entry metadata and live updates" and
 // the Entries/Blob sections): `complete`/`next`, exact truncation, entry metadata,
 // the append reply, continuation tokens bound to their listing, infinisheet's own
-// SetCellValueAndFormat, and no server-inserted entries with snapshot_every 0.
+// SetCellValueAndFormat, no server-inserted entries with snapshot_every 0, and entry
+// lists with external bodies inline (bounded per page).
 #include <gtest/gtest.h>
 
 #include "tests/support/server_process.h"
+#include "tests/support/spreadsheet_tools.h"
+#include "tests/support/temp_dir.h"
 
 namespace sheetlog::testing {
 namespace {
@@ -352,7 +355,9 @@ TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
                     json{{"row", 0}, {"column", 2}, {"value", "x"}, {"format", "@"}},
                     json{{"row", 0}, {"column", 3}, {"value", true}},
                     json{{"row", 0}, {"column", 4}, {"value", "gone"}},
-                    json{{"row", 0}, {"column", 4}}}) {  // undefined: clears
+                    json{{"row", 0}, {"column", 4}},  // undefined: clears
+                    // infinisheet's CellData with its format explicitly null.
+                    json{{"row", 0}, {"column", 5}, {"value", 2}, {"format", nullptr}}}) {
     JsonResponse r = Append(sheet, {{"type", "SetCellValueAndFormat"}, {"body", body}});
     ASSERT_EQ(r.status, 201) << body.dump() << " " << r.raw;
   }
@@ -363,8 +368,8 @@ TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
                        {"column", 0},
                        {"value", {{"type", "CellError"}, {"value", "#OOPS"}}}}}});
   EXPECT_EQ(bad.status, 400) << bad.raw;
-  const json expected = json::array({json::array({1.5, error, "x", true, nullptr})});
-  JsonResponse cells = Cells(sheet, "range=A1:E1");
+  const json expected = json::array({json::array({1.5, error, "x", true, nullptr, 2})});
+  JsonResponse cells = Cells(sheet, "range=A1:F1");
   ASSERT_EQ(cells.status, 200) << cells.raw;
   EXPECT_EQ(cells.body["rows"], expected);
   // The same after a snapshot holds them.
@@ -381,13 +386,30 @@ TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
   // At the snapshot's seq (not the head, which a server may serve from a view it
   // keeps): the read starts from the snapshot.
   JsonResponse from_snapshot =
-      Cells(sheet, "range=A1:E1&at=" + snapshot.body["seq"].dump());
+      Cells(sheet, "range=A1:F1&at=" + snapshot.body["seq"].dump());
   EXPECT_EQ(from_snapshot.body["rows"], expected);
   EXPECT_EQ(from_snapshot.headers.find("X-Snapshot-Seq")->second,
             snapshot.body["seq"].dump());
   auto csv = client_->Get("/v1/sheets/" + sheet + "/export?format=csv");
   ASSERT_TRUE(csv);
-  EXPECT_EQ(csv->body, "1.5,#DIV/0!,x,TRUE\r\n");
+  EXPECT_EQ(csv->body, "1.5,#DIV/0!,x,TRUE,,2\r\n");
+  // XLSX: what openpyxl reads back; the CellError is its text, the cleared cell absent.
+  if (!HaveOpenpyxl()) GTEST_SKIP() << "python3-openpyxl is not installed";
+  auto xlsx = client_->Get("/v1/sheets/" + sheet + "/export?format=xlsx");
+  ASSERT_TRUE(xlsx);
+  ASSERT_EQ(xlsx->status, 200) << xlsx->body;
+  TempDir dir;
+  WriteFileBytes(dir.File("out.xlsx"), xlsx->body);
+  std::string read_error;
+  json read = OpenpyxlRead(dir.File("out.xlsx"), "", &read_error);
+  ASSERT_EQ(read_error, "");
+  EXPECT_EQ(read["A1"]["value"], 1.5);
+  EXPECT_EQ(read["B1"]["value"], "#DIV/0!");
+  EXPECT_EQ(read["C1"]["value"], "x");
+  EXPECT_EQ(read["D1"]["value"], true);
+  EXPECT_FALSE(read.contains("E1")) << read.dump();
+  EXPECT_EQ(read["F1"]["value"], 2);
+  EXPECT_EQ(read.size(), 5u) << read.dump();
 }
 
 // Point 8: with snapshot_every 0 the server inserts no entry after entry 0, even
@@ -409,6 +431,67 @@ TEST_F(InfinisheetHttpTest, SnapshotEveryZeroSheetsGetNoServerEntries) {
   ASSERT_EQ(all.body["entries"].size(), 10u);
   for (const json& e : all.body["entries"]) EXPECT_EQ(e["type"], "Note");
   EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet).body["segments"].size(), 1u);
+}
+
+// GET .../entries?body=inline (the TypeScript client always asks for it): bodies kept
+// in the blob store come inline, at most 4 MiB of them per page; the entry that would
+// pass that starts the next page, and a body over 4 MiB by itself stays a reference.
+TEST_F(InfinisheetHttpTest, EntryListInlinesExternalBodiesBoundedPerPage) {
+  // Room for a 5 MB append; the test's own server.
+  ServerProcess server(ServerOptions::InMemory({"--max-request", "6000000"}));
+  ASSERT_TRUE(server.Start()) << server.error();
+  httplib::Client client = server.Client();
+  JsonResponse created = Post(client, "/v1/sheets", {{"snapshot_every", 0}});
+  ASSERT_EQ(created.status, 201) << created.raw;
+  const std::string entries = "/v1/sheets/" + created.body.value("id", "") + "/entries";
+  ASSERT_EQ(Post(client, entries, {{"type", "Note"}, {"body", "small"}}).status, 201);
+  // Seqs 2..6: 1 MB each, stored externally (over the 16 KiB inline limit).
+  for (int i = 0; i < 5; ++i) {
+    JsonResponse r = Post(client, entries,
+                          {{"type", "Note"}, {"body", std::string(1000000, 'a' + i)}});
+    ASSERT_EQ(r.status, 201) << r.raw;
+    ASSERT_FALSE(r.body["external"].is_null()) << r.raw;
+  }
+  // Seq 7: 5 MB, over the page budget by itself.
+  JsonResponse huge =
+      Post(client, entries, {{"type", "Note"}, {"body", std::string(5000000, 'z')}});
+  ASSERT_EQ(huge.status, 201) << huge.raw;
+
+  // Without ?body=inline nothing changes: external bodies are null.
+  JsonResponse plain = Get(client, entries + "?from=1");
+  ASSERT_EQ(plain.status, 200) << plain.raw.substr(0, 500);
+  ASSERT_EQ(plain.body["entries"].size(), 7u);
+  EXPECT_EQ(plain.body["entries"][0]["body"], "small");
+  EXPECT_TRUE(plain.body["entries"][1]["body"].is_null());
+  EXPECT_EQ(plain.body["complete"], true);
+
+  // Four 1 MB bodies fit in 4 MiB, the fifth does not: the page ends before it.
+  JsonResponse first = Get(client, entries + "?from=1&body=inline");
+  ASSERT_EQ(first.status, 200) << first.raw.substr(0, 500);
+  ASSERT_EQ(first.body["entries"].size(), 5u);
+  EXPECT_EQ(first.body["complete"], false);
+  EXPECT_EQ(first.body["next"], 6);
+  EXPECT_EQ(first.body["entries"][0]["body"], "small");
+  for (int i = 0; i < 4; ++i) {
+    const json& e = first.body["entries"][i + 1];
+    EXPECT_EQ(e["seq"], i + 2);
+    EXPECT_EQ(e["body"], std::string(1000000, 'a' + i)) << "seq " << i + 2;
+    EXPECT_FALSE(e["external"].is_null());  // still names the object
+  }
+  // The next page starts with it; the 5 MB body stays a reference.
+  JsonResponse second = Get(client, entries + "?from=6&body=inline");
+  ASSERT_EQ(second.status, 200) << second.raw.substr(0, 500);
+  ASSERT_EQ(second.body["entries"].size(), 2u);
+  EXPECT_EQ(second.body["complete"], true);
+  EXPECT_EQ(second.body["next"], 8);
+  EXPECT_EQ(second.body["entries"][0]["body"], std::string(1000000, 'e'));
+  EXPECT_TRUE(second.body["entries"][1]["body"].is_null());
+  EXPECT_EQ(second.body["entries"][1]["external"]["size"], 5000002);
+  // A page bounded by `to` and `limit` as before.
+  JsonResponse bounded = Get(client, entries + "?from=2&to=4&body=inline");
+  ASSERT_EQ(bounded.body["entries"].size(), 2u);
+  EXPECT_EQ(bounded.body["complete"], true);
+  EXPECT_EQ(bounded.body["next"], 4);
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 // Sequence ids: a sheetlog sheet starts with the server's entry 0 (a Snapshot entry,
 // the empty sheet), so infinisheet's id n is sheetlog's seq n + 1 and entry 0 is never
 // shown. The sheet must be one whose snapshots the client manages (snapshot_every 0,
-// as SheetlogEventLog.create makes it): the server then inserts no entry after entry 0,
-// and every seq is the client's.
+// as this class makes it): the server then inserts no entry after entry 0, and every
+// seq is the client's. Without a sheetId the log creates its sheet on its first call
+// (infinisheet's suites and apps make a log synchronously).
 //
 // An entry travels as {"type", "body", "snapshot"?, "history"?, "pending"?}: `type` and
 // the metadata fields stay at the top level; every other property of the entry is the
@@ -23,68 +24,117 @@ import type {
   QueryError,
   QueryValue,
   SequenceId,
+  SnapshotValue,
   TruncateError,
 } from "./types.js";
 
 const METADATA_FIELDS = ["snapshot", "history", "pending"] as const;
 
 export interface SheetlogEventLogOptions extends SheetlogConnection {
-  /** The sheet (its UUID) holding the log. */
-  sheetId: string;
+  /**
+   * The sheet (its UUID) holding the log. Omitted: the log creates a new sheet
+   * (snapshot_every 0) on its first call, and `sheetId` is set from then on.
+   */
+  sheetId?: string | undefined;
+  /** Display name of a sheet the log creates. */
+  name?: string | undefined;
   /** Most entries one query returns (1..999). Default 1000 - 1. */
   pageSize?: number | undefined;
 }
 
-export interface CreateSheetOptions extends SheetlogConnection {
-  /** Display name of the new sheet. */
-  name?: string | undefined;
-  pageSize?: number | undefined;
-}
+/** Options of SheetlogEventLog.create (a new sheet: no sheetId). */
+export type CreateSheetOptions = Omit<SheetlogEventLogOptions, "sheetId">;
 
 // The server's entry JSON (api.md "Entries").
 interface ServerEntry {
   seq: number;
   type: string;
   body: unknown;
+  // A body kept in the blob store: `url` is a presigned GET of it.
+  external?: { key: string; size: number | null; url: string | null } | null;
   snapshot?: string | null;
   history?: string | null;
   pending?: string | null;
 }
 
+// last_snapshot of entry reads and appends: `snapshot` is the blob id of a client-set
+// snapshot (absent for the server's own Snapshot entries).
 interface ServerSnapshotRef {
   seq: number;
   root: string | null;
   snapshot?: string;
 }
 
+// A failed HTTP exchange outside a call's own reply (creating the sheet, fetching an
+// external body), carried to the call's StorageError with its status.
+class HttpFailure extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
 export class SheetlogEventLog<T extends LogEntry> implements EventLog<T> {
-  readonly sheetId: string;
   readonly #http: Http;
   readonly #pageSize: number;
-  readonly #path: string;
+  readonly #name: string;
+  #sheetId: string | undefined;
+  // The creation in flight, shared by the calls that wait for it.
+  #creating: Promise<string> | undefined;
 
   constructor(options: SheetlogEventLogOptions) {
-    this.sheetId = options.sheetId;
+    this.#sheetId = options.sheetId;
+    this.#name = options.name ?? "";
     this.#http = new Http(options);
     this.#pageSize = options.pageSize ?? 999;
     if (!Number.isInteger(this.#pageSize) || this.#pageSize < 1 || this.#pageSize > 999) {
       throw new RangeError("pageSize must be an integer in 1..999");
     }
-    this.#path = "/v1/sheets/" + encodeURIComponent(options.sheetId);
+  }
+
+  /** The sheet's id; undefined until a log made without one has created its sheet. */
+  get sheetId(): string | undefined {
+    return this.#sheetId;
+  }
+
+  /**
+   * The sheet's id, creating the sheet first when this log has none yet (one POST
+   * /v1/sheets, shared by concurrent callers; after a failure the next call tries
+   * again). Rejects with the creation's error.
+   */
+  open(): Promise<string> {
+    if (this.#sheetId !== undefined) return Promise.resolve(this.#sheetId);
+    this.#creating ??= this.#http
+      .json("POST", "/v1/sheets", { name: this.#name, snapshot_every: 0 })
+      .then((reply) => {
+        if (reply.status !== 201) {
+          throw new HttpFailure(
+            describe("creating a sheet", reply.status, reply.error),
+            reply.status,
+          );
+        }
+        this.#sheetId = reply.body.id as string;
+        return this.#sheetId;
+      })
+      .finally(() => {
+        this.#creating = undefined;
+      });
+    return this.#creating;
   }
 
   /** Creates a new sheet for a client-managed log (snapshot_every 0) and opens it. */
   static async create<T extends LogEntry>(
     options: CreateSheetOptions,
-  ): Promise<SheetlogEventLog<T>> {
-    const reply = await new Http(options).json("POST", "/v1/sheets", {
-      name: options.name ?? "",
-      snapshot_every: 0,
-    });
-    if (reply.status !== 201) {
-      throw new Error(describe("creating a sheet", reply.status, reply.error));
-    }
-    return new SheetlogEventLog<T>({ ...options, sheetId: reply.body.id as string });
+  ): Promise<SheetlogEventLog<T> & { readonly sheetId: string }> {
+    const log = new SheetlogEventLog<T>({ ...options, sheetId: undefined });
+    await log.open();
+    return log as SheetlogEventLog<T> & { readonly sheetId: string };
+  }
+
+  async #path(): Promise<string> {
+    return "/v1/sheets/" + encodeURIComponent(await this.open());
   }
 
   addEntry(
@@ -108,9 +158,9 @@ export class SheetlogEventLog<T extends LogEntry> implements EventLog<T> {
       if (sequenceId < 0n) {
         return err(conflictError("sequence id " + sequenceId + " is negative", -1n));
       }
-      const reply = await this.#http.json("POST", this.#path + "/entries", request);
+      const reply = await this.#http.json("POST", (await this.#path()) + "/entries", request);
       if (reply.status === 201) {
-        return ok({ snapshotId: changedSnapshot(reply.body.last_snapshot, snapshotId) });
+        return ok({ lastSnapshot: changedSnapshot(reply.body.last_snapshot, snapshotId) });
       }
       if (reply.status === 409 && reply.error?.next_seq !== undefined) {
         return err(
@@ -131,7 +181,7 @@ export class SheetlogEventLog<T extends LogEntry> implements EventLog<T> {
       if (sequenceId < 0n) return err(rangeError("sequence id " + sequenceId + " is negative"));
       const reply = await this.#http.json(
         "PATCH",
-        this.#path + "/entries/" + seqOf(sequenceId),
+        (await this.#path()) + "/entries/" + seqOf(sequenceId),
         patch,
       );
       if (reply.status === 200) return ok(undefined);
@@ -154,9 +204,12 @@ export class SheetlogEventLog<T extends LogEntry> implements EventLog<T> {
       const fromName = typeof start === "bigint" ? String(seqOf(start)) : start;
       const limit = typeof start === "bigint" ? this.#pageSize : this.#pageSize + 1;
       const to = typeof end === "bigint" ? String(seqOf(end)) : "end";
+      // body=inline: bodies the server keeps in its blob store (over its inline limit)
+      // come in the reply, a page holding at most 4 MiB of them (it ends early, not
+      // complete, rather than pass that).
       const reply = await this.#http.json(
         "GET",
-        `${this.#path}/entries?from=${fromName}&to=${to}&limit=${limit}`,
+        `${await this.#path()}/entries?from=${fromName}&to=${to}&limit=${limit}&body=inline`,
       );
       if (reply.status !== 200) {
         if (isRange(reply)) return err(rangeError(reply.error?.message ?? "out of range"));
@@ -164,13 +217,18 @@ export class SheetlogEventLog<T extends LogEntry> implements EventLog<T> {
       }
       const served = reply.body.entries as ServerEntry[];
       const mine = served.filter((e) => e.seq >= 1);
-      const entries = mine.slice(0, this.#pageSize).map((e) => entryOf<T>(e));
+      const page = mine.slice(0, this.#pageSize);
+      // A body over 4 MiB by itself stays a reference: fetched here, one request each.
+      for (const e of page) {
+        if (e.body === null && e.external) e.body = await this.#externalBody(e.external.url);
+      }
+      const entries = page.map((e) => entryOf<T>(e));
       const startSequenceId = idOf(Math.max(reply.body.from as number, 1));
       return ok({
         startSequenceId,
         endSequenceId: startSequenceId + BigInt(entries.length),
         isComplete: (reply.body.complete as boolean) && entries.length === mine.length,
-        snapshotId: changedSnapshot(reply.body.last_snapshot, snapshotId),
+        lastSnapshot: changedSnapshot(reply.body.last_snapshot, snapshotId),
         entries,
       });
     }, thrown);
@@ -179,13 +237,32 @@ export class SheetlogEventLog<T extends LogEntry> implements EventLog<T> {
   truncate(start: SequenceId): ResultAsync<void, TruncateError> {
     return ResultAsync.from(async (): Promise<Result<void, TruncateError>> => {
       if (start < 0n) return err(rangeError("sequence id " + start + " is negative"));
-      const reply = await this.#http.json("POST", this.#path + "/truncate", {
+      const reply = await this.#http.json("POST", (await this.#path()) + "/truncate", {
         before_seq: seqOf(start),
       });
       if (reply.status === 200) return ok(undefined);
       if (isRange(reply)) return err(rangeError(reply.error?.message ?? "out of range"));
       return err(storageFailure("truncate", reply));
     }, thrown);
+  }
+
+  // An entry body from the blob store through its presigned URL, parsed as the server
+  // parses it for ?body=inline (JSON, else the text).
+  async #externalBody(url: string | null): Promise<unknown> {
+    if (url === null) throw new Error("an entry's external body has no URL");
+    const reply = await this.#http.bytes("GET", url);
+    if (reply.status !== 200) {
+      throw new HttpFailure(
+        describe("reading an entry body", reply.status, reply.error),
+        reply.status,
+      );
+    }
+    const text = new TextDecoder().decode(reply.bytes);
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
   }
 }
 
@@ -213,17 +290,19 @@ function entryOf<T extends LogEntry>(e: ServerEntry): T {
   return entry as T;
 }
 
-// The client-managed snapshot the server reports, as an id, when the caller knew of a
-// different one (infinisheet: "returned if ... the most recent snapshot is different").
+// The newest client-set snapshot the server reports (its entry's id and blob id),
+// when the caller named the one it knows and that is a different one (infinisheet:
+// "returned if ... snapshotId argument and most recent snapshot is different"). The
+// server's own Snapshot entries (entry 0) carry no blob id of the client's: not shown.
 function changedSnapshot(
   last: ServerSnapshotRef | null | undefined,
   known: SequenceId | undefined,
-): SequenceId | undefined {
-  if (known === undefined || !last || last.snapshot === undefined || last.seq < 1) {
+): SnapshotValue | undefined {
+  if (known === undefined || !last || typeof last.snapshot !== "string" || last.seq < 1) {
     return undefined;
   }
-  const id = idOf(last.seq);
-  return id === known ? undefined : id;
+  const sequenceId = idOf(last.seq);
+  return sequenceId === known ? undefined : { sequenceId, blobId: last.snapshot };
 }
 
 function isRange(reply: JsonReply): boolean {
@@ -237,5 +316,6 @@ function storageFailure(what: string, reply: JsonReply) {
 }
 
 function thrown(error: unknown) {
+  if (error instanceof HttpFailure) return storageError(error.message, error.status);
   return storageError(error instanceof Error ? error.message : String(error));
 }

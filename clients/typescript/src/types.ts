@@ -45,16 +45,24 @@ export type QueryError = InfinisheetRangeError | StorageError;
 export type TruncateError = InfinisheetRangeError | StorageError;
 export type MetadataError = InfinisheetRangeError | StorageError;
 
+/** A snapshot: the entry that holds it and its content's id in the BlobStore. */
+export interface SnapshotValue {
+  sequenceId: SequenceId;
+  blobId: BlobId;
+}
+
 export interface QueryValue<T extends LogEntry> {
   startSequenceId: SequenceId;
   endSequenceId: SequenceId;
   isComplete: boolean;
-  snapshotId?: SequenceId | undefined;
+  /** The newest snapshot, when the call named a snapshotId and the newest differs. */
+  lastSnapshot?: SnapshotValue | undefined;
   entries: T[];
 }
 
 export interface AddEntryValue {
-  snapshotId?: SequenceId | undefined;
+  /** As QueryValue.lastSnapshot. */
+  lastSnapshot?: SnapshotValue | undefined;
 }
 
 export interface EventLog<T extends LogEntry> {

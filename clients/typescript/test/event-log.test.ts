@@ -5,7 +5,14 @@
 import { describe, expect, inject, it } from "vitest";
 
 import { SheetlogEventLog } from "../src/index.js";
-import type { InfinisheetError, LogEntry, QueryValue, Result, SequenceId } from "../src/index.js";
+import type {
+  InfinisheetError,
+  LogEntry,
+  QueryValue,
+  Result,
+  SequenceId,
+  SnapshotValue,
+} from "../src/index.js";
 
 interface Numbered extends LogEntry {
   type: "test";
@@ -18,28 +25,30 @@ function numbered(index: number): Numbered {
 
 const url = inject("sheetlogUrl");
 
-function newLog(): Promise<SheetlogEventLog<Numbered>> {
-  return SheetlogEventLog.create<Numbered>({ url, name: "vitest", pageSize: 10 });
+// As infinisheet's suites make a log: synchronously (the sheet is created on the
+// log's first call).
+function newLog(): SheetlogEventLog<Numbered> {
+  return new SheetlogEventLog<Numbered>({ url, name: "vitest", pageSize: 10 });
 }
 
 async function fill(log: SheetlogEventLog<Numbered>, count: number) {
   for (let i = 0; i < count; i++) expect((await log.addEntry(numbered(i), BigInt(i))).isOk()).toBe(true);
 }
 
-// A page: its first id, completeness, length, the snapshot id it reports, and that
+// A page: its first id, completeness, length, the snapshot it reports, and that
 // entry k holds index start + k (every entry was written with index = its id).
 function expectPage(
   result: Result<QueryValue<Numbered>, InfinisheetError>,
   start: SequenceId,
   complete: boolean,
   length: number,
-  snapshotId?: SequenceId,
+  lastSnapshot?: SnapshotValue,
 ) {
   expect(result.isOk(), JSON.stringify(result.isErr() ? result.error : "")).toBe(true);
   const page = result._unsafeUnwrap();
   expect(page.startSequenceId).toBe(start);
   expect(page.isComplete).toBe(complete);
-  expect(page.snapshotId).toBe(snapshotId);
+  expect(page.lastSnapshot).toEqual(lastSnapshot);
   expect(page.entries.length).toBe(length);
   expect(page.endSequenceId).toBe(start + BigInt(length));
   page.entries.forEach((entry, k) => expect(entry.index).toBe(Number(start) + k));
@@ -52,7 +61,7 @@ function expectError(result: Result<unknown, InfinisheetError>, type: string) {
 
 describe("SheetlogEventLog (infinisheet's EventLog contract)", () => {
   it("starts out empty", async () => {
-    const log = await newLog();
+    const log = newLog();
     expectPage(await log.query("start", "end"), 0n, true, 0);
     expectPage(await log.query("snapshot", "end"), 0n, true, 0);
     expectPage(await log.query(0n, 0n), 0n, true, 0);
@@ -62,7 +71,7 @@ describe("SheetlogEventLog (infinisheet's EventLog contract)", () => {
   });
 
   it("adds entries only at the next sequence id", async () => {
-    const log = await newLog();
+    const log = newLog();
     expect((await log.addEntry(numbered(0), 0n)).isOk()).toBe(true);
     expectPage(await log.query("start", "end"), 0n, true, 1);
 
@@ -75,17 +84,19 @@ describe("SheetlogEventLog (infinisheet's EventLog contract)", () => {
 
     const unchanged = await log.addEntry(numbered(2), 2n, 0n);
     expect(unchanged.isOk()).toBe(true);
-    expect(unchanged._unsafeUnwrap().snapshotId).toBeUndefined();
+    expect(unchanged._unsafeUnwrap().lastSnapshot).toBeUndefined();
     expect((await log.setMetadata(1n, { snapshot: "snap" })).isOk()).toBe(true);
     const newer = await log.addEntry(numbered(3), 3n, 0n);
     expect(newer.isOk()).toBe(true);
-    expect(newer._unsafeUnwrap().snapshotId).toBe(1n);
+    expect(newer._unsafeUnwrap().lastSnapshot).toEqual({ sequenceId: 1n, blobId: "snap" });
     const known = await log.addEntry(numbered(4), 4n, 1n);
-    expect(known._unsafeUnwrap().snapshotId).toBeUndefined();
+    expect(known._unsafeUnwrap().lastSnapshot).toBeUndefined();
+    // Without a snapshotId nothing is reported.
+    expect((await log.addEntry(numbered(5), 5n))._unsafeUnwrap().lastSnapshot).toBeUndefined();
   });
 
   it("sets metadata field by field", async () => {
-    const log = await newLog();
+    const log = newLog();
     await log.addEntry(numbered(0), 0n);
     expectError(await log.setMetadata(-1n, {}), "InfinisheetRangeError");
     expectError(await log.setMetadata(1n, {}), "InfinisheetRangeError");
@@ -135,7 +146,7 @@ describe("SheetlogEventLog (infinisheet's EventLog contract)", () => {
   });
 
   it("truncates exactly", async () => {
-    const log = await newLog();
+    const log = newLog();
     await fill(log, 10);
     expectPage(await log.query("start", "end"), 0n, true, 10);
 
@@ -161,7 +172,7 @@ describe("SheetlogEventLog (infinisheet's EventLog contract)", () => {
   });
 
   it("pages queries", async () => {
-    const log = await newLog();
+    const log = newLog();
     await fill(log, 15);
     expectPage(await log.query("start", "end"), 0n, false, 10);
     expectPage(await log.query(10n, "end"), 10n, true, 5);
@@ -170,12 +181,26 @@ describe("SheetlogEventLog (infinisheet's EventLog contract)", () => {
   });
 
   it("queries from the newest snapshot", async () => {
-    const log = await newLog();
+    const log = newLog();
     await fill(log, 10);
     await log.setMetadata(4n, { snapshot: "snap" });
-    expectPage(await log.query("start", "end", 0n), 0n, true, 10, 4n);
+    expectPage(await log.query("start", "end", 0n), 0n, true, 10, {
+      sequenceId: 4n,
+      blobId: "snap",
+    });
     expectPage(await log.query("snapshot", "end"), 4n, true, 6);
     expectPage(await log.query("start", "end", 4n), 0n, true, 10);
+    // A newer one, set by another client, is the one reported; the server's own
+    // entry 0 (a Snapshot entry) never is.
+    await log.setMetadata(7n, { snapshot: "snap7" });
+    expectPage(await log.query("start", "end", 4n), 0n, true, 10, {
+      sequenceId: 7n,
+      blobId: "snap7",
+    });
+    expectPage(await log.query("snapshot", "end", 7n), 7n, true, 3);
+    const fresh = newLog();
+    await fill(fresh, 2);
+    expectPage(await fresh.query("start", "end", 0n), 0n, true, 2);
   });
 
   it("keeps entry data and metadata written with an entry", async () => {
@@ -198,8 +223,84 @@ describe("SheetlogEventLog (infinisheet's EventLog contract)", () => {
     ]);
   });
 
+  it("creates its sheet on the first call when made without one", async () => {
+    let posts = 0;
+    const counting: typeof fetch = (input, init) => {
+      if (init?.method === "POST" && String(input).endsWith("/v1/sheets")) posts += 1;
+      return fetch(input, init);
+    };
+    const log = new SheetlogEventLog<Numbered>({ url, name: "lazy", fetch: counting });
+    expect(log.sheetId).toBeUndefined();
+    expect(posts).toBe(0);
+    // Concurrent first calls share one creation.
+    const [first, second] = await Promise.all([
+      log.addEntry(numbered(0), 0n),
+      log.query("start", "end"),
+    ]);
+    expect(first.isOk()).toBe(true);
+    expect(second.isOk()).toBe(true);
+    expect(posts).toBe(1);
+    const id = log.sheetId;
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expectPage(await log.query("start", "end"), 0n, true, 1);
+    expect(posts).toBe(1);
+    expect(await log.open()).toBe(id);
+    // The sheet is a client-managed one (snapshot_every 0), named as asked.
+    const sheet = (await (await fetch(`${url}/v1/sheets/${id}`)).json()) as {
+      name: string;
+      snapshot_every: number;
+    };
+    expect(sheet).toMatchObject({ name: "lazy", snapshot_every: 0 });
+    // Another client opens it by id.
+    const again = new SheetlogEventLog<Numbered>({ url, sheetId: id });
+    expect((await again.query("start", "end"))._unsafeUnwrap().entries).toEqual([numbered(0)]);
+  });
+
+  it("reports a failed creation as a StorageError and tries again", async () => {
+    let fail = true;
+    const flaky: typeof fetch = (input, init) =>
+      fail ? Promise.resolve(new Response("{}", { status: 503 })) : fetch(input, init);
+    const log = new SheetlogEventLog<Numbered>({ url, fetch: flaky });
+    const failed = await log.addEntry(numbered(0), 0n);
+    expectError(failed, "StorageError");
+    expect((failed._unsafeUnwrapErr() as { statusCode?: number }).statusCode).toBe(503);
+    expect(log.sheetId).toBeUndefined();
+    fail = false;
+    expect((await log.addEntry(numbered(0), 0n)).isOk()).toBe(true);
+    expect(log.sheetId).toBeDefined();
+  });
+
+  it("returns entries of any size (bodies the server keeps in its blob store)", async () => {
+    interface Big extends LogEntry {
+      type: "big";
+      index: number;
+      data: string;
+    }
+    const log = new SheetlogEventLog<Big>({ url, pageSize: 10 });
+    // 20 KB (over the server's 16 KiB inline limit), five of 1 MB (a page inlines at
+    // most 4 MiB of such bodies, so the page ends early), 5 MB (never inlined: the
+    // client fetches it; the test server takes requests of up to 6 MB).
+    const sizes = [20_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000, 1_000_000, 5_000_000];
+    const written = sizes.map((n, i): Big => ({
+      type: "big",
+      index: i,
+      data: String.fromCharCode(97 + i).repeat(n),
+    }));
+    for (const [i, entry] of written.entries()) {
+      expect((await log.addEntry(entry, BigInt(i))).isOk()).toBe(true);
+    }
+    const first = (await log.query("start", "end"))._unsafeUnwrap();
+    expect(first.isComplete).toBe(false);
+    expect(first.entries.length).toBe(5); // 20 KB + 4 MB: the fifth 1 MB starts page 2
+    expect(first.endSequenceId).toBe(5n);
+    const second = (await log.query(first.endSequenceId, "end"))._unsafeUnwrap();
+    expect(second.isComplete).toBe(true);
+    expect(second.startSequenceId).toBe(5n);
+    expect([...first.entries, ...second.entries]).toEqual(written);
+  });
+
   it("makes one HTTP request per call", async () => {
-    const created = await newLog();
+    const created = await SheetlogEventLog.create<Numbered>({ url, pageSize: 10 });
     let requests = 0;
     const counting: typeof fetch = (input, init) => {
       requests += 1;

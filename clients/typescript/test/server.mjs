@@ -22,7 +22,18 @@ export default async function setup({ provide }) {
   const portFile = join(scratch, "port");
   const server = spawn(
     binary,
-    ["serve", "--in-memory", "--listen", "127.0.0.1:0", "--port-file", portFile],
+    // --max-request: room for an entry body over the 4 MiB a page of GET .../entries
+    // inlines (event-log.test.ts, entries of any size).
+    [
+      "serve",
+      "--in-memory",
+      "--listen",
+      "127.0.0.1:0",
+      "--port-file",
+      portFile,
+      "--max-request",
+      "6000000",
+    ],
     {
       stdio: ["ignore", "ignore", "pipe"],
       env: { ...process.env, ASAN_OPTIONS: process.env.ASAN_OPTIONS ?? "detect_leaks=0" },
