@@ -75,7 +75,7 @@ class SheetlogBlobDir implements BlobDir<string> {
 
   readBlob(name: BlobName): ResultAsync<Uint8Array, ReadBlobError> {
     return ResultAsync.from(async (): Promise<Result<Uint8Array, ReadBlobError>> => {
-      const bad = nameError(name);
+      const bad = nameError(this.#prefix, name);
       if (bad) return err(bad);
       const reply = await this.#http.bytes("GET", blobPath(this.#prefix + name));
       if (reply.status === 200) return ok(reply.bytes);
@@ -89,7 +89,7 @@ class SheetlogBlobDir implements BlobDir<string> {
   writeBlob(name: BlobName, content: Uint8Array): ResultAsync<void, WriteBlobError> {
     const copy = content.slice(); // the caller may change its array once we return
     return ResultAsync.from(async (): Promise<Result<void, WriteBlobError>> => {
-      const bad = nameError(name);
+      const bad = nameError(this.#prefix, name);
       if (bad) return err(bad);
       if (await this.#isDir(name)) return err(notBlobError());
       const reply = await this.#http.bytes("PUT", blobPath(this.#prefix + name), copy);
@@ -102,7 +102,7 @@ class SheetlogBlobDir implements BlobDir<string> {
 
   removeBlob(name: BlobName): ResultAsync<void, RemoveBlobError> {
     return ResultAsync.from(async (): Promise<Result<void, RemoveBlobError>> => {
-      const bad = nameError(name);
+      const bad = nameError(this.#prefix, name);
       if (bad) return err(bad);
       if (await this.#isDir(name)) return err(notBlobError());
       const reply = await this.#http.bytes("DELETE", blobPath(this.#prefix + name));
@@ -115,7 +115,7 @@ class SheetlogBlobDir implements BlobDir<string> {
 
   getDir(name: BlobName): ResultAsync<BlobDir<string>, GetDirError> {
     return ResultAsync.from(async (): Promise<Result<BlobDir<string>, GetDirError>> => {
-      const bad = nameError(name);
+      const bad = nameError(this.#prefix, name);
       if (bad) return err(bad);
       // Directories exist on demand; only a blob of that name is in the way.
       const reply = await this.#http.bytes("HEAD", blobPath(this.#prefix + name));
@@ -193,15 +193,44 @@ class SheetlogBlobDir implements BlobDir<string> {
   }
 }
 
-// infinisheet's BlobName: at most 100 characters, one path part.
-function nameError(name: string) {
+// Longest key part and key sheetlog's blob store takes (emulator/blob/blob_key.h): a
+// part becomes one directory or file name on the server's disk, and 255 bytes is the
+// usual NAME_MAX of its file systems; 1024 bytes is S3's key limit.
+const MAX_PART_BYTES = 255;
+const MAX_KEY_BYTES = 1024;
+
+// A name the server would refuse, answered here as infinisheet's InvalidBlobNameError
+// (rather than the server's 400 as a StorageError): infinisheet's own rule (at most 100
+// characters, one path part) plus the store's key rules: at most 255 UTF-8 bytes, well-
+// formed (no lone surrogate), no control character (C0, DEL, C1), no backslash; with the
+// directory's prefix, at most 1024 bytes.
+function nameError(prefix: string, name: string) {
   if (name.length === 0) return invalidBlobNameError("a blob name must not be empty");
   if (name.length > 100) return invalidBlobNameError("a blob name has at most 100 characters");
   if (name.includes("/") || name.includes("\\") || name === "." || name === "..") {
     return invalidBlobNameError("a blob name is one path part, not '" + name + "'");
   }
+  if (/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(name)) {
+    return invalidBlobNameError("a blob name must be well-formed Unicode (a lone surrogate)");
+  }
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) {
+    return invalidBlobNameError("a blob name must not contain a control character");
+  }
+  const bytes = utf8.encode(name).length;
+  if (bytes > MAX_PART_BYTES) {
+    return invalidBlobNameError(
+      `a blob name has at most ${MAX_PART_BYTES} UTF-8 bytes (this one ${bytes})`,
+    );
+  }
+  if (utf8.encode(prefix).length + bytes > MAX_KEY_BYTES) {
+    return invalidBlobNameError(
+      `a blob key has at most ${MAX_KEY_BYTES} UTF-8 bytes (directory and name)`,
+    );
+  }
   return undefined;
 }
+
+const utf8 = new TextEncoder();
 
 function blobPath(key: string): string {
   return "/v1/blobs/" + key.split("/").map(encodeURIComponent).join("/");

@@ -13,9 +13,14 @@ const PAGE = 5;
 const run = Math.random().toString(36).slice(2, 10);
 let stores = 0;
 
-function newStore(): SheetlogBlobStore {
+function newStore(fetcher?: typeof fetch): SheetlogBlobStore {
   stores += 1;
-  return new SheetlogBlobStore({ url, root: `vitest/${run}-${stores}`, pageSize: PAGE });
+  return new SheetlogBlobStore({
+    url,
+    root: `vitest/${run}-${stores}`,
+    pageSize: PAGE,
+    fetch: fetcher,
+  });
 }
 
 async function rootOf(store: SheetlogBlobStore): Promise<BlobDir<string>> {
@@ -143,5 +148,46 @@ describe("SheetlogBlobStore (infinisheet's BlobStore contract)", () => {
     expect(fromB).toBeDefined();
     expectError(await dirA.query(fromB), "NoContinuationError");
     expectError(await dirB.query(fromA), "NoContinuationError");
+  });
+
+  it("refuses names the store cannot hold as InvalidBlobNameError, asking nothing", async () => {
+    let requests = 0;
+    const counting: typeof fetch = (input, init) => {
+      requests += 1;
+      return fetch(input, init);
+    };
+    const root = await rootOf(newStore(counting));
+    const content = new Uint8Array([7]);
+    const bad = [
+      "a\u0001b", // C0 control
+      "tab\there",
+      "del\u007f",
+      "c1\u0085", // C1 control
+      "lone\ud800", // not well-formed UTF-16: no UTF-8 for it
+      "back\\slash",
+      "\u20ac".repeat(86), // 86 characters, 258 UTF-8 bytes: over the store's 255
+    ];
+    for (const name of bad) {
+      expectError(await root.readBlob(name), "InvalidBlobNameError");
+      expectError(await root.writeBlob(name, content), "InvalidBlobNameError");
+      expectError(await root.removeBlob(name), "InvalidBlobNameError");
+      expectError(await root.getDir(name), "InvalidBlobNameError");
+    }
+    expect(requests).toBe(0);
+
+    // At the limits: 255 UTF-8 bytes, 100 characters; and non-ASCII names work.
+    const names = ["\u20ac".repeat(85), "x".repeat(100), "caf\u00e9 \u{1F600}"];
+    for (const name of names) {
+      expect((await root.writeBlob(name, content)).isOk(), name).toBe(true);
+      expect((await root.readBlob(name))._unsafeUnwrap()).toEqual(content);
+    }
+    expectEntries(await root.query(), [...names].sort(), []);
+
+    // A whole key (directories and name) holds at most 1024 bytes.
+    let dir = root;
+    for (let i = 0; i < 4; i++) dir = (await dir.getDir("\u0101".repeat(100)))._unsafeUnwrap();
+    expectError(await dir.writeBlob("\u20ac".repeat(85), content), "InvalidBlobNameError");
+    expect((await dir.writeBlob("n", content)).isOk()).toBe(true);
+    expect((await root.removeAll()).isOk()).toBe(true);
   });
 });
