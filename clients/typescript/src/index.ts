@@ -7,3 +7,5 @@ export type { SheetlogConnection } from "./http.js";
 export * from "./errors.js";
 export * from "./result.js";
 export type * from "./types.js";
+export { infinisheetEventLog, infinisheetBlobStore } from "./infinisheet.js";
+export type { InfinisheetResultKit } from "./infinisheet.js";
