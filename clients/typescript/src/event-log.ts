@@ -1,4 +1,6 @@
-// infinisheet's EventLog<T> over a sheetlog sheet: one HTTP request per call.
+// infinisheet's EventLog<T> over a sheetlog sheet: one HTTP request per call (plus the
+// sheet's creation on a new log's first call, and a fetch for each entry body over the
+// 4 MiB a page of GET .../entries?body=inline carries).
 //
 // Sequence ids: a sheetlog sheet starts with the server's entry 0 (a Snapshot entry,
 // the empty sheet), so infinisheet's id n is sheetlog's seq n + 1 and entry 0 is never
