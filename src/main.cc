@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/api/cli.h"
+#include "src/cli/cli.h"
 #include "src/api/server.h"
 #include "src/app/app.h"
 #include "src/version.h"
@@ -60,6 +60,9 @@ serve flags:
   --header-timeout S    seconds from a request head's first byte to its end (10)
   --idle-timeout S      seconds a keep-alive connection may wait for a request (60)
   --body-timeout S      seconds a request body may stall (30); also responses
+  --body-min-rate B     bytes/s a request body must average: it must be complete
+                        within --body-timeout plus 1 s per B bytes received (1024;
+                        0 = no rate rule)
   --shutdown-grace S    seconds in-flight requests get after SIGTERM (2)
   --port-file FILE      write the bound port to FILE once listening
   --log-level LEVEL     trace|debug|info|warn|error (default info)
@@ -189,6 +192,10 @@ int Serve(int argc, char** argv) {
     *timeout.target_ms = static_cast<int64_t>(seconds * 1000);
   }
   server_options.http.write_timeout_ms = server_options.http.body_timeout_ms;
+  if (!ParseInt64(flags.Get("body-min-rate", "1024"), &number) || number < 0) {
+    return Fail("--body-min-rate must be a non-negative integer (bytes/s)");
+  }
+  server_options.http.body_min_rate = number;
   std::string port_file = flags.Get("port-file", "");
   std::string level = flags.Get("log-level", "info");
   spdlog::set_level(spdlog::level::from_str(level));

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,6 +31,9 @@ class TestHandler : public HttpHandler {
       admission.route = 3;
     } else if (request.path == "/sized") {
       admission.route = 4;
+    } else if (request.path == "/upload") {
+      admission.route = 5;  // read by the handler, on its worker
+      admission.streamed_body = true;
     } else {
       admission.refusal = std::make_unique<Response>(ErrorResponse(404, "no route"));
     }
@@ -37,8 +41,18 @@ class TestHandler : public HttpHandler {
   }
 
   void Handle(Request& request, Response& response, int route,
-              const ContentReader*) override {
-    if (route == 1) {
+              const ContentReader* body) override {
+    if (route == 5) {
+      // Says how much of the body arrived, and whether all of it did.
+      size_t received = 0;
+      bool complete = (*body)([&](const char*, size_t size) {
+        received += size;
+        return true;
+      });
+      response.set_content(
+          (complete ? "uploaded " : "cut off after ") + std::to_string(received),
+          "text/plain");
+    } else if (route == 1) {
       std::shared_ptr<StreamWriter> writer =
           response.StartStream("text/event-stream", /*buffer_limit=*/4096);
       writer->Write("data: hello\n\n");
@@ -241,6 +255,123 @@ TEST(HttpServerBudgetTest, BodiesBeingBufferedAreBoundedAcrossConnections) {
   close(fair);
   server.Stop();
   serving.join();
+}
+
+// A manual clock for the server's timeouts (HttpServerOptions::clock_ms) that counts
+// its readings: the event loop reads it once a turn (at least every 50 ms of real
+// time), so a test waits for the loop to have seen what it sent, without a sleep.
+class CountingManualClock {
+ public:
+  int64_t Read() {
+    std::lock_guard lock(mu_);
+    ++reads_;
+    read_.notify_all();
+    return now_ms_;
+  }
+  void Advance(int64_t ms) {
+    std::lock_guard lock(mu_);
+    now_ms_ += ms;
+  }
+  // Returns once the server has read the clock `n` more times.
+  void WaitForReads(int n) {
+    std::unique_lock lock(mu_);
+    const int64_t target = reads_ + n;
+    read_.wait(lock, [&] { return reads_ >= target; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable read_;
+  int64_t now_ms_ = 1000000;
+  int64_t reads_ = 0;
+};
+
+// The stall timeout alone restarts with every byte: a client sending one byte just
+// inside it held its connection (and, for a streamed body, a worker) for ever. With
+// the rate rule a body must be complete within body_timeout plus 1 s per
+// body_min_rate bytes received. Here a byte every half timeout (2 bytes/s of clock,
+// the rate asks 100) is cut off, buffered by the loop (408) or streamed to a handler
+// (its read fails); a body that keeps to the rate is served however long it takes.
+class HttpServerBodyRateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HttpServerOptions options;
+    options.port = 0;
+    options.worker_threads = 2;
+    options.body_timeout_ms = 1000;
+    options.body_min_rate = 100;
+    options.clock_ms = [this] { return clock_.Read(); };
+    server_ = std::make_unique<HttpServer>(options, &handler_);
+    ASSERT_TRUE(server_->Bind().ok());
+    serving_ = std::thread([this] { server_->Serve(); });
+  }
+  void TearDown() override {
+    server_->Stop();
+    serving_.join();
+  }
+
+  // Sends `head`, then `piece` every 500 ms of clock (waiting for the server to see
+  // each), until the server answers or `steps` pieces went; returns the answer ("" if
+  // none came).
+  std::string Trickle(const std::string& head, const std::string& piece, int steps) {
+    int fd = Connect(server_->port());
+    SendAll(fd, head);
+    std::string answer;
+    for (int step = 0; step < steps && answer.empty(); ++step) {
+      // The server may have answered and closed since the last look: ignore errors.
+      ssize_t sent = send(fd, piece.data(), piece.size(), MSG_NOSIGNAL);
+      (void)sent;
+      clock_.WaitForReads(3);  // the loop (or the worker) has taken the piece
+      clock_.Advance(500);
+      clock_.WaitForReads(3);  // and looked at the timeouts at the new time
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 0) > 0) answer = ReadUntil(fd, "\r\n\r\n");
+    }
+    if (!answer.empty() && answer.find("Content-Length: ") != std::string::npos) {
+      size_t length = std::stoul(answer.substr(answer.find("Content-Length: ") + 16));
+      size_t body_at = answer.find("\r\n\r\n") + 4;
+      while (answer.size() < body_at + length) {
+        char buf[4096];
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n <= 0) break;
+        answer.append(buf, static_cast<size_t>(n));
+      }
+    }
+    close(fd);
+    return answer;
+  }
+
+  CountingManualClock clock_;
+  TestHandler handler_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread serving_;
+};
+
+TEST_F(HttpServerBodyRateTest, BufferedBodyTrickledJustInsideTheStallTimeoutIs408) {
+  // 1,000 bytes at this pace would take 500 s of clock; 40 steps are 20 s.
+  std::string answer =
+      Trickle("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", "x", 40);
+  EXPECT_EQ(answer.substr(0, 12), "HTTP/1.1 408") << answer;
+  EXPECT_NE(answer.find("too slowly"), std::string::npos) << answer;
+}
+
+TEST_F(HttpServerBodyRateTest, StreamedBodyTrickledJustInsideTheStallTimeoutIsCutOff) {
+  std::string answer = Trickle(
+      "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", "x", 40);
+  EXPECT_NE(answer.find("cut off after"), std::string::npos) << answer;
+}
+
+TEST_F(HttpServerBodyRateTest, BodiesKeepingToTheRateAreServedHoweverLong) {
+  // 50 bytes per 500 ms is the 100 bytes/s asked: 5 s of clock (five body timeouts)
+  // for 500 bytes.
+  const std::string piece(50, 'r');
+  std::string buffered =
+      Trickle("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n", piece, 10);
+  EXPECT_EQ(buffered.substr(0, 12), "HTTP/1.1 200") << buffered;
+  EXPECT_NE(buffered.find("echo:" + std::string(500, 'r')), std::string::npos);
+  std::string streamed = Trickle(
+      "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n", piece, 10);
+  EXPECT_NE(streamed.find("uploaded 500"), std::string::npos) << streamed;
 }
 
 TEST(HttpServerStopTest, StopReleasesOpenStreams) {

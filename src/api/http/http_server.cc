@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -42,10 +43,19 @@ constexpr size_t kLingerBytes = 4 << 20;
 constexpr int64_t kLingerMs = 1000;
 constexpr int64_t kSweepIntervalMs = 50;
 
-int64_t NowMs() {
+int64_t SteadyNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// The minimum-rate rule (HttpServerOptions::body_min_rate): a body whose reading began
+// at `started_ms` and of which `received` bytes have arrived must be complete by the
+// returned time; INT64_MAX without a rule.
+int64_t RateDeadlineMs(int64_t started_ms, int64_t received, int64_t timeout_ms,
+                       int64_t min_rate) {
+  if (min_rate <= 0) return INT64_MAX;
+  return started_ms + timeout_ms + received * 1000 / min_rate;
 }
 
 // Serializes a response head. `body_length` < 0: chunked.
@@ -211,16 +221,30 @@ class ChannelSink : public DataSink {
   bool done_ = false;
 };
 
-// Reads a streamed request body straight from the socket on a worker thread.
+// How long a body may take (HttpServerOptions::body_timeout_ms and body_min_rate), by
+// which clock.
+struct BodyPace {
+  int64_t timeout_ms = 0;
+  int64_t min_rate = 0;
+  std::function<int64_t()> clock;
+  // A manual clock does not wake poll(): wait in slices and read the clock again.
+  bool poll_in_slices = false;
+};
+
+// Reads a streamed request body straight from the socket on a worker thread, held to
+// the same stall and rate rules as a body the event loop buffers.
 class SocketBodyReader {
  public:
   SocketBodyReader(int fd, std::string buffered, BodyDecoder decoder, int64_t max_bytes,
-                   int64_t timeout_ms)
+                   BodyPace pace)
       : fd_(fd),
         buffer_(std::move(buffered)),
         decoder_(std::move(decoder)),
         max_bytes_(max_bytes),
-        timeout_ms_(timeout_ms) {}
+        pace_(std::move(pace)),
+        started_ms_(pace_.clock()),
+        last_progress_ms_(started_ms_),
+        received_(static_cast<int64_t>(buffer_.size())) {}
 
   bool Read(const ContentReceiver& receiver) {
     std::string piece;
@@ -241,15 +265,24 @@ class SocketBodyReader {
         if (state == BodyDecoder::State::kError) return false;
         if (!piece.empty() || consumed > 0) continue;
       }
+      const int64_t now = pace_.clock();
+      const int64_t deadline = std::min(
+          last_progress_ms_ + pace_.timeout_ms,
+          RateDeadlineMs(started_ms_, received_, pace_.timeout_ms, pace_.min_rate));
+      if (now >= deadline) return false;  // stalled, or arriving too slowly
+      int64_t wait = deadline - now;
+      if (pace_.poll_in_slices) wait = std::min(wait, kSweepIntervalMs);
       pollfd p{fd_, POLLIN, 0};
-      int ready = poll(&p, 1, static_cast<int>(timeout_ms_));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready <= 0) return false;  // timed out
+      int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(wait, 1 << 30)));
+      if (ready == 0 || (ready < 0 && errno == EINTR)) continue;  // see the clock
+      if (ready < 0) return false;
       char chunk[kReadChunk];
       ssize_t n = recv(fd_, chunk, sizeof(chunk), 0);
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
       if (n <= 0) return false;  // the client stopped sending, or the server closed
       buffer_.append(chunk, static_cast<size_t>(n));
+      received_ += n;
+      last_progress_ms_ = pace_.clock();
     }
   }
 
@@ -261,7 +294,10 @@ class SocketBodyReader {
   std::string buffer_;
   BodyDecoder decoder_;
   int64_t max_bytes_;
-  int64_t timeout_ms_;
+  BodyPace pace_;
+  int64_t started_ms_;
+  int64_t last_progress_ms_;
+  int64_t received_;  // bytes from the socket, framing included (the rate rule's)
   int64_t delivered_ = 0;
   bool complete_ = false;
 };
@@ -271,8 +307,11 @@ enum class Phase {
   kReadingBody,   // the event loop buffers an admitted request's body
   kWorking,       // a worker serves the request
   kBodyOnWorker,  // a worker serves the request and reads its body from the socket
-  kWriting,       // the response is being sent
-  kLingering,     // final response sent; dropping unread input before closing
+  // A streamed-body request waiting, body unread, for one of the max_streamed_bodies
+  // turns (then kBodyOnWorker).
+  kAwaitingStreamSlot,
+  kWriting,    // the response is being sent
+  kLingering,  // final response sent; dropping unread input before closing
 };
 
 struct Connection {
@@ -297,6 +336,8 @@ struct Connection {
   std::unique_ptr<GzipInflater> inflater;
   std::string compressed;  // decoded but not yet inflated body bytes
   int64_t compressed_total = 0;
+  int64_t body_started = 0;   // ms: the event loop began reading the body
+  int64_t body_received = 0;  // body bytes from the socket, framing included
   // The response being sent.
   bool responding = false;
   std::string out;
@@ -318,7 +359,13 @@ class HttpServer::Impl {
       : owner_(owner),
         options_(std::move(options)),
         handler_(handler),
-        mailbox_(std::make_shared<Mailbox>()) {}
+        mailbox_(std::make_shared<Mailbox>()),
+        max_streamed_(options_.max_streamed_bodies > 0
+                          ? options_.max_streamed_bodies
+                          : std::max(1, options_.worker_threads / 2)) {
+    manual_clock_ = static_cast<bool>(options_.clock_ms);
+    if (!manual_clock_) options_.clock_ms = SteadyNowMs;
+  }
 
   ~Impl() {
     {
@@ -407,10 +454,10 @@ class HttpServer::Impl {
     workers_ = std::make_unique<WorkerPool>(options_.worker_threads,
                                             options_.max_queued_requests);
     epoll_event events[256];
-    int64_t next_sweep = NowMs() + kSweepIntervalMs;
+    int64_t next_sweep = options_.clock_ms() + kSweepIntervalMs;
     while (true) {
       int n = epoll_wait(epoll_fd_, events, 256, static_cast<int>(kSweepIntervalMs));
-      now_ = NowMs();
+      now_ = options_.clock_ms();
       for (int i = 0; i < n; ++i) {
         uint64_t id = events[i].data.u64;
         if (id == kListenerId) {
@@ -492,6 +539,7 @@ class HttpServer::Impl {
         }
         break;
       case Phase::kBodyOnWorker:
+      case Phase::kAwaitingStreamSlot:  // unread until its turn: TCP holds the client
         break;
     }
     if (c->out_pos < c->out.size()) want |= EPOLLOUT;
@@ -620,6 +668,11 @@ class HttpServer::Impl {
       Close(c);  // reset, or fully closed: nobody to answer
       return;
     }
+    if (c->phase == Phase::kAwaitingStreamSlot) {
+      // Nothing is read while it waits; a hang-up (level-triggered) ends it.
+      if (events & EPOLLHUP) Close(c);
+      return;
+    }
     if (events & (EPOLLIN | EPOLLHUP)) {
       if (!ReadInput(c)) return;
     }
@@ -632,7 +685,9 @@ class HttpServer::Impl {
     char chunk[kReadChunk];
     // A few reads per event at most, so one fast client cannot starve the others.
     for (int round = 0; round < 4; ++round) {
-      if (c->phase == Phase::kBodyOnWorker) return true;
+      if (c->phase == Phase::kBodyOnWorker || c->phase == Phase::kAwaitingStreamSlot) {
+        return true;
+      }
       ssize_t n = recv(c->fd, chunk, sizeof(chunk), 0);
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -645,6 +700,7 @@ class HttpServer::Impl {
         break;
       }
       c->last_activity = now_;
+      if (c->phase == Phase::kReadingBody) c->body_received += n;
       if (c->phase == Phase::kLingering) {
         c->lingered += static_cast<size_t>(n);
         if (c->lingered > kLingerBytes) {
@@ -765,25 +821,52 @@ class HttpServer::Impl {
       RespondTooLarge(c);  // refused from its Content-Length, unread
       return;
     }
-    if (h.expect_continue) {
-      static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-      // The output buffer is empty between responses; a short write is all but
-      // impossible, and then the client just sends the body after its own timeout.
-      ssize_t sent = send(c->fd, kContinue, sizeof(kContinue) - 1, MSG_NOSIGNAL);
-      (void)sent;
-    }
     BodyDecoder decoder =
         h.chunked ? BodyDecoder::Chunked() : BodyDecoder::Length(h.content_length);
     if (admission.streamed_body) {
+      if (streamed_active_ >= max_streamed_) {
+        // Every streamed turn is taken: wait, unread, for one (AdmitWaitingStreams).
+        c->decoder = std::make_unique<BodyDecoder>(std::move(decoder));
+        c->phase = Phase::kAwaitingStreamSlot;
+        c->last_activity = now_;
+        stream_waiters_.push_back(c->id);
+        UpdateInterest(c);
+        return;
+      }
       DispatchStreamed(c, std::move(decoder));
       return;
     }
+    if (h.expect_continue) SendContinue(c);
     c->decoder = std::make_unique<BodyDecoder>(std::move(decoder));
     c->inflater = h.gzip ? std::make_unique<GzipInflater>() : nullptr;
     c->compressed.clear();
     c->compressed_total = 0;
     c->phase = Phase::kReadingBody;
     c->last_activity = now_;
+    c->body_started = now_;
+    c->body_received = static_cast<int64_t>(c->in.size());  // read with the head
+  }
+
+  // Tells a client that waits for it (Expect: 100-continue) to send the body.
+  static void SendContinue(Connection* c) {
+    static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    // The output buffer is empty between responses; a short write is all but
+    // impossible, and then the client just sends the body after its own timeout.
+    ssize_t sent = send(c->fd, kContinue, sizeof(kContinue) - 1, MSG_NOSIGNAL);
+    (void)sent;
+  }
+
+  // Gives free streamed-body turns to the waiting requests, oldest first.
+  void AdmitWaitingStreams() {
+    while (streamed_active_ < max_streamed_ && !stream_waiters_.empty()) {
+      const uint64_t id = stream_waiters_.front();
+      stream_waiters_.pop_front();
+      Connection* c = Find(id);
+      if (!c || c->phase != Phase::kAwaitingStreamSlot) continue;  // gone meanwhile
+      BodyDecoder decoder = std::move(*c->decoder);
+      c->decoder.reset();
+      DispatchStreamed(c, std::move(decoder));
+    }
   }
 
   // Decodes buffered input into the request body. Returns true when the request was
@@ -891,19 +974,22 @@ class HttpServer::Impl {
     UpdateInterest(c);
   }
 
+  // REQUIRES: a streamed turn is free (streamed_active_ < max_streamed_).
   void DispatchStreamed(Connection* c, BodyDecoder decoder) {
+    if (c->head->expect_continue) SendContinue(c);
     std::shared_ptr<RequestHead> head = std::move(c->head);
     const uint64_t id = c->id;
     const int fd = c->fd;
     const int route = c->route;
     const int64_t max_body = c->max_body;
-    const int64_t timeout = options_.body_timeout_ms;
+    BodyPace pace{options_.body_timeout_ms, options_.body_min_rate, options_.clock_ms,
+                  manual_clock_};
     auto buffered = std::make_shared<std::string>(std::move(c->in));
     c->in.clear();
-    auto task = [this, id, fd, head, route, max_body, timeout, buffered,
+    auto task = [this, id, fd, head, route, max_body, pace, buffered,
                  decoder = std::make_shared<BodyDecoder>(std::move(decoder))] {
       SocketBodyReader reader(fd, std::move(*buffered), std::move(*decoder), max_body,
-                              timeout);
+                              pace);
       ContentReader read_body = [&reader](ContentReceiver receiver) {
         return reader.Read(receiver);
       };
@@ -932,6 +1018,7 @@ class HttpServer::Impl {
       return;
     }
     ++in_flight_;
+    ++streamed_active_;
   }
 
   void RunHandler(Request& request, Response& response, int route,
@@ -1021,6 +1108,7 @@ class HttpServer::Impl {
       wakes.swap(mailbox_->wakes);
     }
     for (Completion& completion : completions) OnCompletion(std::move(completion));
+    AdmitWaitingStreams();
     for (uint64_t id : wakes) {
       if (Connection* c = Find(id)) Flush(c);
     }
@@ -1028,6 +1116,7 @@ class HttpServer::Impl {
 
   void OnCompletion(Completion completion) {
     --in_flight_;
+    if (completion.returns_socket) --streamed_active_;  // AdmitWaitingStreams reuses it
     Connection* c = Find(completion.connection);
     if (!c) {
       if (completion.channel) completion.channel->Break();
@@ -1177,6 +1266,7 @@ class HttpServer::Impl {
                     bool input_pending = false) {
     ReleaseBodyBudget(c);
     Response response = handler_->ErrorResponse(status, message);
+    if (status == 503) response.set_header("Retry-After", "1");  // a passing overload
     if (status != 503) {
       // Malformed input or a timeout: the byte stream is out of step; close after.
       c->close_after = true;
@@ -1210,6 +1300,15 @@ class HttpServer::Impl {
         case Phase::kReadingBody:
           if (now_ - c->last_activity > options_.body_timeout_ms) {
             timed_out.emplace_back(id, 1);
+          } else if (now_ > RateDeadlineMs(c->body_started, c->body_received,
+                                           options_.body_timeout_ms,
+                                           options_.body_min_rate)) {
+            timed_out.emplace_back(id, 2);
+          }
+          break;
+        case Phase::kAwaitingStreamSlot:
+          if (now_ - c->last_activity > options_.body_timeout_ms) {
+            timed_out.emplace_back(id, 3);
           }
           break;
         case Phase::kWriting:
@@ -1230,12 +1329,27 @@ class HttpServer::Impl {
       if (Connection* c = Find(id)) Close(c);
     }
     for (auto [id, kind] : timed_out) {
-      if (Connection* c = Find(id)) {
-        c->close_after = true;
-        RespondError(c, 408,
-                     kind == 0 ? "the request head did not arrive in time"
-                               : "the request body stopped arriving",
-                     /*input_pending=*/kind == 1);
+      Connection* c = Find(id);
+      if (!c) continue;
+      c->close_after = true;
+      switch (kind) {
+        case 0:
+          RespondError(c, 408, "the request head did not arrive in time");
+          break;
+        case 1:
+          RespondError(c, 408, "the request body stopped arriving", true);
+          break;
+        case 2:
+          RespondError(c, 408,
+                       "the request body arrives too slowly (under " +
+                           std::to_string(options_.body_min_rate) +
+                           " bytes/s on average)",
+                       true);
+          break;
+        default:
+          RespondError(c, 503, "too many uploads are being received; retry the request",
+                       /*input_pending=*/true);
+          break;
       }
     }
   }
@@ -1253,7 +1367,8 @@ class HttpServer::Impl {
     for (auto& [id, c] : connections_) {
       c->close_after = true;
       if ((c->phase == Phase::kReadingHead && !c->responding) ||
-          c->phase == Phase::kReadingBody || c->phase == Phase::kLingering) {
+          c->phase == Phase::kReadingBody || c->phase == Phase::kLingering ||
+          c->phase == Phase::kAwaitingStreamSlot) {
         idle.push_back(id);
       }
     }
@@ -1266,6 +1381,11 @@ class HttpServer::Impl {
   HttpServerOptions options_;
   HttpHandler* handler_;
   std::shared_ptr<Mailbox> mailbox_;
+  const int max_streamed_;   // streamed bodies read at once (each holds a worker)
+  int streamed_active_ = 0;  // connections in kBodyOnWorker
+  // Connections that entered kAwaitingStreamSlot, in order (some may have left it).
+  std::deque<uint64_t> stream_waiters_;
+  bool manual_clock_ = false;  // options_.clock_ms was given
   std::unique_ptr<WorkerPool> workers_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;

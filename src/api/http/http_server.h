@@ -13,25 +13,33 @@
 //    request is served at all (route, auth, size): a refusal is answered WITHOUT reading
 //    the body, then the connection closes. A buffered body is decoded (Content-Length or
 //    chunked) and inflated (Content-Encoding: gzip) as it arrives and counted against
-//    the same max_body_bytes however it is framed (413 as soon as it passes); no
-//    progress for body_timeout is a 408.
+//    the same max_body_bytes however it is framed (413 as soon as it passes). A body
+//    must keep arriving: no byte for body_timeout, or an average rate under
+//    body_min_rate (see below), is a 408 (streamed bodies: the read fails).
+//  - streamed bodies (read by the handler on a worker) hold a worker each: at most
+//    max_streamed_bodies are read at once, below the worker count, so uploads however
+//    slow never take every worker from ordinary requests. The others wait in the event
+//    loop, unread, for a turn (in order); one that waits body_timeout is a 503 with
+//    Retry-After.
 //  - responses: a connection holds at most response_buffer_bytes of unsent output from
 //    a provider or a stream (writers block or are told the buffer is full); no write
 //    progress for write_timeout closes it.
 //  - requests queued for the workers: at most max_queued_requests (503 beyond); bodies
 //    being buffered, all connections together: max_buffered_body_bytes (503 beyond).
+//    Every 503 the server answers itself carries Retry-After.
 //
 // Requests on one connection are answered in order, one at a time (pipelined requests
 // wait in the input buffer, at most max_head_bytes + 64 KiB of it). A client that
 // half-closes after its requests gets its responses, then the connection closes.
 //
 // Timeouts use the monotonic clock of the machine (they are about sockets, not about the
-// sheet clock that --clock manual freezes); tests set them small and wait for the
-// server's close with a blocking read, never a sleep.
+// sheet clock that --clock manual freezes), or HttpServerOptions::clock_ms; tests set
+// them small and wait for the server's close with a blocking read, never a sleep.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -56,9 +64,23 @@ struct HttpServerOptions {
   int64_t header_timeout_ms = 10000;  // first byte of a head to its end. Default 10 s.
   int64_t idle_timeout_ms = 60000;    // keep-alive with no request. Default 60 s.
   int64_t body_timeout_ms = 30000;    // no body byte for this long. Default 30 s.
-  int64_t write_timeout_ms = 30000;   // no response byte accepted. Default 30 s.
+  // The slowest a body may arrive on average: it must be complete within
+  // body_timeout_ms of the start of its reading plus one second for every
+  // body_min_rate bytes received (bytes as sent, framing included). A client that
+  // trickles a byte just inside body_timeout is cut off after body_timeout instead of
+  // holding its connection (and, streamed, a worker) for ever; a 5 GiB upload at
+  // 1 MiB/s is unaffected. 0 = no rate rule. Default: 1024 bytes/s.
+  int64_t body_min_rate = 1024;
+  // Streamed bodies read at once (each holds a worker while it is read); 0 = half the
+  // worker threads (at least 1). Default: 0.
+  int max_streamed_bodies = 0;
+  int64_t write_timeout_ms = 30000;  // no response byte accepted. Default 30 s.
   // Stop(): how long in-flight requests may take before their connections are closed.
   int64_t shutdown_grace_ms = 2000;
+  // Monotonic milliseconds for every timeout of the server. Empty: the machine's
+  // steady clock. Tests pass a manual clock; the server then re-reads it at least
+  // every 50 ms of real time (the event loop, and a worker waiting for body bytes).
+  std::function<int64_t()> clock_ms;
   // Unsent response bytes a provider or stream may queue per connection. Default 1 MiB.
   size_t response_buffer_bytes = 1 << 20;
   // Request body bytes being buffered by all connections together (each is also held to
