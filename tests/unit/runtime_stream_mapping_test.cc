@@ -595,6 +595,62 @@ TEST_F(StreamMappingTest, StartedRowsOfADeadProcessAreRerunAtOnceAfterARestart) 
   })) << "no attempt failed as 'running elsewhere'";
 }
 
+// Issue 13 item 3: POST /v1/admin/jobs/replay (Replay) handles a `started` row whose
+// invocation died (no outcome row, and no live invocation of that id) like a failed
+// one: it runs the record again and writes its outcome; a second replay finds nothing.
+// A started row of an invocation that is still running is left to it.
+TEST_F(StreamMappingTest, ReplayRerunsTheRecordOfADeadInvocationsStartedRow) {
+  const int64_t t0 = clock_.NowMicros();
+  const int shard = ShardOf("s");
+  Insert("s", 0);
+  Insert("s", 1);
+  const std::string dead_key = "effects:" + std::to_string(shard) + ":1";
+  const std::string live_key = "effects:" + std::to_string(shard) + ":2";
+  FunctionRuntime& rt = NewRuntime();
+  StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
+    calls_.Add(batch, ctx);
+    return Status::OK();
+  });
+  // The mapping's own deliveries start after these records: only Replay runs them.
+  m.starting_position = StreamMapping::StartingPosition::kLatest;
+  ASSERT_TRUE(rt.AddStreamMapping(std::move(m)).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  {
+    // A previous process began record 1's work and died in the handler.
+    FunctionRuntime dead(db_.get(), &clock_, &faults_);
+    auto claim = dead.history().Begin({dead_key, "effects", "dead-invocation", ""},
+                                      kDefaultTimeBudgetMicros);
+    ASSERT_TRUE(claim.ok() && claim->outcome == BeginOutcome::kProceed);
+  }
+  // Record 2's work is under way in this process (a stand-in live invocation).
+  LiveInvocation running(&rt.live_invocations(), "live-invocation");
+  auto live_claim = rt.history().Begin({live_key, "effects", "live-invocation", ""},
+                                       kDefaultTimeBudgetMicros);
+  ASSERT_TRUE(live_claim.ok() && live_claim->outcome == BeginOutcome::kProceed);
+  clock_.AdvanceSeconds(1);  // long before the 900 s budget would call either dead
+
+  auto abandoned = rt.ListAbandoned(t0, clock_.NowMicros() + 1, 10);
+  ASSERT_TRUE(abandoned.ok()) << abandoned.status().ToString();
+  ASSERT_EQ(abandoned->size(), 1u);
+  EXPECT_EQ((*abandoned)[0].partition_key, dead_key);
+
+  auto replayed = rt.Replay(t0, clock_.NowMicros() + 1, 100);
+  ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
+  ASSERT_EQ(replayed->size(), 1u);
+  EXPECT_EQ((*replayed)[0].key, dead_key);
+  EXPECT_EQ((*replayed)[0].outcome, "succeeded") << (*replayed)[0].detail;
+  EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1}));
+  auto rows = rt.history().List(dead_key);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_FALSE(rows->empty());
+  EXPECT_EQ(rows->back().status, ExecStatus::kSucceeded);
+
+  replayed = rt.Replay(t0, clock_.NowMicros() + 1, 100);
+  ASSERT_TRUE(replayed.ok());
+  EXPECT_TRUE(replayed->empty()) << "nothing abandoned is left";
+  EXPECT_EQ(calls_.Delivered(shard).size(), 1u);
+}
+
 TEST_F(StreamMappingTest, ShardsRunInParallelAndStopDrainsTheInFlightBatch) {
   auto [slow, fast] = SheetsInTwoShards();
   const int slow_shard = ShardOf(slow), fast_shard = ShardOf(fast);
