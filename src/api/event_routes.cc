@@ -3,7 +3,9 @@
 // GET /v1/admin/events: the pipeline's journal (src/effects/pipeline_events.h) — "job"
 // (a stream batch failed or skipped, a queue message failed), "snapshot" (every
 // snapshot worker outcome with its job), "queues" (depths and dead letters when they
-// change, checked every 5 s of the clock) — after `after` / Last-Event-ID, then live.
+// change, checked every 5 s of the clock) — from `from` / after `after` /
+// Last-Event-ID, then live. Admin ids are "<epoch>-<n>", the epoch random per server
+// start: an id of another start gets a `gap` (reason "restart") and everything kept.
 //
 //   id: <seq>            event: entry      data: the entry as GET .../entries shows it
 //                        event: metadata   data: the entry, after a PATCH of its metadata
@@ -12,22 +14,30 @@
 //                        event: gone       data: {"first_seq"} — `from` was truncated
 //                        event: deleted    data: {} — the sheet was deleted
 //                        event: overflow   data: {"resume_from"} — too slow; reconnect
-//   : heartbeat          every 15 s of the clock, so proxies keep idle streams open
+//   : heartbeat          every 15 s of the (injected) clock, so proxies keep idle
+//                        streams open
 //
-// `from` (default: the next seq, live only) or a reconnect's Last-Event-ID + 1 says
-// where to start; entries are read from the log in seq order, so a resume neither skips
-// nor repeats one. The change feed only wakes a stream (SheetChangeHub): an entry is
-// sent after it committed and is read back. Each stream buffers at most 256 KiB
-// unsent; a consumer that falls behind is closed with `overflow` naming the seq to
-// resume from, so memory never grows with a slow client. Streams never hold a request
-// thread: writes are queued on the connection (http::StreamWriter) by one pump thread.
+// A reconnect's Last-Event-ID + 1, else `from` (default: the next seq, live only) says
+// where to start — the header wins because a browser's EventSource reconnects with its
+// original URL; entries are read from the log in seq order, so a resume neither skips
+// nor repeats one. The id-less events cannot be resumed by id, so every stream, once
+// caught up with the entries that existed when it opened, sends the current state
+// they convey (SendState). The change feed only wakes a stream (SheetChangeHub): an
+// entry is sent after it committed and is read back. Each stream buffers at most
+// 256 KiB unsent; a consumer that falls behind is closed with `overflow` naming where
+// to resume (`resume_from`, in both streams: the `from` to reconnect with, i.e. the
+// first thing not delivered), so memory never grows with a slow client. Streams never
+// hold a request thread: writes are queued on the connection (http::StreamWriter) by
+// one pump thread.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -81,9 +91,12 @@ class SheetEventStreams {
     }
   }
 
-  // GET /v1/admin/events: the pipeline journal after `after`, then live. Listeners
+  // GET /v1/admin/events: the pipeline journal after number `after`, then live.
+  // `foreign_id`: the reader's position was an id of another journal (an earlier
+  // server start): a `gap` says so before everything kept is replayed. Listeners
   // write straight to the connection (never blocking); heartbeats come from the pump.
-  void OpenAdmin(Call& call, int64_t after) {
+  void OpenAdmin(Call& call, int64_t after,
+                 const std::optional<std::string>& foreign_id) {
     call.res.set_header("Cache-Control", "no-cache");
     call.res.set_header("X-Accel-Buffering", "no");
     std::shared_ptr<http::StreamWriter> writer =
@@ -91,26 +104,38 @@ class SheetEventStreams {
     writer->Write("retry: 2000\n\n");
     PipelineEvents* journal = app_.pipeline_events();
     auto send = [writer](const PipelineEvent& event) {
-      const std::string frame = "id: " + std::to_string(event.id) +
-                                "\nevent: " + event.type + "\ndata: " + Dump(event.data) +
-                                "\n\n";
+      const std::string frame = "id: " + event.id + "\nevent: " + event.type +
+                                "\ndata: " + Dump(event.data) + "\n\n";
       if (writer->Write(frame) == http::StreamWriter::WriteResult::kFull) {
-        writer->Close("event: overflow\ndata: " +
-                      Dump(json{{"resume_from", event.id - 1}}) + "\n\n");
+        // resume_from = the first event not delivered: reconnect with ?from=<it>
+        // (the same meaning as the sheet stream's resume_from, a seq to read next).
+        writer->Close("event: overflow\ndata: " + Dump(json{{"resume_from", event.id}}) +
+                      "\n\n");
       }
     };
-    // Subscribe first, then replay: an event published in between may come twice,
-    // and the ids tell (a reader keeps the highest id it saw).
-    const int subscription = journal->Subscribe(send);
-    bool complete = true;
-    const std::vector<PipelineEvent> backlog = journal->Since(after, &complete);
-    if (!complete && !backlog.empty()) {
-      // Events after `after` were dropped from the journal: say so, then go on.
-      writer->Write("event: gap\ndata: " +
-                    Dump(json{{"after", after}, {"first_kept", backlog.front().id}}) +
-                    "\n\n");
-    }
-    for (const PipelineEvent& event : backlog) send(event);
+    // The backlog and the live events come from one atomic subscription, so each
+    // event is sent once and in id order. The gap (no id, so it moves no
+    // Last-Event-ID) precedes them.
+    auto on_backlog = [&](bool complete, const std::string& first_kept) {
+      const json first = first_kept.empty() ? json(nullptr) : json(first_kept);
+      if (foreign_id) {
+        writer->Write("event: gap\ndata: " +
+                      Dump(json{{"after", *foreign_id},
+                                {"first_kept", first},
+                                {"epoch", journal->epoch()},
+                                {"reason", "restart"}}) +
+                      "\n\n");
+      } else if (!complete) {
+        // Events after `after` were dropped from the journal: say so, then go on.
+        writer->Write("event: gap\ndata: " +
+                      Dump(json{{"after", journal->IdOf(after)},
+                                {"first_kept", first},
+                                {"epoch", journal->epoch()},
+                                {"reason", "dropped"}}) +
+                      "\n\n");
+      }
+    };
+    const int subscription = journal->SubscribeAfter(after, on_backlog, send);
     {
       std::lock_guard<std::mutex> lock(mu_);
       admin_writers_[subscription] = writer;
@@ -161,6 +186,9 @@ class SheetEventStreams {
     bool dirty = false;
     std::set<int64_t> metadata_changed, snapshot_completed;
     bool truncated = false;
+    // The current state (latest snapshot, first_seq) is still to be sent once the
+    // stream has caught up with the log (see Serve).
+    bool send_state = true;
   };
 
   // Runs on the hub's thread: note what to send and wake the pump.
@@ -219,10 +247,12 @@ class SheetEventStreams {
       turn.metadata_changed.swap(stream->metadata_changed);
       turn.snapshot_completed.swap(stream->snapshot_completed);
       turn.truncated = std::exchange(stream->truncated, false);
+      turn.send_state = stream->send_state;
       lock.unlock();
       const bool more = Serve(*stream, turn);
       lock.lock();
       stream->next_seq = turn.next_seq;
+      stream->send_state = turn.send_state;
       if (more && streams_.count(stream->id)) MarkDirty(stream);
     }
   }
@@ -231,6 +261,7 @@ class SheetEventStreams {
     int64_t next_seq = 0;
     std::set<int64_t> metadata_changed, snapshot_completed;
     bool truncated = false;
+    bool send_state = false;
   };
 
   // Writes what the stream has not seen yet (at most kEntriesPerTurn entries); true if
@@ -292,7 +323,39 @@ class SheetEventStreams {
       }
       turn.next_seq = entry.seq + 1;
     }
-    return static_cast<int>(page->entries.size()) == kEntriesPerTurn;
+    const bool more = static_cast<int>(page->entries.size()) == kEntriesPerTurn;
+    if (!more && turn.send_state) {
+      if (!SendState(stream, write)) return false;
+      turn.send_state = false;
+    }
+    return more;
+  }
+
+  // The resume rule for the events that carry no id (metadata, snapshot, truncated):
+  // a reader cannot resume them by Last-Event-ID, so every stream, once it has sent
+  // the entries that existed when it opened, sends the current state they convey:
+  // `snapshot` with the newest completed Snapshot entry (if any; it may precede
+  // first_seq: it is the base that readers start from) and
+  // `truncated` with first_seq (if anything was truncated). Metadata needs nothing:
+  // every entry sent was read with its current metadata; a change to an entry before
+  // the resume point made while disconnected is not replayed (re-read the entry).
+  // These state events may repeat what a reader knew; they are idempotent.
+  template <typename Write>
+  bool SendState(Stream& stream, Write& write) {
+    Result<SheetInfo> sheet = app_.log()->GetSheet(stream.sheet, nullptr);
+    if (!sheet.ok()) return true;  // deleted meanwhile: the next read says so
+    Result<std::optional<EntryRecord>> snapshot =
+        app_.log()->LastCompletedSnapshot(stream.sheet, nullptr);
+    if (snapshot.ok() && *snapshot &&
+        !write("event: snapshot\ndata: " + Dump(EntryJson(app_, **snapshot)) + "\n\n")) {
+      return false;
+    }
+    if (sheet->first_seq > 0 &&
+        !write("event: truncated\ndata: " + Dump(json{{"first_seq", sheet->first_seq}}) +
+               "\n\n")) {
+      return false;
+    }
+    return true;
   }
 
   template <typename Write>
@@ -333,10 +396,13 @@ std::shared_ptr<void> RegisterEventRoutes(Router& router, App& app) {
         const int64_t next_seq = Check(app.log()->NextSeq(id, &call.meter));
         int64_t from = next_seq;
         const std::string last_event_id = call.req.get_header_value("Last-Event-ID");
-        if (std::optional<std::string> text = call.Query("from")) {
-          from = ParseSeq("from", *text);
-        } else if (!last_event_id.empty()) {
+        // A reconnect's Last-Event-ID wins: a browser's EventSource reconnects with
+        // its original URL (`?from=` included) plus the header, and must resume after
+        // the last entry it got rather than repeat everything from `from`.
+        if (!last_event_id.empty()) {
           from = ParseSeq("Last-Event-ID", last_event_id) + 1;
+        } else if (std::optional<std::string> text = call.Query("from")) {
+          from = ParseSeq("from", *text);
         }
         if (from > next_seq) {
           throw ApiError::Range("from " + std::to_string(from) +
@@ -348,14 +414,33 @@ std::shared_ptr<void> RegisterEventRoutes(Router& router, App& app) {
   router.Get(
       "/v1/admin/events",
       [&app, events](Call& call) {
-        int64_t after = app.pipeline_events()->last_id();
+        // Where to start: a reconnect's Last-Event-ID (after it) wins over the URL's
+        // `from` (that id on) or `after` (after it), as a browser's EventSource
+        // reconnects with its original URL plus the header. "0" is the journal's
+        // start; an id of another epoch (before a restart) starts there too, after
+        // a `gap`. Default: live only.
+        PipelineEvents* journal = app.pipeline_events();
+        int64_t after = journal->last_number();
+        std::optional<std::string> foreign;
+        auto resolve = [&](const std::string& text, bool is_from) {
+          if (text == "0") {
+            after = 0;
+          } else if (std::optional<int64_t> number = journal->ParseId(text)) {
+            after = is_from ? std::max<int64_t>(*number - 1, 0) : *number;
+          } else {
+            after = 0;
+            foreign = text;
+          }
+        };
         const std::string last_event_id = call.req.get_header_value("Last-Event-ID");
-        if (std::optional<std::string> text = call.Query("after")) {
-          after = ParseSeq("after", *text);
-        } else if (!last_event_id.empty()) {
-          after = ParseSeq("Last-Event-ID", last_event_id);
+        if (!last_event_id.empty()) {
+          resolve(last_event_id, false);
+        } else if (std::optional<std::string> text = call.Query("from")) {
+          resolve(*text, true);
+        } else if (std::optional<std::string> text = call.Query("after")) {
+          resolve(*text, false);
         }
-        events->OpenAdmin(call, after);
+        events->OpenAdmin(call, after, foreign);
       },
       RouteOptions{true, false});
   return streams;
