@@ -235,7 +235,8 @@ Result<int64_t> ChangeFeed::Prune() {
   return total;
 }
 
-Result<std::vector<ShardStats>> ChangeFeed::Stats() {
+Result<std::vector<ShardStats>> ChangeFeed::Stats(
+    const std::vector<std::string>& known_consumers) {
   std::vector<ShardStats> stats;
   const int64_t now = clock_->NowMicros();
   RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
@@ -283,6 +284,7 @@ Result<std::vector<ShardStats>> ChangeFeed::Stats() {
       by_consumer[checkpoints.ColumnText(0)][static_cast<int>(checkpoints.ColumnInt(1))] =
           checkpoints.ColumnInt(2);
     }
+    for (const std::string& consumer : known_consumers) by_consumer[consumer];
     for (auto& [shard, s] : by_shard) {
       for (const auto& [consumer, shards] : by_consumer) {
         ConsumerShardStats c;

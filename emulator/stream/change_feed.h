@@ -103,7 +103,11 @@ class ChangeFeed {
   Result<int64_t> Prune();
 
   // Per shard, for 0..shard_count-1 and any higher shard that still has records.
-  Result<std::vector<ShardStats>> Stats();
+  // `known_consumers` are listed too, with checkpoint 0 where they have none: a
+  // consumer whose very first batch keeps failing has never checkpointed, and would
+  // otherwise be missing from the stats exactly when it holds its shard back.
+  Result<std::vector<ShardStats>> Stats(
+      const std::vector<std::string>& known_consumers = {});
 
   // Wake-ups. The version increases after every committed write of the Database (not
   // only writes that add records: a woken reader re-reads and may find nothing new).

@@ -152,7 +152,7 @@ void RegisterAdminStateRoutes(Router& router, App& app) {
         for (ShardProgress& p : app.runtime()->StreamProgress()) {
           progress[{p.mapping, p.shard}] = std::move(p);
         }
-        for (const ShardStats& s : Check(app.feed()->Stats())) {
+        for (const ShardStats& s : Check(app.feed()->Stats(app.StreamConsumers()))) {
           json consumers = json::array();
           for (const ConsumerShardStats& c : s.consumers) {
             json consumer{

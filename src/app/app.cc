@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include "emulator/blob/blob_lifecycle.h"
@@ -277,7 +278,8 @@ void App::AddCollectors() {
         .Set({}, log_->retries());
     m.Gauge("sheetlog_appends", "Entries appended since start (system entries included).")
         .Set({}, log_->appends());
-    if (Result<std::vector<ShardStats>> shards = feed_->Stats(); shards.ok()) {
+    if (Result<std::vector<ShardStats>> shards = feed_->Stats(StreamConsumers());
+        shards.ok()) {
       for (const ShardStats& shard : *shards) {
         const std::string id = std::to_string(shard.shard);
         m.Gauge("sheetlog_feed_retained_records", "Change-feed records not yet pruned.",
@@ -395,6 +397,12 @@ Result<App::PendingSnapshotSummary> App::SummarizePendingSnapshots() {
   return summary;
 }
 
+std::vector<std::string> App::StreamConsumers() const {
+  std::set<std::string> names;
+  for (const ShardProgress& p : runtime_->StreamProgress()) names.insert(p.mapping);
+  return {names.begin(), names.end()};
+}
+
 Result<std::vector<Violation>> App::PipelineViolations(
     const std::optional<std::string>& sheet, int64_t stall_after_micros) {
   std::vector<Violation> out;
@@ -423,7 +431,7 @@ Result<std::vector<Violation>> App::PipelineViolations(
   for (ShardProgress& p : runtime_->StreamProgress()) {
     progress[{p.mapping, p.shard}] = std::move(p);
   }
-  ASSIGN_OR_RETURN(std::vector<ShardStats> shards, feed_->Stats());
+  ASSIGN_OR_RETURN(std::vector<ShardStats> shards, feed_->Stats(StreamConsumers()));
   for (const ShardStats& shard : shards) {
     for (const ConsumerShardStats& c : shard.consumers) {
       if (c.lag_records == 0 || c.oldest_unprocessed_age_micros <= stall_after_micros) {

@@ -106,6 +106,9 @@ class App {
   // whose oldest unprocessed record is older than `stall_after_micros` (clock time).
   Result<std::vector<Violation>> PipelineViolations(
       const std::optional<std::string>& sheet, int64_t stall_after_micros);
+  // The change feed's consumers that have worked on a shard in this process, for
+  // ChangeFeed::Stats: one whose first batch keeps failing has no checkpoint yet.
+  std::vector<std::string> StreamConsumers() const;
   // Migrations applied and workers running.
   bool ready() const { return ready_.load(); }
 

@@ -202,5 +202,99 @@ TEST(PipelineRecoveryTest, StalledSnapshotShowsInVerifyAndMetrics) {
   EXPECT_EQ(Get(client, "/v1/admin/jobs?status=abandoned").status, 200);
 }
 
+// Item 3 for the change feed: a shard whose entry-effects batch keeps failing (the
+// error fault after a Snapshot entry's message is sent) holds back every sheet of the
+// shard. The operator sees it in verify (feed-stalled, once the oldest unprocessed
+// record is older than stall_after_s, with the failures and their error), in
+// GET /v1/admin/feed (failed_attempts, last_error) and in /metrics
+// (sheetlog_stream_failed_attempts, the same count); and it heals once the fault goes.
+TEST(PipelineRecoveryTest, StalledChangeFeedShowsInVerifyAdminFeedAndMetrics) {
+  ServerProcess server(ServerOptions::InMemory({"--clock", "manual", "--enable-faults"}));
+  ASSERT_TRUE(server.Start()) << server.error();
+  httplib::Client client = server.Client();
+  ASSERT_EQ(Post(client, "/v1/admin/faults",
+                 json{{"point", "effects.after_snapshot_send"},
+                      {"kind", "error"},
+                      {"count", -1}})
+                .status,
+            200);
+  const std::string sheet = CreateSheet(client, 0);  // its Snapshot entry 0 fails
+  // The shard's consumer in the admin view, once its batch has failed at least once.
+  auto failing_consumer = [&]() -> json {
+    JsonResponse feed = Get(client, "/v1/admin/feed");
+    EXPECT_EQ(feed.status, 200) << feed.raw;
+    for (const json& shard : feed.body.value("shards", json::array())) {
+      for (const json& consumer : shard.value("consumers", json::array())) {
+        if (consumer.value("consumer", "") == "entry-effects" &&
+            consumer.value("failed_attempts", int64_t{0}) > 0) {
+          json found = consumer;
+          found["shard"] = shard["shard"];
+          return found;
+        }
+      }
+    }
+    return nullptr;
+  };
+  ASSERT_TRUE(Eventually([&] { return !failing_consumer().is_null(); }))
+      << Get(client, "/v1/admin/feed").raw;
+  ExpectVerifyClean(client);  // young: not stalled yet
+  // Past verify's default stall_after_s (600 s), the batch retrying meanwhile.
+  int64_t moved = 0;
+  ASSERT_TRUE(Eventually([&] {
+    if (moved > 660) return true;
+    if (AdvanceClockWhenIdle(client, 61)) moved += 61;
+    return false;
+  }));
+
+  JsonResponse v = Get(client, "/v1/admin/verify");
+  ASSERT_EQ(v.status, 200) << v.raw;
+  EXPECT_FALSE(v.body.value("ok", true)) << v.raw;
+  std::string stalled_detail;
+  for (const json& violation : v.body["violations"]) {
+    if (violation.value("invariant", "") == "feed-stalled") {
+      stalled_detail = violation.value("detail", "");
+    }
+  }
+  ASSERT_FALSE(stalled_detail.empty()) << v.raw;
+  EXPECT_NE(stalled_detail.find("entry-effects"), std::string::npos) << stalled_detail;
+  EXPECT_NE(stalled_detail.find("fault injected at effects.after_snapshot_send"),
+            std::string::npos)
+      << stalled_detail;
+
+  // The clock stands still now: no retry runs between the two reads below.
+  json consumer = failing_consumer();
+  ASSERT_FALSE(consumer.is_null()) << Get(client, "/v1/admin/feed").raw;
+  const int64_t failed_attempts = consumer["failed_attempts"].get<int64_t>();
+  EXPECT_GE(failed_attempts, 2) << "retried while the clock moved: " << consumer.dump();
+  EXPECT_NE(consumer.value("last_error", "")
+                .find("fault injected at effects.after_snapshot_send"),
+            std::string::npos)
+      << consumer.dump();
+  EXPECT_GE(consumer.value("lag_records", int64_t{0}), 1) << consumer.dump();
+  httplib::Result metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  const std::string series =
+      "sheetlog_stream_failed_attempts{mapping=\"entry-effects\",shard=\"" +
+      std::to_string(consumer["shard"].get<int>()) + "\"} ";
+  size_t at = metrics->body.find(series);
+  ASSERT_NE(at, std::string::npos) << metrics->body.substr(0, 6000);
+  EXPECT_EQ(std::stoll(metrics->body.substr(at + series.size())), failed_attempts)
+      << metrics->body.substr(at, 120);
+
+  // The fault goes: the next retry succeeds and the view clears.
+  ASSERT_EQ(
+      Request(client, "DELETE", "/v1/admin/faults?point=effects.after_snapshot_send", "")
+          .status,
+      204);
+  ASSERT_TRUE(Eventually([&] {
+    if (failing_consumer().is_null()) return true;
+    AdvanceClockWhenIdle(client, 61);
+    return false;
+  })) << Get(client, "/v1/admin/feed").raw;
+  std::string stuck;
+  ASSERT_GE(DrainSnapshots(client, sheet, kRecoveryBudgetSeconds, 5, &stuck), 0) << stuck;
+  ExpectVerifyClean(client);
+}
+
 }  // namespace
 }  // namespace sheetlog::testing
