@@ -169,6 +169,7 @@ class CrashRun {
       ASSERT_NO_FATAL_FAILURE(CheckAcknowledged());
     }
     ASSERT_NO_FATAL_FAILURE(Settle());
+    ASSERT_NO_FATAL_FAILURE(CheckNoFailedOrAbandonedJobs());
     ASSERT_NO_FATAL_FAILURE(CheckVerifyAndLeftovers());
     ASSERT_NO_FATAL_FAILURE(CheckStillAppends());
     // What the run did, so that a passing run shows it tested something.
@@ -404,6 +405,10 @@ class CrashRun {
                 {"count", 1},
                 {"probability", scenario_.probability}};
     JsonResponse r = Call("POST", "/v1/admin/faults", arm.dump());
+    // A background point (the change feed's handler, the snapshot worker) can fire
+    // between arming and the reply being written: the server is then gone (Call saw no
+    // answer and no /healthz), which is the crash this run wanted.
+    if (r.status == -1 && !alive_) return;
     ASSERT_EQ(r.status, 200) << r.raw << "\nserver log: " << server_->Log();
   }
 
@@ -625,6 +630,36 @@ class CrashRun {
         << unfinished << Diagnostics();
   }
 
+  // Once settled, every job's latest run succeeded: none is left failed (what
+  // jobs/replay would be needed for) or abandoned (started by an invocation that died
+  // and never taken over). The crash faults kill the process and never fail a run, so
+  // a failed row here is a real failure, not an injected one.
+  void CheckNoFailedOrAbandonedJobs() {
+    for (const char* status : {"failed", "abandoned"}) {
+      JsonResponse jobs = Call("GET", std::string("/v1/admin/jobs?status=") + status);
+      ASSERT_EQ(jobs.status, 200) << jobs.raw;
+      if (std::string(status) == "abandoned") {
+        // OPEN GAP, not a legitimate outcome (seen in 1 to 4 of 36 cases a run, e.g.
+        // history_finish seed 57, random_kill_x3 seed 16): a kill during a snapshot
+        // job leaves its `started` row (keyed by the queue message id) for good. The
+        // job itself finishes (the snapshot completes, nothing is dead-lettered), but
+        // no outcome row is ever written under that key (not yet established why:
+        // perhaps a deferral's copy of the message runs under its own id), so
+        // jobs?status=abandoned keeps listing finished work. Held to exactly that until
+        // it is fixed: only snapshot-worker rows, at most one per crash.
+        EXPECT_LE(jobs.body["jobs"].size(), static_cast<size_t>(scenario_.rounds))
+            << jobs.raw;
+        for (const json& job : jobs.body["jobs"]) {
+          EXPECT_EQ(job.value("source", ""), "snapshot-worker") << jobs.raw;
+        }
+        continue;
+      }
+      EXPECT_TRUE(jobs.body["jobs"].empty())
+          << "jobs left " << status << " after settling " << Replay() << ": "
+          << jobs.body["jobs"].dump(2);
+    }
+  }
+
   void CheckVerifyAndLeftovers() {
     JsonResponse verified = Call("POST", "/v1/admin/verify", "{}");
     ASSERT_EQ(verified.status, 200) << verified.raw;
@@ -816,10 +851,10 @@ INSTANTIATE_TEST_SUITE_P(
         // after a restart.
         WithDeletes(Fault("blob.delete", 62)),
         WithDeletes(Fault("sheet.purge.before", 63)),
-        // Issue 13 item 13, not yet: in 1 of 4 runs a Pending Snapshots row (entry 0,
-        // active, with a checkpoint) outlived its job, with no queue message left to
-        // finish or remove it (seen on 76dadfa; the failure message says whether its
-        // sheet was deleted).
+        // Issue 13 item 13: a Pending Snapshots row of a deleted sheet (created by a
+        // build racing the delete) once outlived its job with no queue message left
+        // to remove it (1 of 4 runs on 76dadfa); since 880a67b the job of a deleted
+        // sheet removes its own pending row first (12 runs green).
         WithDeletes(Fault("sheet.purge.after_object", 64, 0.5))),
     ScenarioName);
 
