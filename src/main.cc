@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "src/cli/cli.h"
 #include "src/api/server.h"
 #include "src/app/app.h"
+#include "src/cli/cli.h"
 #include "src/version.h"
 
 namespace sheetlog {

@@ -16,6 +16,7 @@
 #include "emulator/blob/blob_presigner.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "emulator/json_text.h"
 
 namespace sheetlog {
 
@@ -151,7 +152,7 @@ struct BlobStore::StoredMeta {
 
   // False if `text` is not metadata this code wrote.
   bool Decode(std::string_view text) {
-    nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    nlohmann::json j = ParseJsonOrDiscarded(text);
     if (j.is_discarded() || !j.is_object()) return false;
     try {
       if (j.at("v").get<int>() != 1) return false;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "emulator/status.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
@@ -102,7 +103,8 @@ enum class SyncMode {
   kFull,    // WAL + synchronous=FULL: also survives power loss
 };
 
-class Database {
+// The SQLite implementation of Transactions.
+class Database final : public Transactions {
  public:
   struct Options {
     // Path of the database file. Created if missing.
@@ -120,18 +122,18 @@ class Database {
   // Opens (creating if needed) the database and applies schema migrations.
   // Fails with FailedPrecondition if the file comes from a newer sheetlog.
   static Result<std::unique_ptr<Database>> Open(const Options& options);
-  ~Database();
+  ~Database() override;
 
-  using WorkFn = std::function<Status(Connection&)>;
+  using WorkFn = Work;
 
   // Runs `work` in a write transaction shared with concurrent callers. If `work` returns
   // an error its changes are rolled back and that error is returned; otherwise returns
   // OK once the transaction is durable. `work` may run on another caller's thread.
-  Status Write(const WorkFn& work);
+  Status Write(const WorkFn& work) override;
 
   // Runs `work` in a read transaction on a pooled read connection: it sees one
   // consistent committed state, never the writer's uncommitted changes.
-  Status Read(const WorkFn& work);
+  Status Read(const WorkFn& work) override;
 
   // Called (on the committing thread, outside any lock) after every committed write
   // batch. Used by the change feed to wake its readers.

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "emulator/env/clock.h"
+#include "emulator/json_text.h"
 
 namespace sheetlog {
 
@@ -38,8 +39,7 @@ constexpr int kPruneBatch = 5000;
 
 Result<nlohmann::json> ParseImage(const Statement& stmt, int col, const char* what) {
   if (stmt.IsNull(col)) return nlohmann::json();
-  nlohmann::json parsed = nlohmann::json::parse(stmt.ColumnView(col), nullptr,
-                                                /*allow_exceptions=*/false);
+  nlohmann::json parsed = ParseJsonOrDiscarded(stmt.ColumnView(col));
   if (parsed.is_discarded()) {
     return Internal(std::string("stream record has malformed ") + what + " JSON");
   }

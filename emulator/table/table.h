@@ -9,11 +9,11 @@
 // every column (seed 001 stores attributes under one-letter names to keep items small;
 // sizes are computed with those names).
 //
-// Operations take a Connection that is already inside a transaction: Database::Write
-// for writes and strongly consistent reads, Database::Read for eventually consistent
-// reads. A failed operation changes nothing: every single-item write is one SQL
-// statement (preceded, for conditions other than put-if-absent, by a read of the current
-// item: atomic because writes run on the single writer connection inside a
+// Operations take a Connection that is already inside a transaction: Transactions::Write
+// for writes and strongly consistent reads, Transactions::Read for eventually
+// consistent reads. A failed operation changes nothing: every single-item write is one
+// SQL statement (preceded, for conditions other than put-if-absent, by a read of the
+// current item: atomic because writes run on the single writer connection inside a
 // transaction), and TransactWrite runs in its own nested SAVEPOINT.
 //
 // Values <-> SQLite: kNull = NULL, kInt = INTEGER, kDouble = REAL, kString = TEXT,
@@ -33,11 +33,13 @@
 #include <variant>
 #include <vector>
 
-#include "emulator/sqlite/database.h"
 #include "emulator/status.h"
 #include "emulator/table/request_units.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
+
+class Statement;  // emulator/sqlite/database.h: rows are read inside table.cc only
 
 // A DynamoDB attribute value: NULL, N (integer or decimal), S, B, or BOOL.
 class Value {

@@ -15,21 +15,6 @@
 
 namespace sheetlog::api {
 
-std::optional<int64_t> ParseTimePoint(const std::string& text) {
-  if (std::optional<int64_t> seconds = ParseInt(text)) return seconds;
-  struct tm parts = {};
-  const char* rest = strptime(text.c_str(), "%Y-%m-%d", &parts);
-  if (rest == nullptr) return std::nullopt;
-  if (*rest == 'T') {
-    rest = strptime(rest + 1, "%H:%M:%S", &parts);
-    if (rest == nullptr) return std::nullopt;
-    if (std::string(rest) != "Z" && std::string(rest) != "+00:00") return std::nullopt;
-  } else if (*rest != '\0') {
-    return std::nullopt;
-  }
-  return static_cast<int64_t>(timegm(&parts));
-}
-
 namespace {
 
 int64_t TimeParam(Call& call, const std::string& name, int64_t fallback) {

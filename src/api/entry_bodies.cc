@@ -1,4 +1,5 @@
 // Entry bodies: validation at append time, and bodies too large to keep inline.
+#include "emulator/json_text.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/log/tables.h"
@@ -39,7 +40,7 @@ Uploads::Validator CompletionValidator(App& app) {
   return [](const UploadInfo& upload, BlobStore& blobs) -> Status {
     if (upload.type != "Import") return Status::OK();
     nlohmann::json body = nullptr;
-    if (upload.body) body = nlohmann::json::parse(*upload.body, nullptr, false);
+    if (upload.body) body = ParseJsonOrDiscarded(*upload.body);
     ASSIGN_OR_RETURN(SheetEdit edit, ParseEdit(upload.type, upload.version, body));
     const auto* import = std::get_if<ImportEdit>(&edit);
     if (import == nullptr) return Internal("an Import body parsed as another type");

@@ -2,6 +2,7 @@
 // verify (every invariant of architecture.md) and rebuild-snapshots — and what a sheet
 // would cost on AWS (GET /v1/sheets/{id}/cost).
 #include "emulator/env/uuid.h"
+#include "emulator/json_text.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/ops/cost.h"
@@ -97,7 +98,7 @@ void RecordSheetUsage(App& app, const std::string& pattern, const Call& call) {
     sheet = call.req.matches[1];
   } else if (pattern == "/v1/sheets" && call.req.method == "POST" &&
              call.res.status == 201) {
-    json created = json::parse(call.res.body, nullptr, false);
+    json created = ParseJsonOrDiscarded(call.res.body);
     if (created.is_object()) sheet = created.value("id", "");
   }
   if (sheet.empty() || !IsUuid(sheet) || pattern == kSheetRoutes + "/cost") return;

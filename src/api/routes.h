@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/env/time_text.h"  // ParseTimePoint
 #include "src/api/router.h"
 #include "src/log/event_log.h"
 #include "src/log/uploads.h"
@@ -46,9 +47,6 @@ Result<AppendResult> AppendPrepared(App& app, AppendRequest request, UnitMeter* 
 std::string CheckedSheetId(const std::string& id);
 // The sheet id of the route's first capture, checked as above.
 std::string SheetId(Call& call);
-// Unix seconds from "1767225600", "2026-01-01", "2026-01-01T00:00:00Z" (or with
-// "+00:00"); only UTC is accepted, so a time means the same on every machine.
-std::optional<int64_t> ParseTimePoint(const std::string& text);
 
 // A seq query parameter: a non-negative integer below 2^53 (ValidationError /
 // RangeError otherwise).

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "emulator/env/scratch_file.h"
+#include "emulator/json_text.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/log/tables.h"
@@ -171,7 +172,7 @@ json PendingJson(const Item& item) {
   json checkpoint = nullptr;
   auto state = item.find("state");
   if (state != item.end() && !state->second.is_null()) {
-    checkpoint = json::parse(state->second.AsString(), nullptr, false);
+    checkpoint = ParseJsonOrDiscarded(state->second.AsString());
     if (checkpoint.is_discarded()) checkpoint = state->second.AsString();
   }
   return json{{"created", int_of("created")},

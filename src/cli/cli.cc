@@ -1,10 +1,12 @@
-#include "src/api/cli.h"
+#include "src/cli/cli.h"
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+
+#include "emulator/json_text.h"
 
 namespace sheetlog::cli {
 
@@ -80,7 +82,7 @@ Client::Response Client::Finish(const httplib::Result& result) {
   }
   out.status = result->status;
   out.raw = result->body;
-  out.body = nlohmann::json::parse(result->body, nullptr, false);
+  out.body = ParseJsonOrDiscarded(result->body);
   if (out.body.is_discarded()) out.body = nullptr;
   if (out.status >= 400) {
     out.error = "HTTP " + std::to_string(out.status);

@@ -5,8 +5,8 @@
 // and failures to reach the server.
 #include <cstdio>
 
-#include "src/api/cli.h"
-#include "src/api/routes.h"
+#include "emulator/env/time_text.h"
+#include "src/cli/cli.h"
 
 namespace sheetlog::cli {
 
@@ -192,7 +192,7 @@ int RunReprocess(int argc, char** argv) {
 
   json report = {{"sheets", 0}, {"actions", json::array()}};
   // Checked here too, so a bad time is refused even when there is no sheet to ask about.
-  if (!api::ParseTimePoint(*since)) {
+  if (!ParseTimePoint(*since)) {
     return Fail(
         "--since must be ISO-8601 UTC (2026-01-01T00:00:00Z) or unix seconds, got '" +
         *since + "'");

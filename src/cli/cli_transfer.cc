@@ -15,7 +15,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "src/api/cli.h"
+#include "emulator/json_text.h"
+#include "src/cli/cli.h"
 
 namespace sheetlog::cli {
 
@@ -187,7 +188,7 @@ int RunExport(int argc, char** argv) {
   }
   if (status != 200) {
     discard();
-    json body = json::parse(error_body, nullptr, false);
+    json body = ParseJsonOrDiscarded(error_body);
     std::string message = error_body;
     if (body.is_object() && body.contains("error")) {
       message = body["error"].value("code", std::string()) + ": " +

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "emulator/env/uuid.h"
+#include "emulator/json_text.h"
 #include "src/log/sheet_deletion.h"
 #include "src/log/tables.h"
 
@@ -54,7 +55,7 @@ SheetInfo SheetFromItem(const Item& item) {
 // Whether a metadata object text carries a client-set "snapshot".
 bool HasClientSnapshot(const std::optional<std::string>& metadata) {
   if (!metadata) return false;
-  nlohmann::json object = nlohmann::json::parse(*metadata, nullptr, false);
+  nlohmann::json object = ParseJsonOrDiscarded(*metadata);
   return object.is_object() && object.contains("snapshot") &&
          object["snapshot"].is_string();
 }
@@ -112,7 +113,7 @@ SegmentInfo SegmentFromItem(const Item& item) {
   return s;
 }
 
-EventLog::EventLog(Database* db, Clock* clock, FaultInjector* faults, Options options)
+EventLog::EventLog(Transactions* db, Clock* clock, FaultInjector* faults, Options options)
     : db_(db), clock_(clock), faults_(faults), options_(options) {}
 
 // ---------------------------------------------------------------------------
@@ -229,19 +230,16 @@ Result<EventLog::Head> EventLog::ReadHead(Connection& conn, const std::string& s
   return Unavailable("the newest segment of sheet " + sheet_id + " kept moving");
 }
 
-namespace {
-// Why one append attempt did not write.
-enum class AppendOutcome { kWritten, kExpectMismatch, kLostRace, kNotDue };
-}  // namespace
-
-Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMeter* meter,
-                                          int64_t* next_seq_out, int64_t* since_snapshot,
-                                          bool* segment_full) {
-  AppendResult result;
-  AppendOutcome outcome = AppendOutcome::kWritten;
+EventLog::AppendAttempt EventLog::AppendOnce(const AppendRequest& request,
+                                             UnitMeter* meter) {
+  using Outcome = AppendAttempt::Outcome;
+  AppendAttempt attempt;
+  attempt.outcome = Outcome::kWritten;
   const bool is_snapshot = request.type == kSnapshotType;
 
-  // Steps 1-2 (and the checks that depend on the head): decide what to write.
+  // Steps 1-2 (and the checks that depend on the head): decide what to write. A
+  // refusal is returned as an error only to roll the transaction back; `attempt`
+  // carries what happened.
   auto plan = [&](Connection& conn, Consistency consistency) -> Status {
     ASSIGN_OR_RETURN(
         std::optional<Item> sheet,
@@ -253,18 +251,18 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
     ASSIGN_OR_RETURN(Head head, ReadHead(conn, request.sheet_id, consistency, meter));
     const int64_t next = head.entry.seq + 1;
     if (request.expect_seq && *request.expect_seq != next) {
-      outcome = AppendOutcome::kExpectMismatch;
-      if (next_seq_out != nullptr) *next_seq_out = next;
+      attempt.outcome = Outcome::kExpectMismatch;
+      attempt.next_seq = next;
       return ConditionFailed("expect_seq " + std::to_string(*request.expect_seq) +
                              " is not the next seq " + std::to_string(next));
     }
     if (is_snapshot && request.allow_reserved && request.only_if_due &&
         (snapshot_every <= 0 || next - snapshot_entry_seq <= snapshot_every)) {
       // Policy append: another writer already added the Snapshot entry that was due.
-      outcome = AppendOutcome::kNotDue;
+      attempt.outcome = Outcome::kNotDue;
       return Aborted("snapshot not due");
     }
-    EntryRecord& entry = result.entry;
+    EntryRecord& entry = attempt.result.entry;
     entry.seq = next;
     entry.segment = head.segment.num;
     entry.num = head.entry.num + 1;
@@ -274,23 +272,23 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
     entry.body = request.body;
     entry.external = request.external;
     entry.metadata = request.metadata;
-    *since_snapshot = next - (is_snapshot ? next : snapshot_entry_seq);
-    *segment_full = head.segment.last_snapshot.has_value() &&
-                    entry.num + 1 >= IntOr(*sheet, "segment_entries", 0);
+    attempt.since_snapshot = next - (is_snapshot ? next : snapshot_entry_seq);
+    attempt.segment_full = head.segment.last_snapshot.has_value() &&
+                           entry.num + 1 >= IntOr(*sheet, "segment_entries", 0);
     return Status::OK();
   };
 
   // Step 3: the conditional put at head + 1.
   auto put = [&](Connection& conn) -> Status {
     RETURN_IF_ERROR(faults_->Hit("log.add_entry.before_put"));
-    Status status =
-        EntryTable().PutIfAbsent(conn, EntryItem(request.sheet_id, result.entry), meter);
-    if (status.IsConditionFailed()) outcome = AppendOutcome::kLostRace;
+    Status status = EntryTable().PutIfAbsent(
+        conn, EntryItem(request.sheet_id, attempt.result.entry), meter);
+    if (status.IsConditionFailed()) attempt.outcome = Outcome::kLostRace;
     RETURN_IF_ERROR(status);
     if (is_snapshot) {
       UpdateRequest update;
       update.key = Key{{request.sheet_id}, {}};
-      update.set = {{"snapshot_entry_seq", result.entry.seq}};
+      update.set = {{"snapshot_entry_seq", attempt.result.entry.seq}};
       update.create_if_missing = false;
       RETURN_IF_ERROR(SheetTable().Update(conn, update, meter).status());
     }
@@ -298,42 +296,39 @@ Result<AppendResult> EventLog::AppendOnce(const AppendRequest& request, UnitMete
       // Appends only grow seq, so this entry is the newest with a client snapshot.
       UpdateRequest update;
       update.key = Key{{request.sheet_id}, {}};
-      update.set = {{"client_snapshot_seq", result.entry.seq}};
+      update.set = {{"client_snapshot_seq", attempt.result.entry.seq}};
       update.create_if_missing = false;
       RETURN_IF_ERROR(SheetTable().Update(conn, update, meter).status());
     }
     if (request.also_write)
-      RETURN_IF_ERROR(request.also_write(conn, result.entry, meter));
+      RETURN_IF_ERROR(request.also_write(conn, attempt.result.entry, meter));
     return Status::OK();
   };
 
-  Status status;
   if (options_.reads_in_write_transaction) {
-    status = db_->Write([&](Connection& conn) -> Status {
+    attempt.status = db_->Write([&](Connection& conn) -> Status {
       RETURN_IF_ERROR(plan(conn, Consistency::kStrong));
       return put(conn);
     });
   } else {
     // The seed's literal form: eventually consistent reads, then a conditional write.
-    status =
+    attempt.status =
         db_->Read([&](Connection& conn) { return plan(conn, Consistency::kEventual); });
-    if (status.ok() && options_.test_between_read_and_put)
+    if (attempt.status.ok() && options_.test_between_read_and_put)
       options_.test_between_read_and_put();
-    if (status.ok()) status = db_->Write(put);
+    if (attempt.status.ok()) attempt.status = db_->Write(put);
   }
-  if (status.ok()) return result;
-  switch (outcome) {
-    case AppendOutcome::kLostRace:
-      return ConditionFailed("lost race");
-    case AppendOutcome::kNotDue:
-      return Aborted("snapshot not due");
-    default:
-      return status;
+  // A write that failed for another reason after the plan (a fault, a full disk) is a
+  // failure, whatever the plan decided.
+  if (!attempt.status.ok() && attempt.outcome == Outcome::kWritten) {
+    attempt.outcome = Outcome::kFailed;
   }
+  return attempt;
 }
 
 Result<AppendResult> EventLog::AddEntry(const AppendRequest& request, UnitMeter* meter,
                                         int64_t* next_seq_out) {
+  using Outcome = AppendAttempt::Outcome;
   if (!request.allow_reserved &&
       (request.type == kSnapshotType || request.type == kEndSegmentType)) {
     return InvalidArgument("entry type '" + request.type +
@@ -341,28 +336,25 @@ Result<AppendResult> EventLog::AddEntry(const AppendRequest& request, UnitMeter*
   }
   ASSIGN_OR_RETURN(SheetConfig config, Config(request.sheet_id, meter));
   for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
-    int64_t since_snapshot = 0;
-    bool segment_full = false;
-    int64_t next_seq = -1;
-    Result<AppendResult> result =
-        AppendOnce(request, meter, &next_seq, &since_snapshot, &segment_full);
-    if (result.ok()) {
-      appends_.fetch_add(1, std::memory_order_relaxed);
-      if (!request.allow_reserved) {
-        RunPolicies(request.sheet_id, config, since_snapshot, segment_full,
-                    &result.value());
-      }
-      return result;
-    }
-    if (next_seq >= 0) {  // expect_seq mismatch: the client decides what to do
-      if (next_seq_out != nullptr) *next_seq_out = next_seq;
-      return result.status();
+    AppendAttempt tried = AppendOnce(request, meter);
+    switch (tried.outcome) {
+      case Outcome::kWritten:
+        appends_.fetch_add(1, std::memory_order_relaxed);
+        if (!request.allow_reserved) {
+          RunPolicies(request.sheet_id, config, tried.since_snapshot, tried.segment_full,
+                      &tried.result);
+        }
+        return std::move(tried.result);
+      case Outcome::kExpectMismatch:  // the client decides what to do
+        if (next_seq_out != nullptr) *next_seq_out = tried.next_seq;
+        return tried.status;
+      case Outcome::kNotDue:
+      case Outcome::kFailed:
+        return tried.status;
+      case Outcome::kLostRace:
+        break;
     }
     // Step 4: a lost condition means another writer got there first: back off, retry.
-    if (!result.status().IsConditionFailed() ||
-        result.status().message() != "lost race") {
-      return result.status();
-    }
     retries_.fetch_add(1, std::memory_order_relaxed);
     clock_->SleepForMicros(BackoffMicros(attempt, options_.backoff_base_micros,
                                          options_.backoff_cap_micros));
@@ -650,7 +642,7 @@ Result<std::optional<int64_t>> FindClientSnapshot(
 Result<EntryRecord> EventLog::SetMetadata(const std::string& sheet_id, int64_t seq,
                                           const std::string& patch_text,
                                           UnitMeter* meter) {
-  nlohmann::json patch = nlohmann::json::parse(patch_text, nullptr, false);
+  nlohmann::json patch = ParseJsonOrDiscarded(patch_text);
   if (!patch.is_object()) return InvalidArgument("metadata must be a JSON object");
   for (const auto& [field, value] : patch.items()) {
     if (std::find(std::begin(kEntryMetadataFields), std::end(kEntryMetadataFields),
@@ -696,7 +688,7 @@ Result<EntryRecord> EventLog::SetMetadata(const std::string& sheet_id, int64_t s
     if (patch.empty()) return Status::OK();
     nlohmann::json merged = nlohmann::json::object();
     if (entry.metadata) {
-      merged = nlohmann::json::parse(*entry.metadata, nullptr, false);
+      merged = ParseJsonOrDiscarded(*entry.metadata);
       if (!merged.is_object()) merged = nlohmann::json::object();
     }
     for (const auto& [field, value] : patch.items()) merged[field] = value;
@@ -751,7 +743,7 @@ Result<std::optional<SnapshotRef>> EventLog::LastSnapshot(const std::string& she
   if (client_seq && (!out || *client_seq >= out->seq)) {
     Result<EntryRecord> entry = GetEntry(sheet_id, *client_seq, meter);
     if (entry.ok() && HasClientSnapshot(entry->metadata)) {
-      nlohmann::json metadata = nlohmann::json::parse(*entry->metadata);
+      nlohmann::json metadata = ParseJson(*entry->metadata);
       if (!out || out->seq != *client_seq) out = SnapshotRef{*client_seq, {}, {}};
       out->snapshot = metadata["snapshot"].get<std::string>();
     } else if (!entry.ok() && !entry.status().IsNotFound() &&
@@ -978,8 +970,7 @@ std::string ArchiveLine(const EntryRecord& e) {
   nlohmann::json line{{"seq", e.seq},   {"segment", e.segment},
                       {"num", e.num},   {"created", e.created},
                       {"type", e.type}, {"version", e.version}};
-  line["body"] =
-      e.body ? nlohmann::json::parse(*e.body, nullptr, false) : nlohmann::json(nullptr);
+  line["body"] = e.body ? ParseJsonOrDiscarded(*e.body) : nlohmann::json(nullptr);
   line["external"] = e.external ? nlohmann::json(*e.external) : nlohmann::json(nullptr);
   line["snapshot_root"] =
       e.snapshot_root ? nlohmann::json(*e.snapshot_root) : nlohmann::json(nullptr);
@@ -1003,7 +994,7 @@ Status WriteArchive(BlobStore* store, const std::string& key,
       for (size_t end; (end = partial.find('\n', start)) != std::string::npos;
            start = end + 1) {
         std::string_view line(partial.data() + start, end - start);
-        nlohmann::json parsed = nlohmann::json::parse(line, nullptr, false);
+        nlohmann::json parsed = ParseJsonOrDiscarded(line);
         if (parsed.is_object() && parsed.value("seq", INT64_MAX) < first_new) {
           kept.append(line);
           kept.push_back('\n');

@@ -27,9 +27,9 @@
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
-#include "emulator/sqlite/database.h"
 #include "emulator/status.h"
 #include "emulator/table/table.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
@@ -156,7 +156,7 @@ class EventLog {
     std::function<void()> test_between_read_and_put;
   };
 
-  EventLog(Database* db, Clock* clock, FaultInjector* faults, Options options);
+  EventLog(Transactions* db, Clock* clock, FaultInjector* faults, Options options);
 
   // Create Log: one transaction writing Segment 0 and entry 0 (Snapshot, body null).
   Result<SheetInfo> CreateLog(const std::string& name, int64_t snapshot_every,
@@ -257,7 +257,7 @@ class EventLog {
   Status CompleteSnapshot(const std::string& sheet_id, int64_t segment, int64_t num,
                           const std::string& root, UnitMeter* meter);
 
-  Database* db() { return db_; }
+  Transactions* db() { return db_; }
   Clock* clock() { return clock_; }
   // Add Entry attempts that lost their condition and were retried, since start.
   int64_t retries() const { return retries_.load(); }
@@ -288,13 +288,27 @@ class EventLog {
   // to the segment read again when the cached segment has ended.
   Result<Head> ReadHead(Connection& conn, const std::string& sheet_id, Consistency c,
                         UnitMeter* meter);
-  Result<AppendResult> AppendOnce(const AppendRequest& request, UnitMeter* meter,
-                                  int64_t* next_seq_out, int64_t* since_snapshot,
-                                  bool* segment_full);
+  // One attempt at Add Entry's steps 1-3, and how it ended.
+  struct AppendAttempt {
+    enum class Outcome {
+      kWritten,         // `result` holds the entry
+      kExpectMismatch,  // expect_seq was not the next seq (`next_seq`)
+      kLostRace,        // step 3's condition failed: another writer took head + 1
+      kNotDue,          // only_if_due, and no Snapshot entry is due
+      kFailed,          // `status` says why
+    };
+    Outcome outcome = Outcome::kFailed;
+    Status status;  // the error for every outcome but kWritten
+    AppendResult result;
+    int64_t next_seq = 0;        // kExpectMismatch
+    int64_t since_snapshot = 0;  // kWritten: entries since the last Snapshot entry
+    bool segment_full = false;   // kWritten: the segment reached segment_entries
+  };
+  AppendAttempt AppendOnce(const AppendRequest& request, UnitMeter* meter);
   void RunPolicies(const std::string& sheet_id, const SheetConfig& config,
                    int64_t since_snapshot, bool segment_full, AppendResult* result);
 
-  Database* db_;
+  Transactions* db_;
   Clock* clock_;
   FaultInjector* faults_;
   Options options_;

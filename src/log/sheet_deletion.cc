@@ -3,22 +3,24 @@
 #include <vector>
 
 #include "src/log/sheet_blobs.h"
+#include "src/log/tables.h"
+#include "src/log/uploads.h"
 
 namespace sheetlog {
 
+namespace {
+constexpr int kScanPage = 1000;
+}  // namespace
+
 Status RecordSheetDeletion(Connection& conn, const std::string& sheet_id,
                            int64_t now_seconds) {
-  ASSIGN_OR_RETURN(Statement uploads,
-                   conn.Prepare("DELETE FROM upload WHERE sheet_id = ?"));
-  RETURN_IF_ERROR(uploads.Bind(1, sheet_id).Run());
-  ASSIGN_OR_RETURN(
-      Statement tombstone,
-      conn.Prepare("INSERT OR IGNORE INTO sheet_deletion (sheet_id, deleted) "
-                   "VALUES (?, ?)"));
-  return tombstone.Bind(1, sheet_id).Bind(2, now_seconds).Run();
+  // The first delete's tombstone stays: a repeated delete does not restart the grace.
+  Status tombstone = SheetDeletionTable().PutIfAbsent(
+      conn, Item{{"sheet_id", sheet_id}, {"deleted", now_seconds}}, nullptr);
+  return tombstone.IsConditionFailed() ? Status::OK() : tombstone;
 }
 
-SheetPurger::SheetPurger(Database* db, BlobStore* blobs, Clock* clock,
+SheetPurger::SheetPurger(Transactions* db, BlobStore* blobs, Clock* clock,
                          FaultInjector* faults, int64_t grace_seconds)
     : db_(db),
       blobs_(blobs),
@@ -35,14 +37,13 @@ Status SheetPurger::Purge(const std::string& sheet_id, PurgeReport* report) {
   // then still within the grace period and found by a later purge.
   std::optional<int64_t> deleted;
   RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
-    ASSIGN_OR_RETURN(
-        Statement s,
-        conn.Prepare("SELECT deleted FROM sheet_deletion WHERE sheet_id = ?"));
-    s.Bind(1, sheet_id);
-    ASSIGN_OR_RETURN(bool row, s.Step());
-    if (row) deleted = s.ColumnInt(0);
+    ASSIGN_OR_RETURN(std::optional<Item> tombstone,
+                     SheetDeletionTable().Get(conn, Key{{sheet_id}, {}},
+                                              Consistency::kStrong, nullptr));
+    if (tombstone) deleted = tombstone->at("deleted").AsInt();
     return Status::OK();
   }));
+  RETURN_IF_ERROR(DeleteUploadRows(sheet_id));
   const int64_t now = clock_->NowSeconds();
   for (const std::string& prefix : SheetBlobPrefixes(sheet_id)) {
     // Each page is deleted before the next is listed, so the first page is always the
@@ -61,24 +62,57 @@ Status SheetPurger::Purge(const std::string& sheet_id, PurgeReport* report) {
   }
   if (deleted && now - *deleted >= grace_seconds_) {
     RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
-      ASSIGN_OR_RETURN(Statement s,
-                       conn.Prepare("DELETE FROM sheet_deletion WHERE sheet_id = ?"));
-      return s.Bind(1, sheet_id).Run();
+      return SheetDeletionTable().Delete(conn, Key{{sheet_id}, {}}, {}, nullptr);
     }));
     ++report->tombstones_dropped;
   }
   return Status::OK();
 }
 
+Status SheetPurger::DeleteUploadRows(const std::string& sheet_id) {
+  // Uploads are keyed by upload id alone (no index by sheet, as on DynamoDB without a
+  // GSI): a scan outside the write lock finds the sheet's, then one write deletes
+  // them. An upload of the sheet declared after the scan cannot complete (the sheet is
+  // gone) and is found by a later purge, which runs until the tombstone is dropped.
+  std::vector<std::string> upload_ids;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    std::optional<KeyValues> start;
+    do {
+      ASSIGN_OR_RETURN(
+          QueryResult page,
+          UploadTable().Scan(conn, start, kScanPage, Consistency::kEventual, nullptr));
+      for (const Item& upload : page.items) {
+        auto owner = upload.find("sheet_id");
+        if (owner != upload.end() && owner->second.AsString() == sheet_id) {
+          upload_ids.push_back(upload.at("upload_id").AsString());
+        }
+      }
+      start = page.last_evaluated;
+    } while (start);
+    return Status::OK();
+  }));
+  if (upload_ids.empty()) return Status::OK();
+  return db_->Write([&](Connection& conn) -> Status {
+    for (const std::string& id : upload_ids) {
+      RETURN_IF_ERROR(UploadTable().Delete(conn, Key{{id}, {}}, {}, nullptr));
+    }
+    return Status::OK();
+  });
+}
+
 Result<PurgeReport> SheetPurger::PurgeAll(const std::atomic<bool>* stopping) {
   std::vector<std::string> sheets;
   RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
-    ASSIGN_OR_RETURN(Statement s, conn.Prepare("SELECT sheet_id FROM sheet_deletion"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) break;
-      sheets.push_back(s.ColumnText(0));
-    }
+    std::optional<KeyValues> start;
+    do {
+      ASSIGN_OR_RETURN(QueryResult page,
+                       SheetDeletionTable().Scan(conn, start, kScanPage,
+                                                 Consistency::kEventual, nullptr));
+      for (const Item& tombstone : page.items) {
+        sheets.push_back(tombstone.at("sheet_id").AsString());
+      }
+      start = page.last_evaluated;
+    } while (start);
     return Status::OK();
   }));
   PurgeReport report;

@@ -23,12 +23,13 @@
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
-#include "emulator/sqlite/database.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
-// Inside the deleting transaction: removes the sheet's `upload` rows and writes its
-// tombstone (deleted = `now_seconds`; a tombstone already there is kept as it is).
+// Inside the deleting transaction: writes the sheet's tombstone (deleted =
+// `now_seconds`; a tombstone already there is kept as it is). The sheet's `upload` rows
+// and objects go in SheetPurger::Purge.
 Status RecordSheetDeletion(Connection& conn, const std::string& sheet_id,
                            int64_t now_seconds);
 
@@ -41,18 +42,21 @@ struct PurgeReport {
 class SheetPurger {
  public:
   // Default grace: 3600 s of the clock, far beyond the snapshot worker's time budget.
-  SheetPurger(Database* db, BlobStore* blobs, Clock* clock, FaultInjector* faults,
+  SheetPurger(Transactions* db, BlobStore* blobs, Clock* clock, FaultInjector* faults,
               int64_t grace_seconds = 3600);
 
-  // Deletes every object of `sheet_id` under the server's areas; drops its tombstone if
-  // that is older than the grace period and nothing was left. Idempotent. Fault points:
-  // "sheet.purge.before", "sheet.purge.after_object" (after each deletion).
+  // Deletes the upload rows of `sheet_id` and every object of it under the server's
+  // areas; drops its tombstone if that is older than the grace period and nothing was
+  // left. Idempotent. Fault points: "sheet.purge.before", "sheet.purge.after_object"
+  // (after each deletion).
   Status Purge(const std::string& sheet_id, PurgeReport* report = nullptr);
   // Purge of every tombstoned sheet; stops early (OK) once `stopping` is set.
   Result<PurgeReport> PurgeAll(const std::atomic<bool>* stopping = nullptr);
 
  private:
-  Database* db_;
+  Status DeleteUploadRows(const std::string& sheet_id);
+
+  Transactions* db_;
   BlobStore* blobs_;
   Clock* clock_;
   FaultInjector* faults_;

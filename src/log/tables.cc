@@ -65,4 +65,10 @@ const Table& PendingSnapshotTable() {
   return table;
 }
 
+const Table& SheetDeletionTable() {
+  static const Table table(TableSchema{
+      "sheet_deletion", {"sheet_id"}, {}, {{"sheet_id", "P"}, {"deleted", "D"}}});
+  return table;
+}
+
 }  // namespace sheetlog

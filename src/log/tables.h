@@ -16,6 +16,8 @@ const Table& SegmentTable();
 const Table& SheetTable();
 // Seed 000 "Pending Snapshots": PK log_id, SK (segment, entry).
 const Table& PendingSnapshotTable();
+// Tombstones of deleted sheets (schema/008, src/log/sheet_deletion.h): PK sheet_id.
+const Table& SheetDeletionTable();
 
 // Reserved entry types written only by the system.
 inline constexpr const char* kSnapshotType = "Snapshot";

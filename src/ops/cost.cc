@@ -1,6 +1,7 @@
 #include "src/ops/cost.h"
 
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 
 #include "src/log/tables.h"
@@ -13,15 +14,20 @@ constexpr double kMillion = 1e6;
 constexpr double kGigabyte = 1e9;
 constexpr int kPage = 1000;
 
-// Sum of the DynamoDB sizes of every item of `table` in the partition `partition`.
+// Adds the DynamoDB sizes of every item of `table` in `partition` to *bytes; `visit`
+// (if set) sees each item.
 Status AddPartitionSize(Connection& conn, const Table& table, const KeyValues& partition,
-                        int64_t* bytes) {
+                        int64_t* bytes,
+                        const std::function<void(const Item&)>& visit = nullptr) {
   QueryRequest query;
   query.partition = partition;
   query.limit = kPage;
   while (true) {
     ASSIGN_OR_RETURN(QueryResult page, table.Query(conn, query, nullptr));
-    for (const Item& item : page.items) *bytes += table.ItemSize(item);
+    for (const Item& item : page.items) {
+      *bytes += table.ItemSize(item);
+      if (visit) visit(item);
+    }
     if (!page.last_evaluated) return Status::OK();
     query.exclusive_start = page.last_evaluated;
   }
@@ -112,15 +118,16 @@ Result<SheetCost> ComputeSheetCost(const std::string& sheet_id, EventLog* log,
     RETURN_IF_ERROR(
         AddPartitionSize(conn, SegmentTable(), {sheet.id}, &cost.dynamodb_storage_bytes));
     for (const SegmentInfo& segment : segments) {
-      RETURN_IF_ERROR(AddPartitionSize(conn, EntryTable(), {sheet.id, segment.num},
-                                       &cost.dynamodb_storage_bytes));
+      RETURN_IF_ERROR(AddPartitionSize(
+          conn, EntryTable(), {sheet.id, segment.num}, &cost.dynamodb_storage_bytes,
+          [&](const Item& item) {
+            auto type = item.find("type");
+            if (type != item.end() && type->second.AsString() == kSnapshotType &&
+                item.count("snapshot_root") > 0) {
+              ++completed_snapshots;
+            }
+          }));
     }
-    ASSIGN_OR_RETURN(Statement count,
-                     conn.Prepare("SELECT COUNT(*) FROM entry WHERE sheet_id = ? AND "
-                                  "type = 'Snapshot' AND snapshot_root IS NOT NULL"));
-    count.Bind(1, sheet.id);
-    ASSIGN_OR_RETURN(bool row, count.Step());
-    if (row) completed_snapshots = count.ColumnInt(0);
     return Status::OK();
   }));
   for (const char* area : {"snapshots/", "entries/", "archives/"}) {

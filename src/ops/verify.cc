@@ -21,7 +21,8 @@ std::string PlaceText(int64_t segment, int64_t num) {
 }
 
 // Entries of one segment in (num) order, read page by page from the Entry table.
-Result<std::vector<EntryRecord>> SegmentEntries(Database* db, const std::string& sheet_id,
+Result<std::vector<EntryRecord>> SegmentEntries(Transactions* db,
+                                                const std::string& sheet_id,
                                                 int64_t segment) {
   std::vector<EntryRecord> entries;
   RETURN_IF_ERROR(db->Read([&](Connection& conn) -> Status {

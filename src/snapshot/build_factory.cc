@@ -1,5 +1,6 @@
 #include "src/snapshot/build_factory.h"
 
+#include "emulator/json_text.h"
 #include "src/log/tables.h"
 #include "src/sheet/delta.h"
 
@@ -51,10 +52,10 @@ Result<std::vector<SheetEdit>> EditsOfEntries(const std::vector<EntryRecord>& en
     nlohmann::json body = nullptr;
     if (IsBuiltinType(e.type)) {
       if (e.body) {
-        body = nlohmann::json::parse(*e.body, nullptr, false);
+        body = ParseJsonOrDiscarded(*e.body);
       } else if (e.external && e.type != "Import") {
         ASSIGN_OR_RETURN(std::string text, blobs->Get(*e.external));
-        body = nlohmann::json::parse(text, nullptr, false);
+        body = ParseJsonOrDiscarded(text);
       }
       if (body.is_discarded()) {
         return Internal("entry " + std::to_string(e.seq) +

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "emulator/json_text.h"
+
 namespace sheetlog {
 
 using nlohmann::json;
@@ -65,7 +67,7 @@ bool GetInt(const json& object, const char* name, int64_t* out) {
 }  // namespace
 
 Result<SnapshotManifest> SnapshotManifest::FromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  json j = ParseJsonOrDiscarded(text);
   auto bad = [](const std::string& why) {
     return InvalidArgument("not a snapshot manifest: " + why);
   };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "emulator/json_text.h"
 #include "src/log/event_log.h"
 #include "src/log/tables.h"
 
@@ -14,7 +15,7 @@ std::string SnapshotJob::ToJson() const {
 }
 
 Result<SnapshotJob> SnapshotJob::FromJson(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
+  json j = ParseJsonOrDiscarded(text);
   if (!j.is_object() || !j.contains("sheet") || !j["sheet"].is_string() ||
       !j.contains("segment") || !j["segment"].is_number_integer() ||
       !j.contains("entry") || !j["entry"].is_number_integer()) {
@@ -71,7 +72,7 @@ int64_t IntOf(const Item& item, const char* column) {
 
 // The conditional write of seed 000: update the pending entry only if Increment is
 // still what we last saw, and move Increment forward.
-Status UpdatePending(Database* db, const Key& key, int64_t expected_increment,
+Status UpdatePending(Transactions* db, const Key& key, int64_t expected_increment,
                      std::map<std::string, Value> set, UnitMeter* meter) {
   return db->Write([&](Connection& conn) {
     UpdateRequest update;
@@ -90,7 +91,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
                                                       MessageControl& message,
                                                       int64_t deadline_micros,
                                                       Status* error, UnitMeter* meter) {
-  Database* db = log_->db();
+  Transactions* db = log_->db();
   const Table& pending = PendingSnapshotTable();
   const Key key{{job.sheet_id}, {job.segment, job.entry}};
   auto fail = [&](const Status& status) {
@@ -170,7 +171,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     increment = seen + 1;
     auto state = existing->find("state");
     if (state != existing->end() && !state->second.is_null()) {
-      checkpoint = json::parse(state->second.AsString(), nullptr, false);
+      checkpoint = ParseJsonOrDiscarded(state->second.AsString());
       if (checkpoint.is_discarded()) checkpoint = nullptr;  // start over: still correct
     }
   }

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "emulator/json_text.h"
 #include "tests/support/server_process.h"
 
 namespace sheetlog::testing {
@@ -82,7 +83,7 @@ TEST_F(HostileInputHttpTest, ModeratelyNestedBodiesAreStoredAndReadBack) {
   ASSERT_EQ(appended.status, 201) << appended.raw;
   JsonResponse read = Get(client, Entries() + "/1");
   ASSERT_EQ(read.status, 200) << read.raw;
-  EXPECT_EQ(read.body["body"], json::parse(nested));
+  EXPECT_EQ(read.body["body"], ParseJson(nested));
 }
 
 TEST_F(HostileInputHttpTest, InvalidUtf8IsA400WithAReadableErrorEverywhere) {

@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "emulator/json_text.h"
 #include "src/sheet/csv.h"
 #include "tests/support/server_process.h"
 #include "tests/support/spreadsheet_tools.h"
@@ -204,9 +205,9 @@ TEST_F(ImportExportHttpTest, LibreOfficeXlsxAndCsvImportGiveTheCellsLibreOfficeR
   JsonResponse formula = Get(*client_, "/v1/sheets/" + xlsx_sheet + "/cells?range=B3:C3");
   // (LibreOffice has no boolean cells: it saved B3's TRUE as the formula TRUE() with
   // its result, and reads it back the same way.)
-  EXPECT_EQ(formula.body["rows"], json::parse(R"J([["=TRUE()", "=B2*2"]])J"))
+  EXPECT_EQ(formula.body["rows"], ParseJson(R"J([["=TRUE()", "=B2*2"]])J"))
       << formula.raw;
-  EXPECT_EQ(formula.body["cached"], json::parse("[[true, 843756]]")) << formula.raw;
+  EXPECT_EQ(formula.body["cached"], ParseJson("[[true, 843756]]")) << formula.raw;
 
   // The CSV holds LibreOffice's text as shown ("50.0%"), quoted where RFC 4180 needs
   // it: each field typed by our documented rules is what we hold.
@@ -478,7 +479,7 @@ TEST_F(ImportExportHttpTest, CommandLineImportAndExport) {
   int status = 0;
   std::string out = Sheetlog("import " + xlsx + " --at B2", &status);
   ASSERT_EQ(status, 0) << out;
-  json result = json::parse(out, nullptr, false);
+  json result = ParseJsonOrDiscarded(out);
   ASSERT_TRUE(result.is_object()) << out;
   const std::string sheet = result.value("sheet", "");
   EXPECT_EQ(Cells(sheet, "B2:B2")["B2"], "city");

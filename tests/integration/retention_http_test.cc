@@ -5,6 +5,7 @@
 // verify still finds every invariant holding.
 #include <gtest/gtest.h>
 
+#include "emulator/json_text.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -100,7 +101,7 @@ TEST_F(RetentionHttpTest,
   ASSERT_NO_FATAL_FAILURE(NewSegment());
   ASSERT_NO_FATAL_FAILURE(SetCell("D1", 4));  // seq 11
   const json cells = Cells();
-  ASSERT_EQ(cells, json::parse("[[10, 2, 3, 4]]"));
+  ASSERT_EQ(cells, ParseJson("[[10, 2, 3, 4]]"));
   ASSERT_EQ(Sheet()["first_seq"], 0);
 
   // One retention period later the worker keeps only the newest segment's worth —

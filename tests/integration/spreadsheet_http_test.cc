@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "emulator/json_text.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -99,7 +100,7 @@ TEST_F(SpreadsheetHttpTest, CellsAtTheHeadAndAtEarlierSeqs) {
   JsonResponse head = Cells(sheet, "range=A1:C4");
   ASSERT_EQ(head.status, 200) << head.raw;
   EXPECT_EQ(head.body["range"], "A1:C4");
-  EXPECT_EQ(head.body["rows"], json::parse(R"([[null, null, null],
+  EXPECT_EQ(head.body["rows"], ParseJson(R"([[null, null, null],
                                                 [1, "x", true],
                                                 [null, 0, null],
                                                 [null, 1.5, "=A1+1"]])"));
@@ -110,10 +111,10 @@ TEST_F(SpreadsheetHttpTest, CellsAtTheHeadAndAtEarlierSeqs) {
   JsonResponse early = Cells(sheet, "range=A1:C2&at=" + std::to_string(after_first));
   ASSERT_EQ(early.status, 200) << early.raw;
   EXPECT_EQ(early.body["at_seq"], after_first);
-  EXPECT_EQ(early.body["rows"], json::parse(R"([[1, "x", true], [null, null, null]])"));
+  EXPECT_EQ(early.body["rows"], ParseJson(R"([[1, "x", true], [null, null, null]])"));
 
   JsonResponse mid = Cells(sheet, "range=C3&at=" + std::to_string(before_insert));
-  EXPECT_EQ(mid.body["rows"], json::parse(R"([["=A1+1"]])"));
+  EXPECT_EQ(mid.body["rows"], ParseJson(R"([["=A1+1"]])"));
 }
 
 TEST_F(SpreadsheetHttpTest, CellsRefusesBadRequestsWithClearErrors) {
@@ -210,7 +211,7 @@ TEST_F(SpreadsheetHttpTest, TruncateDropsOldSegmentsAndTheSheetReadsTheSame) {
   JsonResponse after = Cells(sheet, "range=A1:A5");
   ASSERT_EQ(after.status, 200) << after.raw;
   EXPECT_EQ(after.body["rows"], before.body["rows"]);
-  EXPECT_EQ(after.body["rows"], json::parse("[[2], [3], [4], [null], [null]]"));
+  EXPECT_EQ(after.body["rows"], ParseJson("[[2], [3], [4], [null], [null]]"));
   JsonResponse early = Cells(sheet, "range=A1&at=2");
   EXPECT_EQ(early.status, 410) << early.raw;
   EXPECT_EQ(early.body["error"]["first_seq"], 5);

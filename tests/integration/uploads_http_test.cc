@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "emulator/json_text.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -246,7 +247,7 @@ TEST_F(UploadsHttpTest, FiftyMegabyteUploadStreamsWithoutHoldingItInMemory) {
       "application/octet-stream");
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200) << res->body;
-  EXPECT_EQ(json::parse(res->body)["size"], kSize);
+  EXPECT_EQ(ParseJson(res->body)["size"], kSize);
   const int64_t after = server_->PeakRssKb();
   // The body streamed to disk: the peak grew by far less than 50 MB.
   EXPECT_LT(after - before, 20 * 1024)

@@ -13,6 +13,7 @@
 
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
+#include "emulator/json_text.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -166,7 +167,7 @@ TEST_F(VerifyHttpTest, HealthySheetVerifiesCleanAndTheCliExitsZero) {
   EXPECT_EQ(Cli("verify --sheet " + sheet_, &out), 0) << out;
   EXPECT_NE(out.find("0 violations"), std::string::npos) << out;
   EXPECT_EQ(Cli("verify --json", &out), 0) << out;
-  EXPECT_EQ(json::parse(out)["ok"], true) << out;
+  EXPECT_EQ(ParseJson(out)["ok"], true) << out;
   // Nothing was lost: reprocess finds every snapshot made and every blob untagged.
   EXPECT_EQ(Cli("reprocess --since 1970-01-01T00:00:00Z --sheet " + sheet_, &out), 0)
       << out;
@@ -175,7 +176,7 @@ TEST_F(VerifyHttpTest, HealthySheetVerifiesCleanAndTheCliExitsZero) {
             std::string::npos)
       << out;
   EXPECT_EQ(Cli("reprocess --since 1970-01-01 --json", &out), 0) << out;
-  EXPECT_EQ(json::parse(out)["snapshots_enqueued"], 0) << out;
+  EXPECT_EQ(ParseJson(out)["snapshots_enqueued"], 0) << out;
 }
 
 TEST_F(VerifyHttpTest, BadRequestsAreRefused) {
@@ -238,7 +239,7 @@ TEST_F(VerifyHttpTest, DetectsASnapshotThatDiffersFromReplay) {
   EXPECT_EQ(report["violations"][1]["seq"], 8);
   std::string out;
   EXPECT_EQ(Cli("verify --sheet " + sheet_ + " --json", &out), 1) << out;
-  EXPECT_EQ(json::parse(out)["violations"].size(), 2u);
+  EXPECT_EQ(ParseJson(out)["violations"].size(), 2u);
 }
 
 TEST_F(VerifyHttpTest, DetectsAReferencedBlobStillTaggedAutoDelete) {

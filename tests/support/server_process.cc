@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "emulator/json_text.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog::testing {
@@ -212,7 +213,7 @@ JsonResponse Request(httplib::Client& client, const std::string& method,
   out.status = res->status;
   out.headers = res->headers;
   out.raw = res->body;
-  out.body = nlohmann::json::parse(res->body, nullptr, false);
+  out.body = ParseJsonOrDiscarded(res->body);
   if (out.body.is_discarded()) out.body = nullptr;
   return out;
 }

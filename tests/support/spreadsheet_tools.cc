@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "emulator/json_text.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog::testing {
@@ -140,7 +141,7 @@ nlohmann::json OpenpyxlRead(const std::string& path, const std::string& sheet,
   std::string output;
   *error = RunPython(kReadProgram, dir.File("args.json"), &output);
   if (!error->empty()) return nullptr;
-  nlohmann::json parsed = nlohmann::json::parse(output, nullptr, false);
+  nlohmann::json parsed = ParseJsonOrDiscarded(output);
   if (parsed.is_discarded()) *error = "openpyxl printed no JSON: " + output;
   return parsed;
 }
@@ -198,7 +199,7 @@ nlohmann::json LibreOfficeRead(const std::string& path, std::string* error) {
   std::string output;
   *error = RunPython(kLibreOfficeCsvProgram, dir.File(stem + ".csv"), &output);
   if (!error->empty()) return nullptr;
-  nlohmann::json parsed = nlohmann::json::parse(output, nullptr, false);
+  nlohmann::json parsed = ParseJsonOrDiscarded(output);
   if (parsed.is_discarded()) *error = "the CSV reader printed no JSON: " + output;
   return parsed;
 }

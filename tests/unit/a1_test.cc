@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/status_matchers.h"
+
 namespace sheetlog {
 namespace {
 
@@ -22,7 +24,7 @@ TEST(A1Test, ColumnsAreBijectiveBase26) {
 TEST(A1Test, ColumnRoundTripsAcrossDigitBoundaries) {
   for (int64_t col = 1; col <= 20000; ++col) {
     auto parsed = ParseColumn(FormatColumn(col));
-    ASSERT_TRUE(parsed.ok()) << col;
+    ASSERT_OK(parsed) << col;
     ASSERT_EQ(*parsed, col);
   }
   for (int64_t col : {int64_t{475254}, int64_t{475255}, int64_t{12356630},
@@ -45,12 +47,12 @@ TEST(A1Test, BadColumnsSayWhy) {
 
 TEST(A1Test, CellRefsParseAndFormat) {
   auto c2 = ParseCellRef("C2");
-  ASSERT_TRUE(c2.ok());
+  ASSERT_OK(c2);
   EXPECT_EQ(c2->row, 2);
   EXPECT_EQ(c2->col, 3);
   EXPECT_EQ(FormatCellRef(*c2), "C2");
   auto corner = ParseCellRef("FXSHRXW2147483647");
-  ASSERT_TRUE(corner.ok());
+  ASSERT_OK(corner);
   EXPECT_EQ(*corner, (CellRef{kMaxRow, kMaxColumn}));
   EXPECT_EQ(FormatCellRef(*corner), "FXSHRXW2147483647");
   EXPECT_EQ(*ParseCellRef("XFD1048576"), (CellRef{1048576, 16384}));
@@ -100,7 +102,7 @@ TEST(A1Test, RangesNormalizeCorners) {
   EXPECT_FALSE(expected.Contains({1, 5}));
 
   auto single = ParseRange("B3");
-  ASSERT_TRUE(single.ok());
+  ASSERT_OK(single);
   EXPECT_EQ(*single, (CellRange{{3, 2}, {3, 2}}));
   EXPECT_EQ(*ParseRange(FormatRange(*single)), *single);
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "emulator/blob/blob_store.h"
+#include "tests/support/status_matchers.h"
 
 namespace sheetlog {
 namespace {
@@ -23,13 +24,13 @@ TEST(BlobKeyTest, AcceptsOrdinaryKeys) {
         "dots.in.names/.hidden/...", "symbols/!#$%&'()*+,-;<=>?@[]^_`{|}~\"",
         "utf8/donn\xC3\xA9"
         "es/\xE6\x97\xA5\xE6\x9C\xAC/\xF0\x9F\x98\x80"}) {
-    EXPECT_TRUE(BlobStore::ValidateKey(key).ok()) << key;
+    EXPECT_OK(BlobStore::ValidateKey(key)) << key;
   }
-  EXPECT_TRUE(BlobStore::ValidateKey(std::string(255, 'x')).ok());
+  EXPECT_OK(BlobStore::ValidateKey(std::string(255, 'x')));
   std::string part(255, 'k');
   std::string longest = part + "/" + part + "/" + part + "/" + part.substr(1) + "/x";
   ASSERT_EQ(longest.size(), kMaxBlobKeyBytes);
-  EXPECT_TRUE(BlobStore::ValidateKey(longest).ok());
+  EXPECT_OK(BlobStore::ValidateKey(longest));
 }
 
 TEST(BlobKeyTest, RejectsPathTricksAndBadBytes) {
@@ -58,7 +59,7 @@ TEST(BlobKeyTest, RejectsPathTricksAndBadBytes) {
 }
 
 TEST(BlobKeyTest, PartValidationAndQuoting) {
-  EXPECT_TRUE(ValidateBlobKeyPart("chunk-1").ok());
+  EXPECT_OK(ValidateBlobKeyPart("chunk-1"));
   EXPECT_FALSE(ValidateBlobKeyPart("a/b").ok());
   EXPECT_FALSE(ValidateBlobKeyPart("..").ok());
   EXPECT_FALSE(ValidateBlobKeyPart("").ok());

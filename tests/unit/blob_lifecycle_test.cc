@@ -12,6 +12,7 @@
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -27,12 +28,12 @@ class BlobLifecycleTest : public ::testing::Test {
     options.root = dir_.File("blobs");
     options.sync = false;
     auto store = BlobStore::Open(options, &clock_, &faults_);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_OK(store);
     store_ = std::move(store).value();
   }
 
   void Put(const std::string& key, const BlobTags& tags) {
-    ASSERT_TRUE(store_->Put(key, "body of " + key, {"", tags}).ok()) << key;
+    ASSERT_OK(store_->Put(key, "body of " + key, {"", tags})) << key;
   }
   bool Exists(const std::string& key) { return store_->Head(key).ok(); }
 
@@ -57,7 +58,7 @@ TEST_F(BlobLifecycleTest, DeletesOnlyOldTaggedUnvetoedObjects) {
     return key == "uploads/referenced";
   };
   auto report = store_->Sweep(LifecycleRule{}, keep);
-  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_OK(report);
   EXPECT_EQ(report->examined, 5);
   EXPECT_EQ(report->matched, 3);
   EXPECT_EQ(report->too_young, 1);
@@ -89,11 +90,11 @@ TEST_F(BlobLifecycleTest, AgeBoundaryIsStrictlyOlderThan) {
 TEST_F(BlobLifecycleTest, SeedFlowUntagSavesTheUpload) {
   // 1. discardable write, 2. linchpin write (elsewhere), 3. untag side effect.
   Put("uploads/s1/e7", kAutoDelete);
-  ASSERT_TRUE(store_->DeleteTags("uploads/s1/e7").ok());
+  ASSERT_OK(store_->DeleteTags("uploads/s1/e7"));
   Put("uploads/s1/e8", kAutoDelete);  // never completed
   clock_.Advance(30 * kDay);
   auto report = store_->Sweep(LifecycleRule{}, {});
-  ASSERT_TRUE(report.ok());
+  ASSERT_OK(report);
   EXPECT_EQ(report->deleted_keys, (std::vector<std::string>{"uploads/s1/e8"}));
   EXPECT_TRUE(Exists("uploads/s1/e7"));
 }
@@ -107,18 +108,18 @@ TEST_F(BlobLifecycleTest, UntagOrOverwriteRacingTheSweepWins) {
   // what a concurrent side effect could do at that moment.
   auto keep = [&](const std::string& key) {
     if (key == "race/untagged") {
-      EXPECT_TRUE(store_->DeleteTags(key).ok());
+      EXPECT_OK(store_->DeleteTags(key));
     }
     if (key == "race/overwritten") {
-      EXPECT_TRUE(store_->Put(key, "new", {"", kAutoDelete}).ok());
+      EXPECT_OK(store_->Put(key, "new", {"", kAutoDelete}));
     }
     if (key == "race/deleted") {
-      EXPECT_TRUE(store_->Delete(key).ok());
+      EXPECT_OK(store_->Delete(key));
     }
     return false;
   };
   auto report = store_->Sweep(LifecycleRule{}, keep);
-  ASSERT_TRUE(report.ok());
+  ASSERT_OK(report);
   EXPECT_EQ(report->deleted, 0);
   EXPECT_EQ(report->changed, 3);
   EXPECT_TRUE(Exists("race/untagged"));
@@ -131,7 +132,7 @@ TEST_F(BlobLifecycleTest, CustomRuleAndValidation) {
   clock_.Advance(61 * 1000000);
   LifecycleRule rule{"expire", "soon", 60 * 1000000};
   auto report = store_->Sweep(rule, {});
-  ASSERT_TRUE(report.ok());
+  ASSERT_OK(report);
   EXPECT_EQ(report->deleted_keys, (std::vector<std::string>{"tmp/a"}));
   EXPECT_TRUE(Exists("tmp/b"));
   EXPECT_EQ(store_->Sweep(LifecycleRule{"", "x", 0}, {}).status().code(),
@@ -148,7 +149,7 @@ TEST_F(BlobLifecycleTest, UnreadableMetadataIsNeverSwept) {
     meta << "not json";
   }
   auto report = store_->Sweep(LifecycleRule{}, {});
-  ASSERT_TRUE(report.ok());
+  ASSERT_OK(report);
   EXPECT_EQ(report->unreadable, 1);
   EXPECT_EQ(report->deleted, 0);
   EXPECT_TRUE(std::filesystem::exists(dir_.File("blobs/objects/damaged/\\meta")));
@@ -161,7 +162,7 @@ TEST_F(BlobLifecycleTest, SweepRemovesDebrisOfFailedPuts) {
   faults_.Arm("blob.put.after_body", FaultSpec{});
   EXPECT_FALSE(store_->Put("never/committed", "x").ok());
   auto report = store_->Sweep(LifecycleRule{}, {});
-  ASSERT_TRUE(report.ok());
+  ASSERT_OK(report);
   EXPECT_EQ(report->debris_removed, 2);
   EXPECT_EQ(report->deleted, 0);
   EXPECT_EQ(store_->Get("doc").value(), "body of doc");
@@ -173,7 +174,7 @@ TEST_F(BlobLifecycleTest, SweepFaultSkipsDeletionAndCountsIt) {
   clock_.Advance(4 * kDay);
   faults_.Arm("blob.sweep.delete", FaultSpec{});
   auto report = store_->Sweep(LifecycleRule{}, {});
-  ASSERT_TRUE(report.ok());
+  ASSERT_OK(report);
   EXPECT_EQ(report->errors, 1);
   EXPECT_NE(report->first_error.find("blob.sweep.delete"), std::string::npos);
   EXPECT_TRUE(Exists("k"));
@@ -189,7 +190,7 @@ TEST_F(BlobLifecycleTest, CancelFlagStopsTheSweep) {
     return false;
   };
   auto report = store_->Sweep(LifecycleRule{}, keep, &cancel);
-  ASSERT_TRUE(report.ok());
+  ASSERT_OK(report);
   EXPECT_TRUE(report->cancelled);
   EXPECT_EQ(report->deleted, 1);  // the object in progress completes, no more
   EXPECT_EQ(store_->Stats().objects, 4);
@@ -201,8 +202,8 @@ TEST_F(BlobLifecycleTest, WorkerSweepsAtStartAndEveryPeriodOfTheClock) {
   LifecycleSweeperOptions options;  // auto-delete=true, 3 days, every hour
   LifecycleSweeper sweeper(store_.get(), &clock_, options,
                            [](const std::string& key) { return key == "referenced"; });
-  ASSERT_TRUE(sweeper.Start().ok());
-  ASSERT_TRUE(sweeper.Start().ok());  // idempotent
+  ASSERT_OK(sweeper.Start());
+  ASSERT_OK(sweeper.Start());  // idempotent
   ASSERT_TRUE(sweeper.WaitForSweeps(1, 10000));
   EXPECT_EQ(sweeper.counters().deleted, 0);  // too young at start
   EXPECT_TRUE(Exists("orphan"));
@@ -224,7 +225,7 @@ TEST_F(BlobLifecycleTest, WorkerSweepsAtStartAndEveryPeriodOfTheClock) {
   clock_.Advance(10 * kDay);
   EXPECT_FALSE(sweeper.WaitForSweeps(sweeps + 1, 50));
   auto report = sweeper.RunNow();
-  ASSERT_TRUE(report.ok());
+  ASSERT_OK(report);
   EXPECT_EQ(report->deleted_keys, (std::vector<std::string>{"later"}));
   EXPECT_EQ(sweeper.counters().sweeps, sweeps + 1);
   EXPECT_EQ(sweeper.counters().deleted, 2);
@@ -238,7 +239,7 @@ TEST_F(BlobLifecycleTest, WorkerWithoutStartSweepWaitsOnePeriod) {
   options.sweep_at_start = false;
   options.period_micros = 600LL * 1000000;
   LifecycleSweeper sweeper(store_.get(), &clock_, options);
-  ASSERT_TRUE(sweeper.Start().ok());
+  ASSERT_OK(sweeper.Start());
   EXPECT_FALSE(sweeper.WaitForSweeps(1, 50));  // the clock has not moved
   EXPECT_TRUE(Exists("orphan"));
   clock_.Advance(600LL * 1000000);

@@ -10,6 +10,7 @@
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
 #include "tests/support/blob_fixture.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -53,7 +54,7 @@ class BlobListTest : public ::testing::Test {
   }
 
   void PutAll(const std::set<std::string>& keys) {
-    for (const auto& key : keys) ASSERT_TRUE(store_->Put(key, key).ok()) << key;
+    for (const auto& key : keys) ASSERT_OK(store_->Put(key, key)) << key;
   }
 
   // Every page of a listing, in order; items sorted into one sequence per page.
@@ -66,7 +67,7 @@ class BlobListTest : public ::testing::Test {
     options.limit = limit;
     for (int page = 1;; ++page) {
       auto result = store_->List(options);
-      EXPECT_TRUE(result.ok()) << result.status().ToString();
+      EXPECT_OK(result);
       if (!result.ok()) break;
       std::vector<std::string> items = Flatten(*result);
       EXPECT_LE(items.size(), size_t(limit));
@@ -109,7 +110,7 @@ TEST_F(BlobListTest, ByteOrderAcrossDirectoryBoundaries) {
   EXPECT_EQ(ListAll("a/b", true, 1000),
             (std::vector<std::string>{"a/b", "a/b!", "a/b/|"}));
   auto page = store_->List({"a/", "/", 1000, ""});
-  ASSERT_TRUE(page.ok());
+  ASSERT_OK(page);
   ASSERT_EQ(page->keys.size(), 2u);
   EXPECT_EQ(page->keys[0].size, 3);  // listed keys carry their metadata
   EXPECT_EQ(page->keys[0].etag.size(), 32u);
@@ -161,7 +162,7 @@ TEST_F(BlobListTest, ContinuationReturnsEveryStableKeyOnceWhileKeysChange) {
   int churn = 0;
   while (true) {
     auto page = store_->List(options);
-    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    ASSERT_OK(page);
     for (const auto& info : page->keys) {
       order.push_back(info.key);
       if (stable.count(info.key)) {
@@ -175,12 +176,12 @@ TEST_F(BlobListTest, ContinuationReturnsEveryStableKeyOnceWhileKeysChange) {
     for (int i = 0; i < 5; ++i) {
       std::string key = "d" + std::to_string(rng() % 5) + "/k" +
                         std::to_string(rng() % 250) + "x" + std::to_string(churn++);
-      ASSERT_TRUE(store_->Put(key, "new").ok());
+      ASSERT_OK(store_->Put(key, "new"));
       if (rng() % 2) {
-        ASSERT_TRUE(store_->Delete(key).ok());
+        ASSERT_OK(store_->Delete(key));
       }
     }
-    ASSERT_TRUE(store_->Put(order.back() + "!", "next to it").ok());
+    ASSERT_OK(store_->Put(order.back() + "!", "next to it"));
     ASSERT_TRUE(
         store_->Put("d0/" + std::string(1, char('a' + rng() % 26)), "early").ok());
   }
@@ -192,12 +193,12 @@ TEST_F(BlobListTest, ContinuationReturnsEveryStableKeyOnceWhileKeysChange) {
 TEST_F(BlobListTest, ContinuationAfterCommonPrefixSkipsItsKeys) {
   PutAll({"p/1", "p/2", "p/3", "q", "r/1"});
   auto first = store_->List({"", "/", 1, ""});
-  ASSERT_TRUE(first.ok());
+  ASSERT_OK(first);
   EXPECT_EQ(first->prefixes, (std::vector<std::string>{"p/"}));
   ASSERT_TRUE(first->continuation.has_value());
-  ASSERT_TRUE(store_->Put("p/0", "added under the returned prefix").ok());
+  ASSERT_OK(store_->Put("p/0", "added under the returned prefix"));
   auto second = store_->List({"", "/", 1000, *first->continuation});
-  ASSERT_TRUE(second.ok());
+  ASSERT_OK(second);
   ASSERT_EQ(second->keys.size(), 1u);
   EXPECT_EQ(second->keys[0].key, "q");
   EXPECT_EQ(second->prefixes, (std::vector<std::string>{"r/"}));
@@ -209,7 +210,7 @@ TEST_F(BlobListTest, ContinuationAfterCommonPrefixSkipsItsKeys) {
 TEST_F(BlobListTest, ContinuationIsBoundToItsPrefixAndDelimiter) {
   PutAll({"a/1", "a/2", "a/3", "b/1", "b/2", "b/3"});
   auto first_a = store_->List({"a/", "/", 1, ""});
-  ASSERT_TRUE(first_a.ok());
+  ASSERT_OK(first_a);
   ASSERT_TRUE(first_a->continuation.has_value());
 
   auto wrong_prefix = store_->List({"b/", "/", 1000, *first_a->continuation});
@@ -220,12 +221,12 @@ TEST_F(BlobListTest, ContinuationIsBoundToItsPrefixAndDelimiter) {
   EXPECT_EQ(wrong_delimiter.status().code(), StatusCode::kInvalidArgument);
 
   auto rest_a = store_->List({"a/", "/", 1000, *first_a->continuation});
-  ASSERT_TRUE(rest_a.ok()) << rest_a.status().ToString();
+  ASSERT_OK(rest_a);
   ASSERT_EQ(rest_a->keys.size(), 2u);
   EXPECT_EQ(rest_a->keys[0].key, "a/2");
   // Repeatable: the same token gives the same page again.
   auto again = store_->List({"a/", "/", 1000, *first_a->continuation});
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_EQ(again->keys.size(), 2u);
 }
 
@@ -241,7 +242,7 @@ TEST_F(BlobListTest, ManyObjectsInOneDirectoryPageExactly) {
 
 TEST_F(BlobListTest, EmptyDirectoriesAndDebrisAreNotPrefixes) {
   PutAll({"gone/deep/key", "kept/key"});
-  ASSERT_TRUE(store_->Delete("gone/deep/key").ok());
+  ASSERT_OK(store_->Delete("gone/deep/key"));
   // A directory tree with no object in it (as a crash between unlink and rmdir leaves).
   std::filesystem::create_directories(dir_.File("blobs/objects/hollow/inner"));
   EXPECT_EQ(ListAll("", true, 1000), (std::vector<std::string>{"kept/|"}));
@@ -262,7 +263,7 @@ TEST_F(BlobListTest, BadArgumentsAndHostilePrefixes) {
   // Prefixes no key can have list nothing (and are never used as paths).
   for (const std::string prefix : {"../", "../../etc/", "/", "a//", "a/../a/", "a\\"}) {
     auto result = store_->List({prefix, "", 10, ""});
-    ASSERT_TRUE(result.ok()) << prefix;
+    ASSERT_OK(result) << prefix;
     EXPECT_TRUE(result->keys.empty()) << prefix;
     EXPECT_TRUE(result->prefixes.empty()) << prefix;
   }

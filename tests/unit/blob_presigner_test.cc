@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "emulator/env/clock.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -15,7 +16,7 @@ constexpr int64_t kStart = 1767225600;  // ManualClock's default start, in secon
 
 std::unique_ptr<BlobPresigner> Load(const testing::TempDir& dir, Clock* clock) {
   auto signer = BlobPresigner::LoadOrCreate(dir.File("secret"), clock);
-  EXPECT_TRUE(signer.ok()) << signer.status().ToString();
+  EXPECT_OK(signer);
   return std::move(signer).value();
 }
 
@@ -26,10 +27,10 @@ TEST(BlobPresignerTest, ValidBeforeExpiryAndNotAtOrAfter) {
   const int64_t expires = kStart + 900;
   std::string sig = signer->Sign("PUT", "uploads/s1/body", expires);
   EXPECT_EQ(sig.size(), 64u);
-  EXPECT_TRUE(signer->Verify("PUT", "uploads/s1/body", expires, sig).ok());
+  EXPECT_OK(signer->Verify("PUT", "uploads/s1/body", expires, sig));
   clock.AdvanceSeconds(899);
   clock.Advance(999999);  // the last microsecond before expiry
-  EXPECT_TRUE(signer->Verify("PUT", "uploads/s1/body", expires, sig).ok());
+  EXPECT_OK(signer->Verify("PUT", "uploads/s1/body", expires, sig));
   clock.Advance(1);
   Status expired = signer->Verify("PUT", "uploads/s1/body", expires, sig);
   EXPECT_EQ(expired.code(), StatusCode::kPermissionDenied);
@@ -73,7 +74,7 @@ TEST(BlobPresignerTest, AnyChangedByteFails) {
   // Upper-case hex is the same signature.
   std::string upper = sig;
   for (char& c : upper) c = static_cast<char>(std::toupper(c));
-  EXPECT_TRUE(signer->Verify("PUT", key, expires, upper).ok());
+  EXPECT_OK(signer->Verify("PUT", key, expires, upper));
 }
 
 TEST(BlobPresignerTest, ForgedSignatureIsRejectedBeforeExpiryIsRevealed) {

@@ -11,6 +11,7 @@
 
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -62,7 +63,7 @@ class BlobStoreTest : public ::testing::Test {
     options.sync = false;
     options.max_object_bytes = max_object_bytes;
     auto store = BlobStore::Open(options, &clock_, &faults_);
-    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_OK(store);
     return store.ok() ? std::move(store).value() : nullptr;
   }
   std::string Root() const { return dir_.File("blobs"); }
@@ -77,7 +78,7 @@ TEST_F(BlobStoreTest, PutGetHeadDeleteRoundTrip) {
   BlobPutOptions options;
   options.content_type = "text/plain";
   auto put = store->Put("greetings/hello.txt", "hello", options);
-  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  ASSERT_OK(put);
   EXPECT_EQ(put->size, 5);
   EXPECT_EQ(put->etag, "5d41402abc4b2a76b9719d911017c592");  // md5("hello")
   EXPECT_EQ(put->created_micros, clock_.NowMicros());
@@ -85,11 +86,11 @@ TEST_F(BlobStoreTest, PutGetHeadDeleteRoundTrip) {
   clock_.AdvanceSeconds(10);
   BlobInfo info;
   auto body = store->Get("greetings/hello.txt", &info);
-  ASSERT_TRUE(body.ok()) << body.status().ToString();
+  ASSERT_OK(body);
   EXPECT_EQ(*body, "hello");
   EXPECT_EQ(info.etag, put->etag);
   auto head = store->Head("greetings/hello.txt");
-  ASSERT_TRUE(head.ok());
+  ASSERT_OK(head);
   EXPECT_EQ(head->key, "greetings/hello.txt");
   EXPECT_EQ(head->size, 5);
   EXPECT_EQ(head->content_type, "text/plain");
@@ -99,16 +100,16 @@ TEST_F(BlobStoreTest, PutGetHeadDeleteRoundTrip) {
 
   // Empty body, default content type.
   auto empty = store->Put("empty", "");
-  ASSERT_TRUE(empty.ok());
+  ASSERT_OK(empty);
   EXPECT_EQ(empty->etag, "d41d8cd98f00b204e9800998ecf8427e");
   EXPECT_EQ(empty->content_type, "application/octet-stream");
   EXPECT_EQ(store->Get("empty").value(), "");
 
-  ASSERT_TRUE(store->Delete("greetings/hello.txt").ok());
+  ASSERT_OK(store->Delete("greetings/hello.txt"));
   EXPECT_TRUE(store->Head("greetings/hello.txt").status().IsNotFound());
   EXPECT_TRUE(store->Get("greetings/hello.txt").status().IsNotFound());
-  EXPECT_TRUE(store->Delete("greetings/hello.txt").ok());  // idempotent
-  EXPECT_TRUE(store->Delete("never/existed").ok());
+  EXPECT_OK(store->Delete("greetings/hello.txt"));  // idempotent
+  EXPECT_OK(store->Delete("never/existed"));
   EXPECT_EQ(store->Stats().objects, 1);
   EXPECT_EQ(store->Stats().bytes, 0);
   // The emptied directories are gone too.
@@ -117,18 +118,18 @@ TEST_F(BlobStoreTest, PutGetHeadDeleteRoundTrip) {
 
 TEST_F(BlobStoreTest, KeyAndItsPrefixCanBothBeObjects) {
   auto store = OpenStore();
-  ASSERT_TRUE(store->Put("a", "parent").ok());
-  ASSERT_TRUE(store->Put("a/b", "child").ok());
-  ASSERT_TRUE(store->Put("a/b/c", "grandchild").ok());
+  ASSERT_OK(store->Put("a", "parent"));
+  ASSERT_OK(store->Put("a/b", "child"));
+  ASSERT_OK(store->Put("a/b/c", "grandchild"));
   EXPECT_EQ(store->Get("a").value(), "parent");
   EXPECT_EQ(store->Get("a/b").value(), "child");
   EXPECT_EQ(store->Get("a/b/c").value(), "grandchild");
-  ASSERT_TRUE(store->Delete("a/b").ok());
+  ASSERT_OK(store->Delete("a/b"));
   EXPECT_TRUE(store->Head("a/b").status().IsNotFound());
   EXPECT_EQ(store->Get("a").value(), "parent");
   EXPECT_EQ(store->Get("a/b/c").value(), "grandchild");
-  ASSERT_TRUE(store->Delete("a").ok());
-  ASSERT_TRUE(store->Delete("a/b/c").ok());
+  ASSERT_OK(store->Delete("a"));
+  ASSERT_OK(store->Delete("a/b/c"));
   EXPECT_TRUE(fs::is_empty(Root() + "/objects"));
   EXPECT_EQ(store->Stats().objects, 0);
 }
@@ -138,7 +139,7 @@ TEST_F(BlobStoreTest, OverwriteIsAtomicForConcurrentReaders) {
   const std::string a = Pattern(300 * 1024, 1);
   const std::string b = Pattern(200 * 1024 + 7, 2);
   const std::string etag_a = Md5Hex(a), etag_b = Md5Hex(b);
-  ASSERT_TRUE(store->Put("doc", a).ok());
+  ASSERT_OK(store->Put("doc", a));
 
   std::atomic<bool> done{false};
   std::atomic<int> reads{0}, torn{0};
@@ -158,11 +159,11 @@ TEST_F(BlobStoreTest, OverwriteIsAtomicForConcurrentReaders) {
   };
   std::thread r1(reader), r2(reader);
   for (int i = 0; i < 150; ++i) {
-    ASSERT_TRUE(store->Put("doc", i % 2 ? a : b).ok());
+    ASSERT_OK(store->Put("doc", i % 2 ? a : b));
   }
   // Keep writing until both readers have overlapped with some writes.
   for (int i = 0; reads.load() < 50 && i < 100000; ++i) {
-    ASSERT_TRUE(store->Put("doc", i % 2 ? a : b).ok());
+    ASSERT_OK(store->Put("doc", i % 2 ? a : b));
   }
   done = true;
   r1.join();
@@ -177,12 +178,12 @@ TEST_F(BlobStoreTest, OverwriteIsAtomicForConcurrentReaders) {
 
 TEST_F(BlobStoreTest, OpenReaderKeepsItsVersionAcrossOverwriteAndDelete) {
   auto store = OpenStore();
-  ASSERT_TRUE(store->Put("k", "version one").ok());
+  ASSERT_OK(store->Put("k", "version one"));
   auto reader = store->OpenReader("k");
-  ASSERT_TRUE(reader.ok());
-  ASSERT_TRUE(store->Put("k", "version two, longer").ok());
+  ASSERT_OK(reader);
+  ASSERT_OK(store->Put("k", "version two, longer"));
   EXPECT_EQ((*reader)->ReadAt(0, -1).value(), "version one");
-  ASSERT_TRUE(store->Delete("k").ok());
+  ASSERT_OK(store->Delete("k"));
   EXPECT_EQ((*reader)->ReadAt(8, 3).value(), "one");
   EXPECT_EQ((*reader)->info().size, 11);
 }
@@ -190,7 +191,7 @@ TEST_F(BlobStoreTest, OpenReaderKeepsItsVersionAcrossOverwriteAndDelete) {
 TEST_F(BlobStoreTest, RangedAndChunkedReads) {
   auto store = OpenStore();
   const std::string body = Pattern(10000, 3);
-  ASSERT_TRUE(store->Put("r", body).ok());
+  ASSERT_OK(store->Put("r", body));
   EXPECT_EQ(store->GetRange("r", 0, 10).value(), body.substr(0, 10));
   EXPECT_EQ(store->GetRange("r", 9990, 100).value(), body.substr(9990));  // clipped
   EXPECT_EQ(store->GetRange("r", 5000, -1).value(), body.substr(5000));
@@ -199,7 +200,7 @@ TEST_F(BlobStoreTest, RangedAndChunkedReads) {
   EXPECT_EQ(store->GetRange("r", -1, 1).status().code(), StatusCode::kOutOfRange);
 
   auto reader = store->OpenReader("r");
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK(reader);
   std::string streamed;
   int chunks = 0;
   ASSERT_TRUE((*reader)
@@ -234,13 +235,13 @@ TEST_F(BlobStoreTest, StreamingPutOfLargeBodyIsInvisibleUntilCommit) {
   constexpr size_t kTotal = 20 * 1024 * 1024;
   auto writer =
       store->BeginPut("uploads/big.bin", {"application/zip", {{"auto-delete", "true"}}});
-  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  ASSERT_OK(writer);
   EVP_MD_CTX* md5 = EVP_MD_CTX_new();
   EVP_DigestInit_ex(md5, EVP_md5(), nullptr);
   for (size_t at = 0; at < kTotal; at += kChunk) {
     std::string chunk = Pattern(kChunk, static_cast<uint32_t>(at / kChunk));
     EVP_DigestUpdate(md5, chunk.data(), chunk.size());
-    ASSERT_TRUE((*writer)->Append(chunk).ok());
+    ASSERT_OK((*writer)->Append(chunk));
     if (at == kTotal / 2) {
       EXPECT_TRUE(store->Head("uploads/big.bin").status().IsNotFound());
       EXPECT_TRUE(store->List({}).value().keys.empty());
@@ -258,7 +259,7 @@ TEST_F(BlobStoreTest, StreamingPutOfLargeBodyIsInvisibleUntilCommit) {
   }
   EXPECT_EQ((*writer)->bytes_written(), int64_t(kTotal));
   auto info = (*writer)->Commit();
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_OK(info);
   EXPECT_EQ(info->size, int64_t(kTotal));
   EXPECT_EQ(info->etag, expected_etag);
   EXPECT_EQ(info->tags.at("auto-delete"), "true");
@@ -266,7 +267,7 @@ TEST_F(BlobStoreTest, StreamingPutOfLargeBodyIsInvisibleUntilCommit) {
 
   // Read it back in chunks and compare with the pattern.
   auto reader = store->OpenReader("uploads/big.bin");
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK(reader);
   size_t at = 0;
   bool same = true;
   ASSERT_TRUE((*reader)
@@ -287,18 +288,18 @@ TEST_F(BlobStoreTest, StreamingPutOfLargeBodyIsInvisibleUntilCommit) {
 
 TEST_F(BlobStoreTest, AbortedOrAbandonedWriterLeavesNothing) {
   auto store = OpenStore();
-  ASSERT_TRUE(store->Put("keep", "old").ok());
+  ASSERT_OK(store->Put("keep", "old"));
   {
     auto writer = store->BeginPut("keep");
-    ASSERT_TRUE(writer.ok());
-    ASSERT_TRUE((*writer)->Append(Pattern(5 << 20, 9)).ok());
+    ASSERT_OK(writer);
+    ASSERT_OK((*writer)->Append(Pattern(5 << 20, 9)));
     (*writer)->Abort();
     EXPECT_EQ((*writer)->Commit().status().code(), StatusCode::kFailedPrecondition);
   }
   {
     auto writer = store->BeginPut("new/object");
-    ASSERT_TRUE(writer.ok());
-    ASSERT_TRUE((*writer)->Append("partial").ok());
+    ASSERT_OK(writer);
+    ASSERT_OK((*writer)->Append("partial"));
   }  // destroyed without Commit
   EXPECT_EQ(store->Get("keep").value(), "old");
   EXPECT_TRUE(store->Head("new/object").status().IsNotFound());
@@ -310,15 +311,15 @@ TEST_F(BlobStoreTest, AbortedOrAbandonedWriterLeavesNothing) {
 
 TEST_F(BlobStoreTest, OversizedPutIsRefusedAndStoresNothing) {
   auto store = OpenStore(/*max_object_bytes=*/1 << 20);
-  ASSERT_TRUE(store->Put("exact", std::string(1 << 20, 'x')).ok());
-  ASSERT_TRUE(store->Put("victim", "old body").ok());
+  ASSERT_OK(store->Put("exact", std::string(1 << 20, 'x')));
+  ASSERT_OK(store->Put("victim", "old body"));
 
   auto whole = store->Put("victim", std::string((1 << 20) + 1, 'y'));
   EXPECT_EQ(whole.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(whole.status().message().find("maximum object size"), std::string::npos);
 
   auto writer = store->BeginPut("victim");
-  ASSERT_TRUE(writer.ok());
+  ASSERT_OK(writer);
   Status status;
   int appends = 0;
   while (status.ok() && appends < 100) {
@@ -364,21 +365,21 @@ TEST_F(BlobStoreTest, InvalidKeysAreRejectedByEveryOperation) {
 TEST_F(BlobStoreTest, TagsPutGetDeleteKeepBodyAndCreatedTime) {
   auto store = OpenStore();
   auto put = store->Put("upload/1", "payload", {"", {{"auto-delete", "true"}}});
-  ASSERT_TRUE(put.ok());
+  ASSERT_OK(put);
   EXPECT_EQ(store->GetTags("upload/1").value(), (BlobTags{{"auto-delete", "true"}}));
 
   clock_.AdvanceSeconds(60);
   BlobTags replaced = {{"sheet", "s1"}, {"kind", "import"}};
-  ASSERT_TRUE(store->PutTags("upload/1", replaced).ok());
+  ASSERT_OK(store->PutTags("upload/1", replaced));
   EXPECT_EQ(store->GetTags("upload/1").value(), replaced);  // replaced, not merged
-  ASSERT_TRUE(store->PutTags("upload/1", replaced).ok());   // idempotent
+  ASSERT_OK(store->PutTags("upload/1", replaced));          // idempotent
   auto head = store->Head("upload/1");
-  ASSERT_TRUE(head.ok());
+  ASSERT_OK(head);
   EXPECT_EQ(head->etag, put->etag);
   EXPECT_EQ(head->created_micros, put->created_micros);
   EXPECT_EQ(store->Get("upload/1").value(), "payload");
 
-  ASSERT_TRUE(store->DeleteTags("upload/1").ok());
+  ASSERT_OK(store->DeleteTags("upload/1"));
   EXPECT_TRUE(store->GetTags("upload/1").value().empty());
 
   EXPECT_TRUE(store->GetTags("missing").status().IsNotFound());
@@ -406,12 +407,12 @@ TEST_F(BlobStoreTest, RestartSeesSameObjectsTagsSecretAndStats) {
   const int64_t expires = clock_.NowSeconds() + 600;
   {
     auto store = OpenStore();
-    ASSERT_TRUE(store->Put("a/one", "1", {"text/plain", {{"auto-delete", "true"}}}).ok());
-    ASSERT_TRUE(store->Put("a/two", "22").ok());
-    ASSERT_TRUE(store->Put("b", "333").ok());
-    ASSERT_TRUE(store->PutTags("a/two", {{"x", "y"}}).ok());
+    ASSERT_OK(store->Put("a/one", "1", {"text/plain", {{"auto-delete", "true"}}}));
+    ASSERT_OK(store->Put("a/two", "22"));
+    ASSERT_OK(store->Put("b", "333"));
+    ASSERT_OK(store->PutTags("a/two", {{"x", "y"}}));
     signature = store->Sign("PUT", "a/one", expires);
-    EXPECT_TRUE(store->VerifyPresigned("PUT", "a/one", expires, signature).ok());
+    EXPECT_OK(store->VerifyPresigned("PUT", "a/one", expires, signature));
   }
   auto store = OpenStore();
   EXPECT_EQ(store->Get("a/one").value(), "1");
@@ -420,7 +421,7 @@ TEST_F(BlobStoreTest, RestartSeesSameObjectsTagsSecretAndStats) {
   EXPECT_EQ(store->GetTags("a/two").value(), (BlobTags{{"x", "y"}}));
   EXPECT_EQ(store->Get("b").value(), "333");
   EXPECT_EQ(store->Sign("PUT", "a/one", expires), signature);
-  EXPECT_TRUE(store->VerifyPresigned("PUT", "a/one", expires, signature).ok());
+  EXPECT_OK(store->VerifyPresigned("PUT", "a/one", expires, signature));
   EXPECT_EQ(store->VerifyPresigned("PUT", "a/two", expires, signature).message(),
             "signature does not match");
   clock_.AdvanceSeconds(600);
@@ -438,12 +439,12 @@ TEST_F(BlobStoreTest, SecondOpenOfSameDirectoryIsRefused) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
   store.reset();
-  EXPECT_TRUE(BlobStore::Open(options, &clock_).ok());  // the lock died with the store
+  EXPECT_OK(BlobStore::Open(options, &clock_));  // the lock died with the store
 }
 
 TEST_F(BlobStoreTest, CrashBetweenBodyAndCommitLeavesOldObjectAndDebrisIsRemoved) {
   auto store = OpenStore();
-  ASSERT_TRUE(store->Put("doc", "old").ok());
+  ASSERT_OK(store->Put("doc", "old"));
   faults_.Arm("blob.put.after_body", FaultSpec{});
   auto failed = store->Put("doc", "new body");
   EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
@@ -472,7 +473,7 @@ TEST_F(BlobStoreTest, CrashBetweenBodyAndCommitLeavesOldObjectAndDebrisIsRemoved
 
 TEST_F(BlobStoreTest, CrashAfterCommitKeepsNewObjectAndOldBodyIsRemoved) {
   auto store = OpenStore();
-  ASSERT_TRUE(store->Put("doc", "old").ok());
+  ASSERT_OK(store->Put("doc", "old"));
   faults_.Arm("blob.put.after_commit", FaultSpec{});
   EXPECT_FALSE(store->Put("doc", "new").ok());  // the client saw an error...
   EXPECT_EQ(store->Get("doc").value(), "new");  // ...but the put had committed
@@ -486,19 +487,19 @@ TEST_F(BlobStoreTest, CrashAfterCommitKeepsNewObjectAndOldBodyIsRemoved) {
 
 TEST_F(BlobStoreTest, UnreadableMetadataIsReportedNotGuessed) {
   auto store = OpenStore();
-  ASSERT_TRUE(store->Put("damaged", "body", {"", {{"auto-delete", "true"}}}).ok());
-  ASSERT_TRUE(store->Put("fine", "ok").ok());
+  ASSERT_OK(store->Put("damaged", "body", {"", {{"auto-delete", "true"}}}));
+  ASSERT_OK(store->Put("fine", "ok"));
   { std::ofstream(Root() + "/objects/damaged/\\meta", std::ios::trunc) << "{\"v\":1,"; }
   EXPECT_EQ(store->Head("damaged").status().code(), StatusCode::kInternal);
   EXPECT_EQ(store->Get("damaged").status().code(), StatusCode::kInternal);
   EXPECT_EQ(store->PutTags("damaged", {}).code(), StatusCode::kInternal);
   auto list = store->List({});
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   ASSERT_EQ(list->keys.size(), 2u);
   EXPECT_EQ(list->keys[0].key, "damaged");
   EXPECT_EQ(list->keys[0].size, -1);
   EXPECT_EQ(list->keys[1].size, 2);
-  ASSERT_TRUE(store->Delete("damaged").ok());  // an explicit delete still works
+  ASSERT_OK(store->Delete("damaged"));  // an explicit delete still works
   EXPECT_TRUE(store->Head("damaged").status().IsNotFound());
   EXPECT_FALSE(fs::exists(Root() + "/objects/damaged"));
 }
@@ -515,7 +516,7 @@ TEST_F(BlobStoreTest, OpenRejectsBadOptions) {
 
 TEST_F(BlobStoreTest, FaultPointsFailWithoutChangingAnything) {
   auto store = OpenStore();
-  ASSERT_TRUE(store->Put("k", "v", {"", {{"a", "b"}}}).ok());
+  ASSERT_OK(store->Put("k", "v", {"", {{"a", "b"}}}));
   faults_.Arm("blob.put", FaultSpec{});
   EXPECT_EQ(store->Put("k", "w").status().code(), StatusCode::kUnavailable);
   faults_.Arm("blob.delete", FaultSpec{});
@@ -532,11 +533,11 @@ TEST_F(BlobStoreTest, SyncedStoreWorksTheSame) {
   options.root = Root();
   options.sync = true;
   auto store = BlobStore::Open(options, &clock_);
-  ASSERT_TRUE(store.ok());
-  ASSERT_TRUE((*store)->Put("deep/er/key", "durable").ok());
-  ASSERT_TRUE((*store)->PutTags("deep/er/key", {{"t", "1"}}).ok());
+  ASSERT_OK(store);
+  ASSERT_OK((*store)->Put("deep/er/key", "durable"));
+  ASSERT_OK((*store)->PutTags("deep/er/key", {{"t", "1"}}));
   EXPECT_EQ((*store)->Get("deep/er/key").value(), "durable");
-  ASSERT_TRUE((*store)->Delete("deep/er/key").ok());
+  ASSERT_OK((*store)->Delete("deep/er/key"));
   EXPECT_TRUE((*store)->Head("deep/er/key").status().IsNotFound());
 }
 

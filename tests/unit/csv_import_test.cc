@@ -4,6 +4,7 @@
 #include <map>
 
 #include "src/sheet/csv.h"
+#include "tests/support/status_matchers.h"
 
 namespace sheetlog {
 namespace {
@@ -31,7 +32,7 @@ std::map<std::string, CellValue> Parse(std::string_view text, Status* status,
 std::map<std::string, CellValue> ParseOk(std::string_view text, size_t piece = 0) {
   Status status;
   auto cells = Parse(text, &status, piece);
-  EXPECT_TRUE(status.ok()) << status.ToString();
+  EXPECT_OK(status);
   return cells;
 }
 

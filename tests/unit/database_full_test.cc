@@ -6,6 +6,7 @@
 #include <string>
 
 #include "emulator/sqlite/database.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -23,7 +24,7 @@ TEST(DatabaseFullTest, AFullDatabaseIsInsufficientStorageAndRecoversWhenSpaceRet
   Database::Options options;
   options.path = dir.File("full.db");
   Result<std::unique_ptr<Database>> opened = Database::Open(options);
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ASSERT_OK(opened);
   Database& db = **opened;
   ASSERT_TRUE(db.Write([](Connection& c) {
                   return c.Exec("CREATE TABLE filler (body BLOB)");
@@ -44,11 +45,10 @@ TEST(DatabaseFullTest, AFullDatabaseIsInsufficientStorageAndRecoversWhenSpaceRet
   EXPECT_NE(full.message().find("disk is full"), std::string::npos) << full.ToString();
 
   // Space returns: the same write succeeds on the same database.
-  ASSERT_TRUE(db.Write([&](Connection& c) {
-                  return c.Exec("PRAGMA max_page_count = 1000000");
-                }).ok());
+  ASSERT_OK(
+      db.Write([&](Connection& c) { return c.Exec("PRAGMA max_page_count = 1000000"); }));
   Status after = db.Write([&](Connection& c) { return c.Exec(insert); });
-  EXPECT_TRUE(after.ok()) << after.ToString();
+  EXPECT_OK(after);
 }
 
 }  // namespace

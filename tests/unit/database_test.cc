@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "emulator/sqlite/migrations.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -16,7 +17,7 @@ std::unique_ptr<Database> OpenDb(const testing::TempDir& dir) {
   Database::Options options;
   options.path = dir.File("sheetlog.db");
   auto db = Database::Open(options);
-  EXPECT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_OK(db);
   return std::move(db).value();
 }
 
@@ -116,7 +117,7 @@ TEST(DatabaseTest, ReadersSeeOnlyCommittedState) {
     EXPECT_EQ(CountRows(*db, "t"), 0);
     return Status::OK();
   });
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   EXPECT_EQ(CountRows(*db, "t"), 1);
 }
 

@@ -8,8 +8,10 @@
 #include <set>
 #include <thread>
 
+#include "emulator/json_text.h"
 #include "emulator/stream/change_feed.h"
 #include "src/log/tables.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -27,14 +29,14 @@ class EventLogTest : public ::testing::Test {
     db_options.clock = &clock_;
     db_options.sync = SyncMode::kOff;
     auto db = Database::Open(db_options);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_OK(db);
     db_ = std::move(db).value();
     log_ = std::make_unique<EventLog>(db_.get(), &clock_, &faults_, options);
   }
 
   std::string NewSheet(int64_t snapshot_every = 0, int64_t segment_entries = 10000) {
     auto sheet = log_->CreateLog("test", snapshot_every, segment_entries, nullptr);
-    EXPECT_TRUE(sheet.ok()) << sheet.status().ToString();
+    EXPECT_OK(sheet);
     return sheet->id;
   }
 
@@ -51,7 +53,7 @@ class EventLogTest : public ::testing::Test {
 
   std::vector<EntryRecord> ReadAll(const std::string& sheet) {
     auto range = log_->Read(sheet, 0, std::nullopt, 1000000, nullptr);
-    EXPECT_TRUE(range.ok()) << range.status().ToString();
+    EXPECT_OK(range);
     return range.ok() ? range->entries : std::vector<EntryRecord>{};
   }
 
@@ -65,7 +67,7 @@ class EventLogTest : public ::testing::Test {
 TEST_F(EventLogTest, CreateLogWritesSegmentZeroAndSnapshotEntryZero) {
   std::string sheet = NewSheet();
   auto segments = log_->ListSegments(sheet, nullptr);
-  ASSERT_TRUE(segments.ok());
+  ASSERT_OK(segments);
   ASSERT_EQ(segments->size(), 1u);
   EXPECT_EQ((*segments)[0].num, 0);
   EXPECT_FALSE((*segments)[0].last_snapshot.has_value());
@@ -82,7 +84,7 @@ TEST_F(EventLogTest, AddEntryAssignsConsecutiveSeqAndNum) {
   std::string sheet = NewSheet();
   for (int i = 1; i <= 5; ++i) {
     auto r = Append(sheet, std::to_string(i));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_OK(r);
     EXPECT_EQ(r->entry.seq, i);
     EXPECT_EQ(r->entry.num, i);
     EXPECT_EQ(r->entry.segment, 0);
@@ -94,7 +96,7 @@ TEST_F(EventLogTest, AddEntryAssignsConsecutiveSeqAndNum) {
 
 TEST_F(EventLogTest, ExpectSeqMismatchIsConditionFailedWithNextSeq) {
   std::string sheet = NewSheet();
-  ASSERT_TRUE(Append(sheet, "1", 1).ok());
+  ASSERT_OK(Append(sheet, "1", 1));
   int64_t next = -1;
   auto r = Append(sheet, "x", 1, &next);
   ASSERT_FALSE(r.ok());
@@ -164,12 +166,12 @@ TEST_F(EventLogTest,
     AppendRequest other;
     other.sheet_id = sheet;
     other.type = "Other";
-    ASSERT_TRUE(log_->AddEntry(other, nullptr).ok());
+    ASSERT_OK(log_->AddEntry(other, nullptr));
   };
   Open(options);
   sheet = NewSheet();
   auto r = Append(sheet, "mine");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(r);
   EXPECT_EQ(log_->retries(), 1);  // step 4: the put lost, back to step 1
   EXPECT_EQ(r->entry.seq, 2);     // after the interleaved writer's entry
   std::vector<EntryRecord> entries = ReadAll(sheet);
@@ -194,13 +196,13 @@ TEST_F(EventLogTest, AddEntryGivesUpWithUnavailableAfterMaxAttempts) {
 
 TEST_F(EventLogTest, CreateNewSegmentRequiresCompletedSnapshot) {
   std::string sheet = NewSheet();
-  ASSERT_TRUE(Append(sheet, "1").ok());
+  ASSERT_OK(Append(sheet, "1"));
   auto refused = log_->CreateNewSegment(sheet, nullptr);
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
 
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "root-0", nullptr).ok());
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 0, "root-0", nullptr));
   auto created = log_->CreateNewSegment(sheet, nullptr);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_OK(created);
   EXPECT_EQ(created->num, 1);
   EXPECT_EQ(created->first_seq, 3);  // 0 Snapshot, 1 Note, 2 EndSegment, 3 Snapshot
 
@@ -214,7 +216,7 @@ TEST_F(EventLogTest, CreateNewSegmentRequiresCompletedSnapshot) {
 
   // Add Entry after the segment change lands in segment 1 with num 1.
   auto r = Append(sheet, "after");
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   EXPECT_EQ(r->entry.segment, 1);
   EXPECT_EQ(r->entry.num, 1);
   EXPECT_EQ(r->entry.seq, 4);
@@ -225,7 +227,7 @@ TEST_F(EventLogTest, SnapshotPolicyAppendsSnapshotEntryEveryN) {
   int snapshots = 0;
   for (int i = 0; i < 9; ++i) {
     auto r = Append(sheet, std::to_string(i));
-    ASSERT_TRUE(r.ok());
+    ASSERT_OK(r);
     snapshots += r->snapshot_appended;
   }
   std::vector<EntryRecord> entries = ReadAll(sheet);
@@ -242,29 +244,28 @@ TEST_F(EventLogTest, SegmentPolicyStartsNewSegmentOnceFullAndSnapshotted) {
   // (With snapshot_every 0 the server inserts no entries at all: see
   // SnapshotEveryZeroNeverInsertsEntries.)
   std::string sheet = NewSheet(/*snapshot_every=*/1000, /*segment_entries=*/4);
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Append(sheet, std::to_string(i)).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_OK(Append(sheet, std::to_string(i)));
   // No completed snapshot yet: the segment just grows.
   EXPECT_EQ(log_->ListSegments(sheet, nullptr)->size(), 1u);
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "root", nullptr).ok());
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 0, "root", nullptr));
   auto r = Append(sheet, "x");
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   EXPECT_TRUE(r->segment_created);
   EXPECT_EQ(log_->ListSegments(sheet, nullptr)->size(), 2u);
 }
 
 TEST_F(EventLogTest, ReadPagesAcrossSegmentsAndValidatesRange) {
   std::string sheet = NewSheet();
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Append(sheet, std::to_string(i)).ok());
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "r0", nullptr).ok());
-  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // seq 6 End, 7 Snapshot
-  for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(Append(sheet, std::to_string(i)).ok());  // 8..12
+  for (int i = 0; i < 5; ++i) ASSERT_OK(Append(sheet, std::to_string(i)));
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 0, "r0", nullptr));
+  ASSERT_OK(log_->CreateNewSegment(sheet, nullptr));  // seq 6 End, 7 Snapshot
+  for (int i = 0; i < 5; ++i) ASSERT_OK(Append(sheet, std::to_string(i)));  // 8..12
 
   std::vector<int64_t> seen;
   int64_t from = 0;
   while (true) {
     auto page = log_->Read(sheet, from, std::nullopt, 3, nullptr);
-    ASSERT_TRUE(page.ok());
+    ASSERT_OK(page);
     for (const auto& e : page->entries) seen.push_back(e.seq);
     if (page->complete) break;
     from = page->entries.back().seq + 1;
@@ -273,7 +274,7 @@ TEST_F(EventLogTest, ReadPagesAcrossSegmentsAndValidatesRange) {
   for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], static_cast<int64_t>(i));
 
   auto bounded = log_->Read(sheet, 5, 9, 100, nullptr);
-  ASSERT_TRUE(bounded.ok());
+  ASSERT_OK(bounded);
   ASSERT_EQ(bounded->entries.size(), 4u);
   EXPECT_EQ(bounded->entries.front().seq, 5);
   EXPECT_TRUE(bounded->complete);
@@ -283,7 +284,7 @@ TEST_F(EventLogTest, ReadPagesAcrossSegmentsAndValidatesRange) {
   EXPECT_EQ(log_->Read(sheet, -1, std::nullopt, 10, nullptr).status().code(),
             StatusCode::kOutOfRange);
   auto at_head = log_->Read(sheet, 13, std::nullopt, 10, nullptr);
-  ASSERT_TRUE(at_head.ok());
+  ASSERT_OK(at_head);
   EXPECT_TRUE(at_head->entries.empty());
   EXPECT_TRUE(at_head->complete);
 }
@@ -291,28 +292,28 @@ TEST_F(EventLogTest, ReadPagesAcrossSegmentsAndValidatesRange) {
 TEST_F(EventLogTest, LoadFollowsTheSeedsFiveSteps) {
   std::string sheet = NewSheet();
   // New sheet: no snapshot yet, entry 0 is the empty sheet: replay from seq 1.
-  ASSERT_TRUE(Append(sheet, "a").ok());
+  ASSERT_OK(Append(sheet, "a"));
   auto fresh = log_->Load(sheet, nullptr);
-  ASSERT_TRUE(fresh.ok());
+  ASSERT_OK(fresh);
   EXPECT_FALSE(fresh->snapshot.has_value());
   ASSERT_EQ(fresh->entries.size(), 1u);
   EXPECT_EQ(fresh->next_seq, 2);
 
   // Step 2: current segment has a snapshot.
-  ASSERT_TRUE(Append(sheet, "b").ok());  // seq 2
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "root0", nullptr).ok());
+  ASSERT_OK(Append(sheet, "b"));  // seq 2
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 0, "root0", nullptr));
   auto loaded = log_->Load(sheet, nullptr);
-  ASSERT_TRUE(loaded.ok());
+  ASSERT_OK(loaded);
   ASSERT_TRUE(loaded->snapshot.has_value());
   EXPECT_EQ(*loaded->snapshot->snapshot_root, "root0");
   EXPECT_EQ(loaded->entries.size(), 2u);
 
   // Steps 4-5: new segment whose snapshot is pending: previous segment from its last
   // snapshot, then the current segment from entry 1.
-  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // 3 End, 4 Snapshot
-  ASSERT_TRUE(Append(sheet, "c").ok());                      // 5
+  ASSERT_OK(log_->CreateNewSegment(sheet, nullptr));  // 3 End, 4 Snapshot
+  ASSERT_OK(Append(sheet, "c"));                      // 5
   auto across = log_->Load(sheet, nullptr);
-  ASSERT_TRUE(across.ok());
+  ASSERT_OK(across);
   ASSERT_TRUE(across->snapshot.has_value());
   EXPECT_EQ(across->snapshot->seq, 0);
   std::vector<int64_t> seqs;
@@ -321,15 +322,14 @@ TEST_F(EventLogTest, LoadFollowsTheSeedsFiveSteps) {
   EXPECT_EQ(across->next_seq, 6);
 
   // Step 3: neither of the two newest segments has a snapshot: corrupt.
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 1, 0, "root1", nullptr).ok());
-  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // segment 2
-  ASSERT_TRUE(db_->Write([&](Connection& conn) {
-                   UpdateRequest u;
-                   u.key = Key{{sheet}, {1}};
-                   u.remove = {"last_snapshot"};
-                   return SegmentTable().Update(conn, u, nullptr).status();
-                 })
-                  .ok());
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 1, 0, "root1", nullptr));
+  ASSERT_OK(log_->CreateNewSegment(sheet, nullptr));  // segment 2
+  ASSERT_OK(db_->Write([&](Connection& conn) {
+    UpdateRequest u;
+    u.key = Key{{sheet}, {1}};
+    u.remove = {"last_snapshot"};
+    return SegmentTable().Update(conn, u, nullptr).status();
+  }));
   auto corrupt = log_->Load(sheet, nullptr);
   EXPECT_EQ(corrupt.status().code(), StatusCode::kInternal);
   EXPECT_NE(corrupt.status().message().find("corrupt"), std::string::npos);
@@ -337,36 +337,36 @@ TEST_F(EventLogTest, LoadFollowsTheSeedsFiveSteps) {
 
 TEST_F(EventLogTest, UpdateLoadedReadsOnlyNewEntriesOrAsksForReload) {
   std::string sheet = NewSheet();
-  ASSERT_TRUE(Append(sheet, "a").ok());  // 1
-  ASSERT_TRUE(Append(sheet, "b").ok());  // 2
+  ASSERT_OK(Append(sheet, "a"));  // 1
+  ASSERT_OK(Append(sheet, "b"));  // 2
   bool reload = true;
   auto update = log_->UpdateLoaded(sheet, 0, 1, &reload, nullptr);
-  ASSERT_TRUE(update.ok());
+  ASSERT_OK(update);
   EXPECT_FALSE(reload);
   ASSERT_EQ(update->size(), 1u);
   EXPECT_EQ(*(*update)[0].body, "b");
 
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "r", nullptr).ok());
-  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // 3 End, 4 Snapshot (seg 1)
-  ASSERT_TRUE(Append(sheet, "c").ok());                      // seg 1 num 1
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 0, "r", nullptr));
+  ASSERT_OK(log_->CreateNewSegment(sheet, nullptr));  // 3 End, 4 Snapshot (seg 1)
+  ASSERT_OK(Append(sheet, "c"));                      // seg 1 num 1
   auto across = log_->UpdateLoaded(sheet, 0, 2, &reload, nullptr);
-  ASSERT_TRUE(across.ok());
+  ASSERT_OK(across);
   EXPECT_FALSE(reload);
   std::vector<std::string> types;
   for (const auto& e : *across) types.push_back(e.type);
   EXPECT_EQ(types, (std::vector<std::string>{kEndSegmentType, "Note"}));
 
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 1, 0, "r1", nullptr).ok());
-  ASSERT_TRUE(log_->CreateNewSegment(sheet, nullptr).ok());  // seg 2
-  ASSERT_TRUE(log_->UpdateLoaded(sheet, 0, 2, &reload, nullptr).ok());
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 1, 0, "r1", nullptr));
+  ASSERT_OK(log_->CreateNewSegment(sheet, nullptr));  // seg 2
+  ASSERT_OK(log_->UpdateLoaded(sheet, 0, 2, &reload, nullptr));
   EXPECT_TRUE(reload);  // fell behind both newest segments
 }
 
 TEST_F(EventLogTest, CompleteSnapshotNeverMovesBackwards) {
   std::string sheet = NewSheet(/*snapshot_every=*/1);
-  ASSERT_TRUE(Append(sheet, "a").ok());  // 1, then Snapshot at 2
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 2, "late", nullptr).ok());
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "early", nullptr).ok());
+  ASSERT_OK(Append(sheet, "a"));  // 1, then Snapshot at 2
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 2, "late", nullptr));
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 0, "early", nullptr));
   auto segments = log_->ListSegments(sheet, nullptr);
   EXPECT_EQ(*(*segments)[0].last_snapshot, 2);
   auto last = log_->LastCompletedSnapshot(sheet, nullptr);
@@ -380,10 +380,10 @@ TEST_F(EventLogTest, DeleteSheetRemovesEverythingAndReturnsBlobs) {
   request.sheet_id = sheet;
   request.type = "Big";
   request.external = "uploads/x";
-  ASSERT_TRUE(log_->AddEntry(request, nullptr).ok());
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "snap/root", nullptr).ok());
+  ASSERT_OK(log_->AddEntry(request, nullptr));
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 0, "snap/root", nullptr));
   auto blobs = log_->DeleteSheet(sheet, nullptr);
-  ASSERT_TRUE(blobs.ok());
+  ASSERT_OK(blobs);
   EXPECT_EQ(std::set<std::string>(blobs->begin(), blobs->end()),
             (std::set<std::string>{"uploads/x", "snap/root"}));
   EXPECT_TRUE(log_->GetSheet(sheet, nullptr).status().IsNotFound());
@@ -396,16 +396,14 @@ class TruncateTest : public EventLogTest {
  protected:
   std::string TwoSegments(bool complete_second) {
     std::string sheet = NewSheet();
-    for (const char* body : {"\"a\"", "\"b\"", "\"c\""})
-      EXPECT_TRUE(Append(sheet, body).ok());
-    EXPECT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "snapshots/r0", nullptr).ok());
+    for (const char* body : {"\"a\"", "\"b\"", "\"c\""}) EXPECT_OK(Append(sheet, body));
+    EXPECT_OK(log_->CompleteSnapshot(sheet, 0, 0, "snapshots/r0", nullptr));
     auto segment = log_->CreateNewSegment(sheet, nullptr);
-    EXPECT_TRUE(segment.ok()) << segment.status().ToString();
+    EXPECT_OK(segment);
     EXPECT_EQ(segment->first_seq, 5);
-    for (const char* body : {"\"d\"", "\"e\"", "\"f\""})
-      EXPECT_TRUE(Append(sheet, body).ok());
+    for (const char* body : {"\"d\"", "\"e\"", "\"f\""}) EXPECT_OK(Append(sheet, body));
     if (complete_second) {
-      EXPECT_TRUE(log_->CompleteSnapshot(sheet, 1, 0, "snapshots/r1", nullptr).ok());
+      EXPECT_OK(log_->CompleteSnapshot(sheet, 1, 0, "snapshots/r1", nullptr));
     }
     return sheet;
   }
@@ -414,7 +412,7 @@ class TruncateTest : public EventLogTest {
 TEST_F(TruncateTest, KeepsSegmentsNotBehindACompletedSnapshot) {
   std::string sheet = TwoSegments(/*complete_second=*/false);
   auto result = log_->Truncate(sheet, 100, nullptr, nullptr);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_OK(result);
   EXPECT_EQ(result->first_seq, 0);
   EXPECT_TRUE(result->dropped_segments.empty());
   EXPECT_EQ(ReadAll(sheet).size(), 9u);
@@ -423,12 +421,12 @@ TEST_F(TruncateTest, KeepsSegmentsNotBehindACompletedSnapshot) {
 TEST_F(TruncateTest, DropsOnlyWholeSegmentsEndingBeforeTheSeq) {
   std::string sheet = TwoSegments(/*complete_second=*/true);
   auto partial = log_->Truncate(sheet, 4, nullptr, nullptr);  // segment 0 ends at 4
-  ASSERT_TRUE(partial.ok());
+  ASSERT_OK(partial);
   EXPECT_TRUE(partial->dropped_segments.empty()) << "never part of a segment";
   EXPECT_EQ(ReadAll(sheet).size(), 9u);
 
   auto result = log_->Truncate(sheet, 5, nullptr, nullptr);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_OK(result);
   EXPECT_EQ(result->first_seq, 5);
   EXPECT_EQ(result->dropped_segments, std::vector<int64_t>{0});
   EXPECT_EQ(result->dropped_entries, 5);
@@ -437,16 +435,16 @@ TEST_F(TruncateTest, DropsOnlyWholeSegmentsEndingBeforeTheSeq) {
   auto gone = log_->Read(sheet, 0, std::nullopt, 100, nullptr);
   EXPECT_EQ(gone.status().code(), StatusCode::kGone);
   auto kept = log_->Read(sheet, 5, std::nullopt, 100, nullptr);
-  ASSERT_TRUE(kept.ok());
+  ASSERT_OK(kept);
   ASSERT_EQ(kept->entries.size(), 4u);
   EXPECT_EQ(kept->entries.front().seq, 5);
   auto load = log_->Load(sheet, nullptr);
-  ASSERT_TRUE(load.ok()) << load.status().ToString();
+  ASSERT_OK(load);
   EXPECT_EQ(load->snapshot->seq, 5);
   EXPECT_EQ(load->entries.size(), 3u);
   // The newest segment is never dropped, and a repeat changes nothing.
   auto again = log_->Truncate(sheet, 1000, nullptr, nullptr);
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_EQ(again->first_seq, 5);
   EXPECT_TRUE(again->dropped_segments.empty());
   EXPECT_EQ(*log_->NextSeq(sheet, nullptr), 9);
@@ -458,29 +456,29 @@ TEST_F(TruncateTest, ArchivesEachDroppedSegmentFirstAndRecordsTheKey) {
   options.root = dir_.File("blobs");
   options.sync = false;
   auto blobs = BlobStore::Open(options, &clock_);
-  ASSERT_TRUE(blobs.ok());
+  ASSERT_OK(blobs);
   faults_.Arm("log.truncate.before_drop", {});
   auto crashed = log_->Truncate(sheet, 5, blobs->get(), nullptr);
   EXPECT_FALSE(crashed.ok()) << "the fault stops it after the archive, before the drop";
   EXPECT_EQ(ReadAll(sheet).size(), 9u);
 
   auto result = log_->Truncate(sheet, 5, blobs->get(), nullptr);
-  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_OK(result);
   const std::string key = EventLog::ArchiveKey(sheet, 0);
   EXPECT_EQ(result->archives, std::vector<std::string>{key});
   auto text = (*blobs)->Get(key);
-  ASSERT_TRUE(text.ok());
+  ASSERT_OK(text);
   std::vector<nlohmann::json> lines;
   size_t start = 0;
   for (size_t nl; (nl = text->find('\n', start)) != std::string::npos; start = nl + 1) {
-    lines.push_back(nlohmann::json::parse(text->substr(start, nl - start)));
+    lines.push_back(ParseJson(text->substr(start, nl - start)));
   }
   ASSERT_EQ(lines.size(), 5u);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(lines[i]["seq"], i);
   EXPECT_EQ(lines[1]["body"], "a");
   EXPECT_EQ(lines[4]["type"], kEndSegmentType);
   auto segments = log_->ListSegments(sheet, nullptr);
-  ASSERT_TRUE(segments.ok());
+  ASSERT_OK(segments);
   EXPECT_EQ((*segments)[0].archive, key);
   EXPECT_FALSE((*segments)[1].archive.has_value());
 }
@@ -503,7 +501,7 @@ TEST_F(TruncateTest, RemovesPendingSnapshotsOfDroppedSegments) {
                    return Status::OK();
                  })
                   .ok());
-  ASSERT_TRUE(log_->Truncate(sheet, 5, nullptr, nullptr).ok());
+  ASSERT_OK(log_->Truncate(sheet, 5, nullptr, nullptr));
   std::vector<int64_t> left;
   ASSERT_TRUE(db_->Read([&](Connection& conn) -> Status {
                    QueryRequest query;
@@ -530,30 +528,30 @@ TEST_F(TruncateTest, RefusesANegativeSeqAndAnUnknownSheet) {
 TEST_F(EventLogTest, ReadIsCompleteWhenNothingMoreExistsAndSaysWhereTheNextPageStarts) {
   std::string sheet = NewSheet();
   auto empty = log_->Read(sheet, 1, 6, 100, nullptr);  // `to` beyond the head
-  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  ASSERT_OK(empty);
   EXPECT_TRUE(empty->entries.empty());
   EXPECT_TRUE(empty->complete);
   EXPECT_EQ(empty->next, 1);
-  for (int i = 0; i < 15; ++i) ASSERT_TRUE(Append(sheet, "1").ok());
+  for (int i = 0; i < 15; ++i) ASSERT_OK(Append(sheet, "1"));
   auto tail = log_->Read(sheet, 11, 21, 100, nullptr);
-  ASSERT_TRUE(tail.ok());
+  ASSERT_OK(tail);
   EXPECT_EQ(tail->entries.size(), 5u);
   EXPECT_TRUE(tail->complete);
   EXPECT_EQ(tail->next, 16);
   EXPECT_EQ(tail->to, 21);
   auto page = log_->Read(sheet, 1, std::nullopt, 10, nullptr);
-  ASSERT_TRUE(page.ok());
+  ASSERT_OK(page);
   EXPECT_EQ(page->entries.size(), 10u);
   EXPECT_FALSE(page->complete);
   EXPECT_EQ(page->next, 11);
   auto exact = log_->Read(sheet, 11, 16, 5, nullptr);  // a full page that reaches `to`
-  ASSERT_TRUE(exact.ok());
+  ASSERT_OK(exact);
   EXPECT_TRUE(exact->complete);
 }
 
 TEST_F(EventLogTest, MetadataMergesClearsAndNeverMovesSeqs) {
   std::string sheet = NewSheet();
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(Append(sheet, "1").ok());
+  for (int i = 0; i < 3; ++i) ASSERT_OK(Append(sheet, "1"));
   EXPECT_EQ(log_->SetMetadata(sheet, 4, "{}", nullptr).status().code(),
             StatusCode::kOutOfRange);
   EXPECT_EQ(log_->SetMetadata(sheet, 1, R"({"colour": "red"})", nullptr).status().code(),
@@ -561,36 +559,34 @@ TEST_F(EventLogTest, MetadataMergesClearsAndNeverMovesSeqs) {
   EXPECT_EQ(log_->SetMetadata(sheet, 1, R"({"history": 3})", nullptr).status().code(),
             StatusCode::kInvalidArgument);
   auto none = log_->SetMetadata(sheet, 1, "{}", nullptr);
-  ASSERT_TRUE(none.ok());
+  ASSERT_OK(none);
   EXPECT_FALSE(none->metadata.has_value()) << "an empty patch sets nothing";
-  ASSERT_TRUE(log_->SetMetadata(sheet, 1, R"({"snapshot": "snap"})", nullptr).ok());
-  ASSERT_TRUE(
-      log_->SetMetadata(sheet, 1, R"({"history": "h", "pending": "p"})", nullptr).ok());
+  ASSERT_OK(log_->SetMetadata(sheet, 1, R"({"snapshot": "snap"})", nullptr));
+  ASSERT_OK(log_->SetMetadata(sheet, 1, R"({"history": "h", "pending": "p"})", nullptr));
   auto cleared = log_->SetMetadata(sheet, 1, R"({"pending": null})", nullptr);
-  ASSERT_TRUE(cleared.ok());
-  EXPECT_EQ(
-      nlohmann::json::parse(*cleared->metadata),
-      nlohmann::json::parse(R"({"snapshot": "snap", "history": "h", "pending": null})"));
+  ASSERT_OK(cleared);
+  EXPECT_EQ(ParseJson(*cleared->metadata),
+            ParseJson(R"({"snapshot": "snap", "history": "h", "pending": null})"));
   EXPECT_EQ(*log_->NextSeq(sheet, nullptr), 4);
   EXPECT_EQ(ReadAll(sheet)[1].metadata, cleared->metadata);
 
   // The newest client snapshot is what LastSnapshot names, until it is cleared.
-  ASSERT_TRUE(log_->SetMetadata(sheet, 3, R"({"snapshot": "later"})", nullptr).ok());
+  ASSERT_OK(log_->SetMetadata(sheet, 3, R"({"snapshot": "later"})", nullptr));
   auto last = log_->LastSnapshot(sheet, nullptr);
-  ASSERT_TRUE(last.ok());
+  ASSERT_OK(last);
   ASSERT_TRUE(last->has_value());
   EXPECT_EQ((*last)->seq, 3);
   EXPECT_EQ((*last)->snapshot, "later");
-  ASSERT_TRUE(log_->SetMetadata(sheet, 3, R"({"snapshot": null})", nullptr).ok());
+  ASSERT_OK(log_->SetMetadata(sheet, 3, R"({"snapshot": null})", nullptr));
   last = log_->LastSnapshot(sheet, nullptr);
   ASSERT_TRUE(last.ok() && last->has_value());
   EXPECT_EQ((*last)->seq, 1);
-  ASSERT_TRUE(log_->SetMetadata(sheet, 1, R"({"snapshot": null})", nullptr).ok());
+  ASSERT_OK(log_->SetMetadata(sheet, 1, R"({"snapshot": null})", nullptr));
   last = log_->LastSnapshot(sheet, nullptr);
-  ASSERT_TRUE(last.ok());
+  ASSERT_OK(last);
   EXPECT_FALSE(last->has_value());
   // A server snapshot counts too; the newer of the two wins.
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "snapshots/r0", nullptr).ok());
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 0, "snapshots/r0", nullptr));
   last = log_->LastSnapshot(sheet, nullptr);
   ASSERT_TRUE(last.ok() && last->has_value());
   EXPECT_EQ((*last)->seq, 0);
@@ -602,7 +598,7 @@ TEST_F(EventLogTest, MetadataMergesClearsAndNeverMovesSeqs) {
   request.type = "Note";
   request.metadata = R"({"snapshot":"with-entry"})";
   auto appended = log_->AddEntry(request, nullptr);
-  ASSERT_TRUE(appended.ok());
+  ASSERT_OK(appended);
   last = log_->LastSnapshot(sheet, nullptr);
   ASSERT_TRUE(last.ok() && last->has_value());
   EXPECT_EQ((*last)->seq, appended->entry.seq);
@@ -612,32 +608,32 @@ TEST_F(EventLogTest, MetadataMergesClearsAndNeverMovesSeqs) {
 // image carries it (schema 007's triggers).
 TEST_F(EventLogTest, MetadataTravelsThroughTheChangeFeed) {
   std::string sheet = NewSheet();
-  ASSERT_TRUE(Append(sheet, "1").ok());
-  ASSERT_TRUE(log_->SetMetadata(sheet, 1, R"({"pending": "wf-1"})", nullptr).ok());
+  ASSERT_OK(Append(sheet, "1"));
+  ASSERT_OK(log_->SetMetadata(sheet, 1, R"({"pending": "wf-1"})", nullptr));
   ChangeFeed feed(db_.get(), &clock_);
   auto config = feed.Config();
-  ASSERT_TRUE(config.ok());
+  ASSERT_OK(config);
   std::vector<StreamRecord> modified;
   for (int shard = 0; shard < config->shard_count; ++shard) {
     auto records = feed.Read(shard, 0, ChangeFeed::kMaxReadLimit);
-    ASSERT_TRUE(records.ok());
+    ASSERT_OK(records);
     for (const StreamRecord& r : *records) {
       if (r.event_name == StreamEventName::kModify) modified.push_back(r);
     }
   }
   ASSERT_EQ(modified.size(), 1u);
   EXPECT_EQ(modified[0].new_image.value("seq", -1), 1);
-  EXPECT_EQ(nlohmann::json::parse(modified[0].new_image.value("metadata", "{}")),
-            nlohmann::json::parse(R"({"pending": "wf-1"})"));
+  EXPECT_EQ(ParseJson(modified[0].new_image.value("metadata", "{}")),
+            ParseJson(R"({"pending": "wf-1"})"));
   EXPECT_FALSE(modified[0].old_image.contains("metadata"));
 }
 
 TEST_F(EventLogTest, SnapshotEveryZeroNeverInsertsEntries) {
   std::string sheet = NewSheet(/*snapshot_every=*/0, /*segment_entries=*/3);
-  ASSERT_TRUE(log_->CompleteSnapshot(sheet, 0, 0, "snapshots/r0", nullptr).ok());
+  ASSERT_OK(log_->CompleteSnapshot(sheet, 0, 0, "snapshots/r0", nullptr));
   for (int i = 1; i <= 10; ++i) {
     auto appended = Append(sheet, "1", /*expect=*/i);
-    ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+    ASSERT_OK(appended);
     EXPECT_FALSE(appended->segment_created);
     EXPECT_FALSE(appended->snapshot_appended);
   }
@@ -652,7 +648,7 @@ TEST_F(TruncateTest, ExactTruncationCutsInsideASegmentAndRecordsTheBase) {
   EXPECT_EQ(log_->TruncateExact(sheet, 10, "b", nullptr, nullptr).status().code(),
             StatusCode::kOutOfRange);
   auto cut = log_->TruncateExact(sheet, 3, "snapshots/base3", nullptr, nullptr);
-  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  ASSERT_OK(cut);
   EXPECT_EQ(cut->first_seq, 3);
   EXPECT_EQ(cut->dropped_entries, 3);
   EXPECT_TRUE(cut->dropped_segments.empty());
@@ -661,20 +657,20 @@ TEST_F(TruncateTest, ExactTruncationCutsInsideASegmentAndRecordsTheBase) {
   EXPECT_EQ(log_->Read(sheet, 2, std::nullopt, 10, nullptr).status().code(),
             StatusCode::kGone);
   auto kept = log_->Read(sheet, 3, std::nullopt, 100, nullptr);
-  ASSERT_TRUE(kept.ok());
+  ASSERT_OK(kept);
   ASSERT_EQ(kept->entries.size(), 6u);
   EXPECT_EQ(kept->entries.front().seq, 3);
   EXPECT_EQ(log_->TruncateExact(sheet, 2, "b", nullptr, nullptr).status().code(),
             StatusCode::kOutOfRange)
       << "below first_seq";
   auto same = log_->TruncateExact(sheet, 3, "other", nullptr, nullptr);
-  ASSERT_TRUE(same.ok());
+  ASSERT_OK(same);
   EXPECT_EQ(same->dropped_entries, 0);
   EXPECT_EQ(log_->GetSheet(sheet, nullptr)->base_root, "snapshots/base3");
 
   // A cut across the segment boundary drops the rest of segment 0; the old base goes.
   auto next = log_->TruncateExact(sheet, 6, "snapshots/base6", nullptr, nullptr);
-  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  ASSERT_OK(next);
   EXPECT_EQ(next->dropped_segments, std::vector<int64_t>{0});
   EXPECT_EQ(next->dropped_entries, 3);
   EXPECT_EQ(next->released_blobs, std::vector<std::string>{"snapshots/base3"});
@@ -682,36 +678,36 @@ TEST_F(TruncateTest, ExactTruncationCutsInsideASegmentAndRecordsTheBase) {
 
 TEST_F(TruncateTest, ExactTruncationAtTheNextSeqKeepsAppendsWorking) {
   std::string sheet = NewSheet();
-  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Append(sheet, "1").ok());  // seqs 0..4
+  for (int i = 0; i < 4; ++i) ASSERT_OK(Append(sheet, "1"));  // seqs 0..4
   auto all = log_->TruncateExact(sheet, 5, "snapshots/all", nullptr, nullptr);
-  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_OK(all);
   EXPECT_EQ(all->first_seq, 5);
   auto empty = log_->Read(sheet, 5, std::nullopt, 10, nullptr);
-  ASSERT_TRUE(empty.ok());
+  ASSERT_OK(empty);
   EXPECT_TRUE(empty->entries.empty());
   EXPECT_TRUE(empty->complete);
   EXPECT_EQ(log_->GetEntry(sheet, 4, nullptr).status().code(), StatusCode::kGone);
   EXPECT_EQ(*log_->NextSeq(sheet, nullptr), 5);
   auto again = log_->TruncateExact(sheet, 5, "x", nullptr, nullptr);
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   auto appended = Append(sheet, "2", /*expect=*/5);
-  ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+  ASSERT_OK(appended);
   EXPECT_EQ(appended->entry.seq, 5);
-  ASSERT_TRUE(Append(sheet, "3", /*expect=*/6).ok());
+  ASSERT_OK(Append(sheet, "3", /*expect=*/6));
   // The entry kept for the head goes with the next cut.
   BlobStoreOptions options;
   options.root = dir_.File("blobs");
   options.sync = false;
   auto blobs = BlobStore::Open(options, &clock_);
-  ASSERT_TRUE(blobs.ok());
+  ASSERT_OK(blobs);
   auto later = log_->TruncateExact(sheet, 6, "snapshots/six", blobs->get(), nullptr);
-  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  ASSERT_OK(later);
   EXPECT_EQ(later->dropped_entries, 2);
   auto text = (*blobs)->Get(EventLog::ArchiveKey(sheet, 0));
-  ASSERT_TRUE(text.ok());
+  ASSERT_OK(text);
   EXPECT_EQ(std::count(text->begin(), text->end(), '\n'), 2);
   auto rest = log_->Read(sheet, 6, std::nullopt, 10, nullptr);
-  ASSERT_TRUE(rest.ok());
+  ASSERT_OK(rest);
   ASSERT_EQ(rest->entries.size(), 1u);
   EXPECT_EQ(rest->entries[0].seq, 6);
 }

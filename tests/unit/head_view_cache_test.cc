@@ -12,6 +12,7 @@
 #include "src/snapshot/build_factory.h"
 #include "tests/support/blob_fixture.h"
 #include "tests/support/random_edits.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
 
@@ -29,7 +30,7 @@ class HeadViewCacheTest : public ::testing::Test {
 
   std::string NewSheet() {
     auto sheet = log_->CreateLog("test", 0, 100000, nullptr);
-    EXPECT_TRUE(sheet.ok()) << sheet.status().ToString();
+    EXPECT_OK(sheet);
     return sheet.ok() ? sheet->id : "";
   }
 
@@ -43,27 +44,27 @@ class HeadViewCacheTest : public ::testing::Test {
       request.type = std::string(EditTypeName(edit));
       request.body = EncodeEditBody(edit).dump();
       auto appended = log_->AddEntry(request, nullptr, nullptr);
-      ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+      ASSERT_OK(appended);
     }
   }
 
   std::vector<PlacedCell> Read(const SheetView& view) {
     auto cells = view.Cells(*ParseRange("A1:J40"));
-    EXPECT_TRUE(cells.ok()) << cells.status().ToString();
+    EXPECT_OK(cells);
     return cells.ok() ? *cells : std::vector<PlacedCell>{};
   }
 
   // What a fresh view at the head reads: the reference the cache must match.
   std::vector<PlacedCell> ReadFresh(const std::string& sheet) {
     auto view = SheetView::Open(log_.get(), blobs_.get(), sheet, std::nullopt, nullptr);
-    EXPECT_TRUE(view.ok()) << view.status().ToString();
+    EXPECT_OK(view);
     return view.ok() ? Read(**view) : std::vector<PlacedCell>{};
   }
 
   std::shared_ptr<const SheetView> AtHead(HeadViewCache& cache,
                                           const std::string& sheet) {
     auto view = cache.AtHead(sheet, nullptr);
-    EXPECT_TRUE(view.ok()) << view.status().ToString();
+    EXPECT_OK(view);
     return view.ok() ? *view : nullptr;
   }
 
@@ -84,7 +85,7 @@ TEST_F(HeadViewCacheTest, CarriedForwardViewReadsWhatAFreshViewReads) {
     std::shared_ptr<const SheetView> view = AtHead(cache, sheet);
     ASSERT_NE(view, nullptr);
     auto next_seq = log_->NextSeq(sheet, nullptr);
-    ASSERT_TRUE(next_seq.ok());
+    ASSERT_OK(next_seq);
     EXPECT_EQ(view->at_seq(), *next_seq - 1);
     ASSERT_EQ(Read(*view), ReadFresh(sheet)) << "round " << round;
   }
@@ -135,7 +136,7 @@ TEST_F(HeadViewCacheTest, DeletedSheetIsNotFoundAndForgotten) {
   const std::string sheet = NewSheet();
   ASSERT_NE(AtHead(cache, sheet), nullptr);
   ASSERT_EQ(cache.size(), 1u);
-  ASSERT_TRUE(log_->DeleteSheet(sheet, nullptr).ok());
+  ASSERT_OK(log_->DeleteSheet(sheet, nullptr));
   auto gone = cache.AtHead(sheet, nullptr);
   EXPECT_TRUE(gone.status().IsNotFound()) << gone.status().ToString();
   EXPECT_EQ(cache.size(), 0u);

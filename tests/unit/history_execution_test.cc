@@ -8,6 +8,7 @@
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/runtime/execution_history.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -22,20 +23,20 @@ class ExecutionHistoryTest : public ::testing::Test {
     options.path = dir_.File("sheetlog.db");
     options.clock = &clock_;
     auto db = Database::Open(options);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_OK(db);
     db_ = std::move(db).value();
     history_ = std::make_unique<ExecutionHistory>(db_.get(), &clock_, &faults_);
   }
 
   Claim MustBegin(const std::string& key) {
     auto claim = history_->Begin({key, "test", "inv", ""}, kBudget);
-    EXPECT_TRUE(claim.ok()) << claim.status().ToString();
+    EXPECT_OK(claim);
     return claim.ok() ? *claim : Claim{};
   }
 
   std::vector<ExecutionRow> Rows(const std::string& key) {
     auto rows = history_->List(key);
-    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    EXPECT_OK(rows);
     return rows.ok() ? *rows : std::vector<ExecutionRow>{};
   }
 
@@ -53,10 +54,10 @@ TEST_F(ExecutionHistoryTest, SeedTableFailedThenReplayedToSuccess) {
   EXPECT_EQ(first.sequence, 1);
   EXPECT_FALSE(first.latest.has_value());
   clock_.AdvanceSeconds(60);
-  ASSERT_TRUE(history_->Finish(first, ExecStatus::kFailed, "boom").ok());
+  ASSERT_OK(history_->Finish(first, ExecStatus::kFailed, "boom"));
 
   auto failed = history_->ListFailed(t0, clock_.NowMicros() + 1);
-  ASSERT_TRUE(failed.ok());
+  ASSERT_OK(failed);
   ASSERT_EQ(failed->size(), 1u);
   EXPECT_EQ((*failed)[0].partition_key, "job1");
   EXPECT_EQ((*failed)[0].error, "boom");
@@ -65,7 +66,7 @@ TEST_F(ExecutionHistoryTest, SeedTableFailedThenReplayedToSuccess) {
   Claim replay = MustBegin("job1");
   ASSERT_EQ(replay.outcome, BeginOutcome::kProceed);
   EXPECT_EQ(replay.sequence, 3);
-  ASSERT_TRUE(history_->Finish(replay, ExecStatus::kSucceeded).ok());
+  ASSERT_OK(history_->Finish(replay, ExecStatus::kSucceeded));
 
   std::vector<ExecutionRow> rows = Rows("job1");
   ASSERT_EQ(rows.size(), 4u);
@@ -98,8 +99,8 @@ TEST_F(ExecutionHistoryTest, YoungStartedRowMeansRunningElsewhereOldOneIsTakenOv
   EXPECT_EQ(takeover.sequence, 2);
 
   // The first invocation comes back late: its outcome row goes after the takeover's.
-  ASSERT_TRUE(history_->Finish(first, ExecStatus::kSucceeded).ok());
-  ASSERT_TRUE(history_->Finish(takeover, ExecStatus::kSucceeded).ok());
+  ASSERT_OK(history_->Finish(first, ExecStatus::kSucceeded));
+  ASSERT_OK(history_->Finish(takeover, ExecStatus::kSucceeded));
   std::vector<ExecutionRow> rows = Rows("job");
   ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[1].status, ExecStatus::kStarted);
@@ -118,12 +119,12 @@ TEST_F(ExecutionHistoryTest, StartedRowOfAnInvocationThatIsNotLiveIsAbandoned) {
     EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kRunningElsewhere)
         << "its invocation is still running";
     auto abandoned = history_->ListAbandoned(0, clock_.NowMicros() + 1, kBudget, 10);
-    ASSERT_TRUE(abandoned.ok());
+    ASSERT_OK(abandoned);
     EXPECT_TRUE(abandoned->empty());
   }
   // The invocation is gone (its process died) with no outcome row.
   auto abandoned = history_->ListAbandoned(0, clock_.NowMicros() + 1, kBudget, 10);
-  ASSERT_TRUE(abandoned.ok());
+  ASSERT_OK(abandoned);
   ASSERT_EQ(abandoned->size(), 1u);
   EXPECT_EQ((*abandoned)[0].partition_key, "job");
   Claim takeover = MustBegin("job");
@@ -135,7 +136,8 @@ TEST_F(ExecutionHistoryTest, AtomicCounterStopsTheSecondOfTwoThatPassedTheCheck)
   // Both invocations ran step 1 and saw no history; both now claim sequence 1.
   auto a = history_->AddStarted({"job", "test", "a", ""}, 1);
   auto b = history_->AddStarted({"job", "test", "b", ""}, 1);
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_OK(a);
+  ASSERT_OK(b);
   EXPECT_EQ(*a, 1);
   EXPECT_EQ(*b, 2);
   std::vector<ExecutionRow> rows = Rows("job");
@@ -147,10 +149,10 @@ TEST_F(ExecutionHistoryTest, AtomicCounterStopsTheSecondOfTwoThatPassedTheCheck)
 
 TEST_F(ExecutionHistoryTest, LateCounterUpdateNeverRewritesAnOutcomeRow) {
   Claim winner = MustBegin("job");
-  ASSERT_TRUE(history_->Finish(winner, ExecStatus::kSucceeded).ok());
+  ASSERT_OK(history_->Finish(winner, ExecStatus::kSucceeded));
   // A slow duplicate that read the history before the winner finished targets seq 2.
   auto counter = history_->AddStarted({"job", "test", "slow", ""}, 2);
-  ASSERT_TRUE(counter.ok());
+  ASSERT_OK(counter);
   EXPECT_EQ(*counter, 2);
   std::vector<ExecutionRow> rows = Rows("job");
   ASSERT_EQ(rows.size(), 2u);
@@ -192,7 +194,7 @@ TEST_F(ExecutionHistoryTest, ConcurrentBeginsOfOneKeyLetExactlyOneProceed) {
 TEST_F(ExecutionHistoryTest, DeferredRunsAgainButIsNotListedAsFailed) {
   const int64_t t0 = clock_.NowMicros();
   Claim first = MustBegin("job");
-  ASSERT_TRUE(history_->Finish(first, ExecStatus::kDeferred, "waiting for seq 3").ok());
+  ASSERT_OK(history_->Finish(first, ExecStatus::kDeferred, "waiting for seq 3"));
   EXPECT_TRUE(history_->ListFailed(t0, t0 + 1)->empty());
   Claim again = MustBegin("job");
   EXPECT_EQ(again.outcome, BeginOutcome::kProceed);
@@ -203,16 +205,15 @@ TEST_F(ExecutionHistoryTest, DeferredRunsAgainButIsNotListedAsFailed) {
 
 TEST_F(ExecutionHistoryTest, ListFailedHonoursTheWindowAndTheLatestRow) {
   const int64_t t0 = clock_.NowMicros();
-  ASSERT_TRUE(
-      history_->Record({"a", "m", "", "{}"}, ExecStatus::kFailed, "too old").ok());
+  ASSERT_OK(history_->Record({"a", "m", "", "{}"}, ExecStatus::kFailed, "too old"));
   clock_.AdvanceSeconds(10);
-  ASSERT_TRUE(history_->Record({"b", "m", "", ""}, ExecStatus::kFailed, "x").ok());
+  ASSERT_OK(history_->Record({"b", "m", "", ""}, ExecStatus::kFailed, "x"));
   clock_.AdvanceSeconds(10);
-  ASSERT_TRUE(history_->Record({"c", "m", "", ""}, ExecStatus::kFailed, "y").ok());
-  ASSERT_TRUE(history_->Record({"c", "m", "", ""}, ExecStatus::kSucceeded, "").ok());
+  ASSERT_OK(history_->Record({"c", "m", "", ""}, ExecStatus::kFailed, "y"));
+  ASSERT_OK(history_->Record({"c", "m", "", ""}, ExecStatus::kSucceeded, ""));
 
   auto all = history_->ListFailed(t0, clock_.NowMicros() + 1);
-  ASSERT_TRUE(all.ok());
+  ASSERT_OK(all);
   ASSERT_EQ(all->size(), 2u);  // c succeeded later
   EXPECT_EQ((*all)[0].partition_key, "a");
   EXPECT_EQ((*all)[0].error, "too old");

@@ -22,6 +22,7 @@
 #include "tests/support/blob_fixture.h"
 #include "tests/support/random_edits.h"
 #include "tests/support/spreadsheet_tools.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -144,7 +145,7 @@ TEST(ImportCursorTest, StreamsTheFilesCellsAtTheAnchorInBatches) {
   const std::string csv = GridCsv(1500, 9);  // ~10,800 cells: several batches
   const ImportEdit edit = CsvImportAt({3, 2});
   auto file_cells = ReadImportedCells(edit, StringPayloadSource(csv));
-  ASSERT_TRUE(file_cells.ok()) << file_cells.status().ToString();
+  ASSERT_OK(file_cells);
   std::vector<PlacedCell> expected;
   for (const PlacedCell& c : *file_cells) {
     expected.push_back({{c.ref.row + 2, c.ref.col + 1}, c.cell});
@@ -198,7 +199,7 @@ TEST(ImportCursorTest, XlsxListingCellsOutOfOrderIsSortedAndCappedAtUpload) {
   EXPECT_EQ(Drain(*cursor), expected);
 
   StringPayloadSource source(bytes);
-  EXPECT_TRUE(CheckImportPayload(edit, source).ok());
+  EXPECT_OK(CheckImportPayload(edit, source));
   ImportLimits limits;
   limits.max_unordered_cells = 3;
   Status refused = CheckImportPayload(edit, source, limits);
@@ -207,8 +208,7 @@ TEST(ImportCursorTest, XlsxListingCellsOutOfOrderIsSortedAndCappedAtUpload) {
       << refused.ToString();
   // The same cells in order are not capped by that limit.
   const std::string csv = "1,2,3\n4,5,6\n";
-  EXPECT_TRUE(
-      CheckImportPayload(CsvImportAt({1, 1}), StringPayloadSource(csv), limits).ok());
+  EXPECT_OK(CheckImportPayload(CsvImportAt({1, 1}), StringPayloadSource(csv), limits));
 }
 
 // --- Snapshots and reads over imports -------------------------------------------------
@@ -231,7 +231,7 @@ class ImportSnapshotTest : public ::testing::Test {
   EntryRecord ImportEntry(const ImportEdit& edit, const std::string& csv) {
     EntryRecord e = Entry(edit);
     e.external = "payloads/" + std::to_string(e.seq) + ".csv";
-    EXPECT_TRUE(store_->Put(*e.external, csv).ok());
+    EXPECT_OK(store_->Put(*e.external, csv));
     return e;
   }
 
@@ -241,21 +241,19 @@ class ImportSnapshotTest : public ::testing::Test {
     Sheet sheet;
     for (const PlacedCell& c : previous) sheet.Apply(SetCellEdit{c.ref, c.cell});
     auto edits = EditsOfEntries(entries, store_.get());
-    EXPECT_TRUE(edits.ok()) << edits.status().ToString();
+    EXPECT_OK(edits);
     for (const SheetEdit& edit : *edits) sheet.Apply(edit);
     return sheet.Cells();
   }
 
   std::vector<PlacedCell> ReadAll(const std::string& root) {
     auto reader = SnapshotReader::Open(store_.get(), root);
-    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_OK(reader);
     std::vector<PlacedCell> cells;
-    EXPECT_TRUE((*reader)
-                    ->ForEach([&](const PlacedCell& c) {
-                      cells.push_back(c);
-                      return Status::OK();
-                    })
-                    .ok());
+    EXPECT_OK((*reader)->ForEach([&](const PlacedCell& c) {
+      cells.push_back(c);
+      return Status::OK();
+    }));
     return cells;
   }
 
@@ -270,16 +268,16 @@ class ImportSnapshotTest : public ::testing::Test {
       options.layout = testing::SmallSnapshotLayout();
       auto builder = NewSnapshotBuilder(store_.get(), id, plan, options);
       if (!checkpoint.is_null()) {
-        EXPECT_TRUE(builder->Resume(checkpoint).ok());
+        EXPECT_OK(builder->Resume(checkpoint));
       }
       Result<bool> done = builder->WriteNextChunk();
-      EXPECT_TRUE(done.ok()) << done.status().ToString();
+      EXPECT_OK(done);
       if (!done.ok()) return "";
       ++*chunks;
       checkpoint = builder->Checkpoint();
       if (*done) {
         Result<std::string> root = builder->Finish();
-        EXPECT_TRUE(root.ok());
+        EXPECT_OK(root);
         return root.ok() ? *root : "";
       }
     }
@@ -290,7 +288,7 @@ class ImportSnapshotTest : public ::testing::Test {
     BlobListOptions list;
     list.prefix = prefix;
     auto page = store_->List(list);
-    EXPECT_TRUE(page.ok());
+    EXPECT_OK(page);
     for (const BlobInfo& info : page->keys) objects[info.key] = *store_->Get(info.key);
     return objects;
   }
@@ -313,7 +311,7 @@ TEST_F(ImportSnapshotTest, SnapshotOverImportsEqualsReplayAndHandsOffAtEveryChun
     SnapshotBuilder::Options options;
     options.layout = testing::SmallSnapshotLayout();
     auto first_plan = PlanSheet(store_.get(), std::nullopt, first);
-    ASSERT_TRUE(first_plan.ok());
+    ASSERT_OK(first_plan);
     SnapshotId first_id{"sheet", 0, seq_, seq_};
     auto first_builder = NewSnapshotBuilder(store_.get(), first_id, *first_plan, options);
     while (!*first_builder->WriteNextChunk()) {
@@ -346,7 +344,7 @@ TEST_F(ImportSnapshotTest, SnapshotOverImportsEqualsReplayAndHandsOffAtEveryChun
     const std::vector<PlacedCell> expected = Replay(previous_cells, since);
 
     auto plan = PlanSheet(store_.get(), previous_root, since);
-    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_OK(plan);
     ASSERT_TRUE(plan->base) << "an import among the entries makes a streamed base";
     SnapshotId id{"sheet", 0, seq_ + 1, seq_ + 1};
     const std::string prefix = SnapshotKeyPrefix("sheet");
@@ -364,11 +362,11 @@ TEST_F(ImportSnapshotTest, SnapshotOverImportsEqualsReplayAndHandsOffAtEveryChun
     // One uninterrupted build into a fresh store writes the same objects.
     const auto handed_off = made_since();
     ASSERT_GE(static_cast<int64_t>(handed_off.size()), chunks);  // chunks and a root
-    for (const auto& [key, body] : handed_off) ASSERT_TRUE(store_->Delete(key).ok());
+    for (const auto& [key, body] : handed_off) ASSERT_OK(store_->Delete(key));
     auto builder = NewSnapshotBuilder(store_.get(), id, *plan, options);
     while (!*builder->WriteNextChunk()) {
     }
-    ASSERT_TRUE(builder->Finish().ok());
+    ASSERT_OK(builder->Finish());
     EXPECT_EQ(made_since(), handed_off) << "seed " << seed;
 
     // Reads of the same sheet from the plan: band by band (one pass over the files)
@@ -377,7 +375,7 @@ TEST_F(ImportSnapshotTest, SnapshotOverImportsEqualsReplayAndHandsOffAtEveryChun
     std::vector<PlacedCell> banded;
     for (int64_t row = 1; row <= 210; row += 7) {
       auto band = CellsInRange(&stream, plan->delta, CellRange{{row, 1}, {row + 6, 20}});
-      ASSERT_TRUE(band.ok()) << band.status().ToString();
+      ASSERT_OK(band);
       banded.insert(banded.end(), band->begin(), band->end());
     }
     std::vector<PlacedCell> expected_banded;
@@ -387,7 +385,7 @@ TEST_F(ImportSnapshotTest, SnapshotOverImportsEqualsReplayAndHandsOffAtEveryChun
     EXPECT_EQ(banded, expected_banded) << "seed " << seed;
     const CellRange middle{{5, 2}, {9, 4}};
     auto again = CellsInRange(&stream, plan->delta, middle);
-    ASSERT_TRUE(again.ok());
+    ASSERT_OK(again);
     std::vector<PlacedCell> expected_middle;
     for (const PlacedCell& c : expected) {
       if (middle.Contains(c.ref)) expected_middle.push_back(c);
@@ -401,7 +399,7 @@ TEST_F(ImportSnapshotTest, PlanWithoutImportsKeepsTheSnapshotAsItsBase) {
   std::vector<EntryRecord> entries = {
       Entry(SetCellEdit{{1, 1}, Cell{CellValue::Number(1), ""}})};
   auto plan = PlanSheet(store_.get(), std::string("some/root"), entries);
-  ASSERT_TRUE(plan.ok());
+  ASSERT_OK(plan);
   EXPECT_FALSE(plan->base);
   EXPECT_EQ(plan->previous_root, "some/root");
   EXPECT_EQ(plan->delta.overlay().size(), 1u);

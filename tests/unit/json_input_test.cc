@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "emulator/json_text.h"
+#include "tests/support/status_matchers.h"
+
 namespace sheetlog::api {
 namespace {
 
@@ -18,20 +21,20 @@ std::string Nested(int depth) {
 TEST(ParseJsonStrict, AcceptsOrdinaryBodies) {
   Result<json> parsed = ParseJsonStrict(
       R"({"type":"SetCell","body":{"ref":"C2","value":1.5e3,"format":"0.00"}})");
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_OK(parsed);
   EXPECT_EQ((*parsed)["body"]["value"], 1500.0);
   EXPECT_EQ((*parsed)["type"], "SetCell");
 }
 
 TEST(ParseJsonStrict, AcceptsNonAsciiUtf8AndSurrogatePairEscapes) {
   Result<json> parsed = ParseJsonStrict("{\"k\u00e9\":\"\u20ac \\ud83d\\ude00\"}");
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_OK(parsed);
   EXPECT_EQ((*parsed)["k\u00e9"], "\u20ac \U0001F600");
 }
 
 TEST(ParseJsonStrict, DepthUpToTheLimitIsAccepted) {
-  EXPECT_TRUE(ParseJsonStrict(Nested(kMaxJsonDepth)).ok());
-  EXPECT_TRUE(ParseJsonStrict(Nested(3), 3).ok());
+  EXPECT_OK(ParseJsonStrict(Nested(kMaxJsonDepth)));
+  EXPECT_OK(ParseJsonStrict(Nested(3), 3));
 }
 
 TEST(ParseJsonStrict, DeeperThanTheLimitIsRefusedNamingTheLimit) {
@@ -59,7 +62,7 @@ TEST(ParseJsonStrict, BracketsInsideStringsDoNotCount) {
   std::string text =
       "[\"" + std::string(1000, '[') + "\\\"" + std::string(1000, '{') + "\"]";
   Result<json> parsed = ParseJsonStrict(text);
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_OK(parsed);
   EXPECT_EQ((*parsed)[0].get<std::string>().size(), 2001u);
 }
 
@@ -74,7 +77,7 @@ TEST(ParseJsonStrict, NumbersBeyondADoubleAreInvalidArgument) {
   }
   // Large but finite numbers are numbers.
   Result<json> big = ParseJsonStrict(std::string(300, '9'));
-  ASSERT_TRUE(big.ok());
+  ASSERT_OK(big);
   EXPECT_TRUE(big->is_number_float());
 }
 
@@ -118,7 +121,7 @@ TEST(Utf8, ValidityFollowsRfc3629) {
 }
 
 TEST(Utf8, CheckUtf8NamesTheInputAndTheByte) {
-  EXPECT_TRUE(CheckUtf8("sheet", "path").ok());
+  EXPECT_OK(CheckUtf8("sheet", "path"));
   Status bad = CheckUtf8("ab\xFF", "query parameter 'prefix'");
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.message(), "query parameter 'prefix' is not valid UTF-8 (byte 2)");
@@ -133,7 +136,7 @@ TEST(Utf8, EscapeInvalidUtf8KeepsValidTextAndEscapesTheRest) {
 
 TEST(JsonDepth, CountsWithoutRecursion) {
   EXPECT_EQ(JsonDepth(json(1)), 0);
-  EXPECT_EQ(JsonDepth(json::parse("[[1],{\"a\":[[]]}]")), 4);
+  EXPECT_EQ(JsonDepth(ParseJson("[[1],{\"a\":[[]]}]")), 4);
   // Built by hand, deeper than any stack would allow a recursive walk under ASan.
   json deep = json::array();
   json* inner = &deep;
@@ -149,7 +152,7 @@ TEST(DumpJsonSafely, ReplacesInvalidBytesInsteadOfThrowing) {
   EXPECT_THROW(value.dump(), json::type_error);
   std::string text = DumpJsonSafely(value);
   EXPECT_TRUE(IsValidUtf8(text));
-  EXPECT_TRUE(ParseJsonStrict(text).ok());
+  EXPECT_OK(ParseJsonStrict(text));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -30,7 +31,7 @@ class QueueTest : public ::testing::Test {
     options.path = dir_.File("sheetlog.db");
     options.clock = &clock_;
     auto db = Database::Open(options);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_OK(db);
     db_ = std::move(db).value();
     queues_ = std::make_unique<QueueService>(db_.get(), &clock_, &faults_);
   }
@@ -49,13 +50,13 @@ class QueueTest : public ::testing::Test {
     options.visibility_timeout_s = visibility_timeout_s;
     options.max_receive_count = max_receive_count;
     options.dead_letter_queue = dead_letter_queue;
-    ASSERT_TRUE(queues_->CreateQueue(options).ok());
+    ASSERT_OK(queues_->CreateQueue(options));
   }
 
   std::string SendOk(const std::string& queue, const std::string& body,
                      std::optional<int64_t> delay_s = std::nullopt) {
     auto id = queues_->Send(queue, body, delay_s);
-    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    EXPECT_OK(id);
     return id.ok() ? *id : "";
   }
 
@@ -63,13 +64,13 @@ class QueueTest : public ::testing::Test {
       const std::string& queue, int max = 1,
       std::optional<int64_t> visibility = std::nullopt) {
     auto got = queues_->Receive(queue, max, visibility);
-    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_OK(got);
     return got.ok() ? *got : std::vector<ReceivedMessage>{};
   }
 
   QueueStats StatsOk(const std::string& queue) {
     auto stats = queues_->Stats(queue);
-    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    EXPECT_OK(stats);
     return stats.ok() ? *stats : QueueStats{};
   }
 
@@ -85,7 +86,7 @@ TEST_F(QueueTest, CreateQueueIsIdempotentAndUpdatesOptions) {
   Create("jobs", 30);
   Create("aaa", 5);
   auto list = queues_->ListQueues();
-  ASSERT_TRUE(list.ok());
+  ASSERT_OK(list);
   ASSERT_EQ(list->size(), 2u);
   EXPECT_EQ((*list)[0].name, "aaa");
   EXPECT_EQ((*list)[1].name, "jobs");
@@ -94,7 +95,7 @@ TEST_F(QueueTest, CreateQueueIsIdempotentAndUpdatesOptions) {
 
   Create("jobs", 45);
   auto jobs = queues_->GetQueue("jobs");
-  ASSERT_TRUE(jobs.ok());
+  ASSERT_OK(jobs);
   EXPECT_EQ(jobs->visibility_timeout_s, 45);
 }
 
@@ -161,12 +162,12 @@ TEST_F(QueueTest, ChangeVisibilityZeroRedeliversAtOnceAndLongerDefers) {
   SendOk("jobs", "m");
   auto got = ReceiveOk("jobs");
   ASSERT_EQ(got.size(), 1u);
-  ASSERT_TRUE(queues_->ChangeVisibility("jobs", got[0].receipt_handle, 0).ok());
+  ASSERT_OK(queues_->ChangeVisibility("jobs", got[0].receipt_handle, 0));
   auto again = ReceiveOk("jobs");
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].receive_count, 2);
 
-  ASSERT_TRUE(queues_->ChangeVisibility("jobs", again[0].receipt_handle, 100).ok());
+  ASSERT_OK(queues_->ChangeVisibility("jobs", again[0].receipt_handle, 100));
   clock_.Advance(100 * kSecond - 1);
   EXPECT_TRUE(ReceiveOk("jobs").empty());
   clock_.Advance(1);
@@ -177,7 +178,7 @@ TEST_F(QueueTest, DelayHidesMessageUntilDue) {
   QueueOptions options;
   options.name = "delayed";
   options.delay_s = 10;
-  ASSERT_TRUE(queues_->CreateQueue(options).ok());
+  ASSERT_OK(queues_->CreateQueue(options));
   SendOk("delayed", "queue default");
   SendOk("delayed", "per message", 20);
   SendOk("delayed", "no delay", 0);
@@ -238,7 +239,7 @@ TEST_F(QueueTest, ReceivesEarliestVisibleFirstAndBatches) {
   EXPECT_EQ(rest[1].id, ids[4]);
 
   auto batch = queues_->SendBatch("jobs", {"x", "y"});
-  ASSERT_TRUE(batch.ok());
+  ASSERT_OK(batch);
   EXPECT_EQ(batch->size(), 2u);
   EXPECT_EQ(queues_->SendBatch("jobs", {}).status().code(), StatusCode::kInvalidArgument);
 }
@@ -276,13 +277,13 @@ TEST_F(QueueTest, StaleReceiptCannotChangeVisibilityOrDelete) {
 
   // The newest handle works, even after its own timeout, until someone receives again.
   clock_.AdvanceSeconds(31);
-  ASSERT_TRUE(queues_->ChangeVisibility("jobs", fresh, 5).ok());
-  ASSERT_TRUE(queues_->Delete("jobs", fresh).ok());
+  ASSERT_OK(queues_->ChangeVisibility("jobs", fresh, 5));
+  ASSERT_OK(queues_->Delete("jobs", fresh));
   QueueStats stats = StatsOk("jobs");
   EXPECT_EQ(stats.visible + stats.in_flight + stats.delayed, 0);
 
   // Once deleted: Delete again is OK; ChangeVisibility and RecordFailure are NotFound.
-  EXPECT_TRUE(queues_->Delete("jobs", fresh).ok());
+  EXPECT_OK(queues_->Delete("jobs", fresh));
   EXPECT_TRUE(queues_->ChangeVisibility("jobs", fresh, 0).IsNotFound());
   EXPECT_TRUE(queues_->RecordFailure("jobs", fresh, "x").IsNotFound());
 
@@ -308,10 +309,8 @@ TEST_F(QueueTest, PoisonMessageMovesToDeadLetterQueueAndRedriveReturnsIt) {
     auto got = ReceiveOk("jobs");
     ASSERT_EQ(got.size(), 1u) << "attempt " << attempt;
     EXPECT_EQ(got[0].receive_count, attempt);
-    ASSERT_TRUE(queues_
-                    ->RecordFailure("jobs", got[0].receipt_handle,
-                                    "boom " + std::to_string(attempt))
-                    .ok());
+    ASSERT_OK(queues_->RecordFailure("jobs", got[0].receipt_handle,
+                                     "boom " + std::to_string(attempt)));
     last_receipt = got[0].receipt_handle;
     clock_.AdvanceSeconds(30);
   }
@@ -321,7 +320,7 @@ TEST_F(QueueTest, PoisonMessageMovesToDeadLetterQueueAndRedriveReturnsIt) {
   auto got = ReceiveOk("jobs", 10);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].id, good);
-  ASSERT_TRUE(queues_->Delete("jobs", got[0].receipt_handle).ok());
+  ASSERT_OK(queues_->Delete("jobs", got[0].receipt_handle));
 
   QueueStats stats = StatsOk("jobs");
   ASSERT_TRUE(stats.dead_letter_depth.has_value());
@@ -330,7 +329,7 @@ TEST_F(QueueTest, PoisonMessageMovesToDeadLetterQueueAndRedriveReturnsIt) {
   EXPECT_TRUE(queues_->Delete("jobs", last_receipt).IsConditionFailed());
 
   auto dead = queues_->ListDeadLetters("jobs-dlq");
-  ASSERT_TRUE(dead.ok());
+  ASSERT_OK(dead);
   ASSERT_EQ(dead->size(), 1u);
   const DeadLetterMessage& d = (*dead)[0];
   EXPECT_EQ(d.id, poison);
@@ -349,7 +348,7 @@ TEST_F(QueueTest, PoisonMessageMovesToDeadLetterQueueAndRedriveReturnsIt) {
           .status()
           .IsNotFound());
   auto moved = queues_->Redrive("jobs-dlq");
-  ASSERT_TRUE(moved.ok());
+  ASSERT_OK(moved);
   EXPECT_EQ(*moved, 1);
   EXPECT_EQ(*StatsOk("jobs").dead_letter_depth, 0);
   auto back = ReceiveOk("jobs");
@@ -373,17 +372,17 @@ TEST_F(QueueTest, RedriveOneMessageAndPageThroughDeadLetters) {
   ASSERT_EQ(*StatsOk("jobs").dead_letter_depth, 3);
 
   auto page1 = queues_->ListDeadLetters("dlq", 2);
-  ASSERT_TRUE(page1.ok());
+  ASSERT_OK(page1);
   ASSERT_EQ(page1->size(), 2u);
   EXPECT_EQ((*page1)[0].id, ids[0]);
   EXPECT_EQ((*page1)[1].id, ids[1]);
   auto page2 = queues_->ListDeadLetters("dlq", 2, (*page1)[1].id);
-  ASSERT_TRUE(page2.ok());
+  ASSERT_OK(page2);
   ASSERT_EQ(page2->size(), 1u);
   EXPECT_EQ((*page2)[0].id, ids[2]);
 
   auto one = queues_->Redrive("dlq", ids[1]);
-  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  ASSERT_OK(one);
   EXPECT_EQ(*one, 1);
   EXPECT_EQ(*StatsOk("jobs").dead_letter_depth, 2);
   auto back = ReceiveOk("jobs", 10);
@@ -395,18 +394,18 @@ TEST_F(QueueTest, RetentionPurgesMessagesOlderThanRetention) {
   QueueOptions options;
   options.name = "short";
   options.retention_s = 60;
-  ASSERT_TRUE(queues_->CreateQueue(options).ok());
+  ASSERT_OK(queues_->CreateQueue(options));
   SendOk("short", "old");
   clock_.AdvanceSeconds(30);
   SendOk("short", "young");
   clock_.AdvanceSeconds(30);
   EXPECT_EQ(StatsOk("short").oldest_age_s, 60);
   auto none = queues_->PurgeExpired();
-  ASSERT_TRUE(none.ok());
+  ASSERT_OK(none);
   EXPECT_EQ(*none, 0) << "exactly retention_s old is not yet expired";
   clock_.Advance(1);
   auto purged = queues_->PurgeExpired();
-  ASSERT_TRUE(purged.ok());
+  ASSERT_OK(purged);
   EXPECT_EQ(*purged, 1);
   EXPECT_EQ(StatsOk("short").visible, 1);
   EXPECT_EQ(StatsOk("short").oldest_age_s, 30);
@@ -464,12 +463,12 @@ TEST_F(QueueTest, MessagesInFlightStateAndReceiveCountsSurviveRestart) {
   ASSERT_EQ(got.size(), 1u);
   ASSERT_EQ(got[0].id, a);
   int64_t first_receive = got[0].first_receive_micros;
-  ASSERT_TRUE(queues_->RecordFailure("jobs", got[0].receipt_handle, "kept").ok());
+  ASSERT_OK(queues_->RecordFailure("jobs", got[0].receipt_handle, "kept"));
 
   Reopen();
 
   auto options = queues_->GetQueue("jobs");
-  ASSERT_TRUE(options.ok());
+  ASSERT_OK(options);
   EXPECT_EQ(options->max_receive_count, 5);
   EXPECT_EQ(options->dead_letter_queue, "dlq");
   QueueStats stats = StatsOk("jobs");
@@ -477,7 +476,7 @@ TEST_F(QueueTest, MessagesInFlightStateAndReceiveCountsSurviveRestart) {
   EXPECT_EQ(stats.in_flight, 1);
   EXPECT_EQ(stats.delayed, 1);
   // The receipt handle from before the restart is still the newest.
-  ASSERT_TRUE(queues_->ChangeVisibility("jobs", got[0].receipt_handle, 10).ok());
+  ASSERT_OK(queues_->ChangeVisibility("jobs", got[0].receipt_handle, 10));
   auto next = ReceiveOk("jobs");
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(next[0].id, b);
@@ -497,7 +496,7 @@ TEST_F(QueueTest, WaitForMessagesWakesOnSend) {
   SendOk("jobs", "m");
   ASSERT_EQ(waiter.wait_for(kGenerous), std::future_status::ready);
   auto woke = waiter.get();
-  ASSERT_TRUE(woke.ok());
+  ASSERT_OK(woke);
   EXPECT_TRUE(*woke);
   EXPECT_EQ(ReceiveOk("jobs").size(), 1u);
 }
@@ -517,7 +516,7 @@ TEST_F(QueueTest, WaitForMessagesWakesWhenVisibilityTimeoutExpires) {
   clock_.AdvanceSeconds(1);
   ASSERT_EQ(waiter.wait_for(kGenerous), std::future_status::ready);
   auto [woke, at] = waiter.get();
-  ASSERT_TRUE(woke.ok());
+  ASSERT_OK(woke);
   EXPECT_TRUE(*woke);
   EXPECT_GE(at, visible_at);
 }
@@ -530,7 +529,7 @@ TEST_F(QueueTest, WaitForMessagesReturnsFalseAtDeadlineOrWhenWoken) {
   clock_.AdvanceSeconds(5);
   ASSERT_EQ(waiter.wait_for(kGenerous), std::future_status::ready);
   auto r = waiter.get();
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   EXPECT_FALSE(*r);
 
   auto woken = std::async(std::launch::async, [&] {
@@ -541,7 +540,7 @@ TEST_F(QueueTest, WaitForMessagesReturnsFalseAtDeadlineOrWhenWoken) {
     queues_->WakeWaiters();
   }
   auto w = woken.get();
-  ASSERT_TRUE(w.ok());
+  ASSERT_OK(w);
   EXPECT_FALSE(*w);
 
   queues_->Shutdown();
@@ -561,7 +560,7 @@ TEST_F(QueueTest, InjectedDuplicateDeliveryRedeliversAndStalesTheFirstHandle) {
   EXPECT_EQ(first[0].id, id);
   EXPECT_EQ(second[0].id, id);
   EXPECT_TRUE(queues_->Delete("jobs", first[0].receipt_handle).IsConditionFailed());
-  EXPECT_TRUE(queues_->Delete("jobs", second[0].receipt_handle).ok());
+  EXPECT_OK(queues_->Delete("jobs", second[0].receipt_handle));
 }
 
 TEST_F(QueueTest, InjectedSendFaultStoresNothing) {
@@ -569,7 +568,7 @@ TEST_F(QueueTest, InjectedSendFaultStoresNothing) {
   faults_.Arm("queue.send", FaultSpec{});
   EXPECT_EQ(queues_->Send("jobs", "m").status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(StatsOk("jobs").visible, 0);
-  EXPECT_TRUE(queues_->Send("jobs", "m").ok());
+  EXPECT_OK(queues_->Send("jobs", "m"));
   EXPECT_EQ(StatsOk("jobs").visible, 1);
 }
 

@@ -12,6 +12,7 @@
 #include "emulator/env/faults.h"
 #include "emulator/runtime/function_runtime.h"
 #include "tests/support/server_process.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -94,13 +95,13 @@ class QueueMappingTest : public ::testing::Test {
     options.path = dir_.File("sheetlog.db");
     options.clock = &clock_;
     auto db = Database::Open(options);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_OK(db);
     db_ = std::move(db).value();
     queues_ = std::make_unique<QueueService>(db_.get(), &clock_, &faults_);
     QueueOptions q;
     q.name = "jobs";
     q.visibility_timeout_s = 30;
-    ASSERT_TRUE(queues_->CreateQueue(q).ok());
+    ASSERT_OK(queues_->CreateQueue(q));
   }
   void TearDown() override { runtime_.reset(); }
 
@@ -124,13 +125,13 @@ class QueueMappingTest : public ::testing::Test {
 
   std::string Send(const std::string& body) {
     auto id = queues_->Send("jobs", body);
-    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    EXPECT_OK(id);
     return id.ok() ? *id : "";
   }
 
   QueueStats Stats() {
     auto stats = queues_->Stats("jobs");
-    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    EXPECT_OK(stats);
     return stats.ok() ? *stats : QueueStats{};
   }
 
@@ -151,7 +152,7 @@ TEST_F(QueueMappingTest, SuccessDeletesTheMessageAndRecordsHistory) {
                   return Status::OK();
                 }))
                   .ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.Start());
   const std::string id = Send("snapshot sheet-1 0 100");
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
   EXPECT_EQ(recorder_.Calls()[0].body, "snapshot sheet-1 0 100");
@@ -172,14 +173,14 @@ TEST_F(QueueMappingTest, FailureLeavesTheMessageUntilItsVisibilityTimeout) {
                   return Status::OK();
                 }))
                   .ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.Start());
   const std::string id = Send("job");
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageFailed, 1));
   QueueStats stats = Stats();
   EXPECT_EQ(stats.in_flight, 1) << "left in the queue, hidden until the timeout";
   // The failure is kept on the message (shown if it is dead-lettered later).
   auto listed = queues_->ListDeadLetters("jobs");
-  ASSERT_TRUE(listed.ok());
+  ASSERT_OK(listed);
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_NE((*listed)[0].last_error.find("blob store down"), std::string::npos);
 
@@ -192,7 +193,7 @@ TEST_F(QueueMappingTest, FailureLeavesTheMessageUntilItsVisibilityTimeout) {
   EXPECT_EQ(calls[1].id, id);
   EXPECT_EQ(calls[1].receive_count, 2);
   auto rows = rt.history().List("worker:" + id);
-  ASSERT_TRUE(rows.ok());
+  ASSERT_OK(rows);
   ASSERT_EQ(rows->size(), 4u);
   EXPECT_EQ((*rows)[1].status, ExecStatus::kFailed);
   EXPECT_EQ((*rows)[3].status, ExecStatus::kSucceeded);
@@ -213,7 +214,7 @@ TEST_F(QueueMappingTest, HandlerCanDeferAMessageItself) {
                   return Status::OK();
                 }))
                   .ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.Start());
   const std::string id = Send("job");
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageHandled, 1));
   EXPECT_EQ(Stats().in_flight, 1) << "neither deleted nor failed";
@@ -240,9 +241,9 @@ TEST_F(QueueMappingTest, PartialBatchFailureKeepsOnlyTheFailedMessage) {
     return Status::OK();
   });
   m.batch_size = 10;
-  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
-  ASSERT_TRUE(queues_->SendBatch("jobs", {"good-1", "bad", "good-2"}).ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.AddQueueMapping(std::move(m)));
+  ASSERT_OK(queues_->SendBatch("jobs", {"good-1", "bad", "good-2"}));
+  ASSERT_OK(rt.Start());
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 2));
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageFailed, 1));
   QueueStats stats = Stats();
@@ -258,7 +259,7 @@ TEST_F(QueueMappingTest, DuplicateDeliveryIsDeletedWithoutRunningAgain) {
                   return Status::OK();
                 }))
                   .ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.Start());
   Send("job");
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageDuplicate, 1));
   EXPECT_EQ(faults_.FiredCount("runtime.queue.duplicate"), 1);
@@ -275,20 +276,20 @@ TEST_F(QueueMappingTest, ConcurrentDuplicateFoundInHistoryIsLeftAlone) {
   // The key comes from the work (the body), so a second message for the same job is
   // recognised as the same work.
   m.history_key = [](const ReceivedMessage& msg) { return "snapshot:" + msg.body; };
-  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
+  ASSERT_OK(rt.AddQueueMapping(std::move(m)));
   // Another invocation of this runtime is working on the job right now.
   LiveInvocation other_is_running(&rt.live_invocations(), "other");
   auto other = rt.history().Begin({"snapshot:s1", "elsewhere", "other", ""},
                                   kDefaultTimeBudgetMicros);
   ASSERT_TRUE(other.ok() && other->outcome == BeginOutcome::kProceed);
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.Start());
   Send("s1");
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageBusy, 1));
   EXPECT_EQ(recorder_.Calls().size(), 0u);
   EXPECT_EQ(Stats().in_flight, 1) << "not deleted: the other invocation may still fail";
 
   // The other invocation succeeds; the redelivery is then a duplicate and is deleted.
-  ASSERT_TRUE(rt.history().Finish(*other, ExecStatus::kSucceeded).ok());
+  ASSERT_OK(rt.history().Finish(*other, ExecStatus::kSucceeded));
   clock_.AdvanceSeconds(31);
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageDuplicate, 1));
   EXPECT_EQ(recorder_.Calls().size(), 0u);
@@ -305,8 +306,8 @@ TEST_F(QueueMappingTest, ConsumersRunConcurrently) {
     return Status::OK();
   });
   m.concurrency = 3;
-  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.AddQueueMapping(std::move(m)));
+  ASSERT_OK(rt.Start());
   for (int i = 0; i < 3; ++i) Send("job-" + std::to_string(i));
   ASSERT_TRUE(gate.WaitForArrivals(3));
   EXPECT_EQ(rt.Stats()[0].running, 3);  // all three in their handlers now
@@ -320,7 +321,7 @@ TEST_F(QueueMappingTest, MessageOfAnAbandonedConsumerReappearsAfterItsTimeout) {
   const std::string id = Send("job");
   // A consumer receives the message and dies without deleting it.
   auto taken = queues_->Receive("jobs", 1);
-  ASSERT_TRUE(taken.ok());
+  ASSERT_OK(taken);
   ASSERT_EQ(taken->size(), 1u);
 
   FunctionRuntime& rt = NewRuntime();
@@ -329,7 +330,7 @@ TEST_F(QueueMappingTest, MessageOfAnAbandonedConsumerReappearsAfterItsTimeout) {
                   return Status::OK();
                 }))
                   .ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.Start());
   Send("other");  // proves the runtime is receiving while the first one is hidden
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
   EXPECT_EQ(recorder_.Calls().size(), 1u);
@@ -363,10 +364,10 @@ TEST_F(QueueMappingTest, StartedRowOfADeadProcessDoesNotHoldTheRedeliveryBack) {
                 }))
                   .ok());
   auto abandoned = rt.ListAbandoned(0, clock_.NowMicros() + 1, 10);
-  ASSERT_TRUE(abandoned.ok()) << abandoned.status().ToString();
+  ASSERT_OK(abandoned);
   ASSERT_EQ(abandoned->size(), 1u) << "listed for operators and replay";
   EXPECT_EQ((*abandoned)[0].partition_key, "worker:" + id);
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.Start());
   clock_.AdvanceSeconds(5);  // visible again long before the 30 s time budget ends
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
   EXPECT_EQ(recorder_.Calls()[0].id, id);
@@ -381,7 +382,7 @@ TEST_F(QueueMappingTest, StartRefusesAVisibilityTimeoutShorterThanTheTimeBudget)
   FunctionRuntime& rt = NewRuntime();
   QueueMapping m = Mapping([](const auto&, InvocationContext&) { return Status::OK(); });
   m.time_budget_micros = 31LL * 1000000;  // the queue hides messages for 30 s
-  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
+  ASSERT_OK(rt.AddQueueMapping(std::move(m)));
   Status started = rt.Start();
   EXPECT_EQ(started.code(), StatusCode::kInvalidArgument) << started.ToString();
   EXPECT_NE(started.message().find("visibility timeout"), std::string::npos);
@@ -391,8 +392,8 @@ TEST_F(QueueMappingTest, StartRefusesAVisibilityTimeoutShorterThanTheTimeBudget)
       Mapping([](const auto&, InvocationContext&) { return Status::OK(); });
   coherent.visibility_timeout_s = 31;  // the mapping's own timeout counts
   coherent.time_budget_micros = 31LL * 1000000;
-  ASSERT_TRUE(ok.AddQueueMapping(std::move(coherent)).ok());
-  EXPECT_TRUE(ok.Start().ok());
+  ASSERT_OK(ok.AddQueueMapping(std::move(coherent)));
+  EXPECT_OK(ok.Start());
 }
 
 TEST_F(QueueMappingTest, StopDrainsTheInFlightHandlerAndStartsNoNewOne) {
@@ -404,7 +405,7 @@ TEST_F(QueueMappingTest, StopDrainsTheInFlightHandlerAndStartsNoNewOne) {
                   return Status::OK();
                 }))
                   .ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.Start());
   Send("job");
   ASSERT_TRUE(gate.WaitForArrivals(1));
   std::atomic<bool> stopped{false};
@@ -431,7 +432,7 @@ TEST_F(QueueMappingTest, FaultBeforeDeleteLeavesAMessageThatIsThenDeletedAsDupli
                   return Status::OK();
                 }))
                   .ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.Start());
   Send("job");
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
   EXPECT_EQ(Stats().in_flight, 1) << "the delete did not happen";
@@ -449,13 +450,13 @@ TEST_F(QueueMappingTest, ReplayRedrivesOnlyTheDeadLetteredFailedMessage) {
   const int64_t t0 = clock_.NowMicros();
   QueueOptions dlq;
   dlq.name = "tasks-dlq";
-  ASSERT_TRUE(queues_->CreateQueue(dlq).ok());
+  ASSERT_OK(queues_->CreateQueue(dlq));
   QueueOptions tasks;
   tasks.name = "tasks";
   tasks.visibility_timeout_s = 30;
   tasks.max_receive_count = 1;
   tasks.dead_letter_queue = "tasks-dlq";
-  ASSERT_TRUE(queues_->CreateQueue(tasks).ok());
+  ASSERT_OK(queues_->CreateQueue(tasks));
   std::atomic<bool> failing{true};
   FunctionRuntime& rt = NewRuntime();
   QueueMapping m = Mapping([&](const auto& msgs, InvocationContext&) {
@@ -464,11 +465,12 @@ TEST_F(QueueMappingTest, ReplayRedrivesOnlyTheDeadLetteredFailedMessage) {
     return Status::OK();
   });
   m.queue = "tasks";
-  ASSERT_TRUE(rt.AddQueueMapping(std::move(m)).ok());
-  ASSERT_TRUE(rt.Start().ok());
+  ASSERT_OK(rt.AddQueueMapping(std::move(m)));
+  ASSERT_OK(rt.Start());
   auto good = queues_->Send("tasks", "good");
   auto poison = queues_->Send("tasks", "poison");
-  ASSERT_TRUE(good.ok() && poison.ok());
+  ASSERT_OK(good);
+  ASSERT_OK(poison);
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageFailed, 1));
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
   clock_.AdvanceSeconds(31);  // visible again: the next receive dead-letters it
@@ -480,7 +482,7 @@ TEST_F(QueueMappingTest, ReplayRedrivesOnlyTheDeadLetteredFailedMessage) {
 
   failing = false;
   auto replayed = rt.Replay(t0, clock_.NowMicros() + 1, 100);
-  ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
+  ASSERT_OK(replayed);
   ASSERT_EQ(replayed->size(), 1u);
   EXPECT_EQ((*replayed)[0].key, "worker:" + *poison);
   EXPECT_EQ((*replayed)[0].outcome, "redriven") << (*replayed)[0].detail;
@@ -493,7 +495,7 @@ TEST_F(QueueMappingTest, ReplayRedrivesOnlyTheDeadLetteredFailedMessage) {
   EXPECT_EQ((*latest)->status, ExecStatus::kSucceeded);
 
   replayed = rt.Replay(t0, clock_.NowMicros() + 1, 100);
-  ASSERT_TRUE(replayed.ok());
+  ASSERT_OK(replayed);
   EXPECT_TRUE(replayed->empty()) << "nothing failed is left";
   EXPECT_EQ(recorder_.Calls().size(), 3u);
 }

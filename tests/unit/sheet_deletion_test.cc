@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "emulator/sqlite/database.h"
 #include "src/log/sheet_blobs.h"
 #include "tests/support/blob_fixture.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -23,7 +25,7 @@ class SheetDeletionTest : public ::testing::Test {
     Database::Options options;
     options.path = dir_.File("sheetlog.db");
     Result<std::unique_ptr<Database>> db = Database::Open(options);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_OK(db);
     db_ = std::move(db).value();
     blobs_ = testing::OpenTestBlobStore(dir_.File("blobs"), &clock_);
     ASSERT_NE(blobs_, nullptr);
@@ -31,7 +33,7 @@ class SheetDeletionTest : public ::testing::Test {
 
   void PutEverywhere(const std::string& sheet, const std::string& name) {
     for (const std::string& prefix : SheetBlobPrefixes(sheet)) {
-      ASSERT_TRUE(blobs_->Put(prefix + name, "x").ok());
+      ASSERT_OK(blobs_->Put(prefix + name, "x"));
     }
   }
 
@@ -41,7 +43,7 @@ class SheetDeletionTest : public ::testing::Test {
       BlobListOptions list;
       list.prefix = prefix;
       Result<BlobListResult> page = blobs_->List(list);
-      EXPECT_TRUE(page.ok());
+      EXPECT_OK(page);
       for (const BlobInfo& info : page->keys) keys.push_back(info.key);
     }
     return keys;
@@ -85,16 +87,18 @@ TEST_F(SheetDeletionTest, PurgeDeletesEveryObjectOfTheSheetOnlyAndKeepsTheTombst
                    return RecordSheetDeletion(c, kDeleted, clock_.NowSeconds());
                  })
                   .ok());
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM upload WHERE sheet_id = '" +
-                  std::string(kDeleted) + "'"),
-            0);
-  EXPECT_EQ(Count("SELECT COUNT(*) FROM upload"), 1);
+  // The upload rows go with the purge (a scan outside the deleting transaction).
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM upload"), 2);
 
   for (int i = 0; i < 30; ++i) PutEverywhere(kDeleted, "o" + std::to_string(i));
   PutEverywhere(kLive, "keep");
   SheetPurger purger(db_.get(), blobs_.get(), &clock_, nullptr, /*grace_seconds=*/600);
   PurgeReport report;
-  ASSERT_TRUE(purger.Purge(kDeleted, &report).ok());
+  ASSERT_OK(purger.Purge(kDeleted, &report));
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM upload WHERE sheet_id = '" +
+                  std::string(kDeleted) + "'"),
+            0);
+  EXPECT_EQ(Count("SELECT COUNT(*) FROM upload"), 1);
   EXPECT_EQ(report.objects_deleted, 120);
   EXPECT_TRUE(Objects(kDeleted).empty());
   EXPECT_EQ(Objects(kLive).size(), 4u);
@@ -109,19 +113,19 @@ TEST_F(SheetDeletionTest, LateObjectsAreTakenByALaterPurgeUntilTheGracePeriodEnd
                  })
                   .ok());
   SheetPurger purger(db_.get(), blobs_.get(), &clock_, nullptr, /*grace_seconds=*/600);
-  ASSERT_TRUE(purger.PurgeAll().ok());
+  ASSERT_OK(purger.PurgeAll());
   // A snapshot build that was running writes after the first purge.
   PutEverywhere(kDeleted, "late");
   clock_.AdvanceSeconds(60);
   Result<PurgeReport> again = purger.PurgeAll();
-  ASSERT_TRUE(again.ok());
+  ASSERT_OK(again);
   EXPECT_EQ(again->objects_deleted, 4);
   EXPECT_TRUE(Objects(kDeleted).empty());
   EXPECT_EQ(Count("SELECT COUNT(*) FROM sheet_deletion"), 1);
 
   clock_.AdvanceSeconds(600);
   Result<PurgeReport> last = purger.PurgeAll();
-  ASSERT_TRUE(last.ok());
+  ASSERT_OK(last);
   EXPECT_EQ(last->tombstones_dropped, 1);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM sheet_deletion"), 0);
 }
@@ -139,7 +143,7 @@ TEST_F(SheetDeletionTest, AFailedPurgeLeavesTheTombstoneForTheNextRun) {
   EXPECT_FALSE(purger.PurgeAll().ok());
   EXPECT_EQ(Objects(kDeleted).size(), 7u);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM sheet_deletion"), 1);
-  ASSERT_TRUE(purger.PurgeAll().ok());
+  ASSERT_OK(purger.PurgeAll());
   EXPECT_TRUE(Objects(kDeleted).empty());
   EXPECT_EQ(Count("SELECT COUNT(*) FROM sheet_deletion"), 0);
 }

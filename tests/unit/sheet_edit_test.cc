@@ -2,13 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include "emulator/json_text.h"
+#include "tests/support/status_matchers.h"
+
 namespace sheetlog {
 namespace {
 
 using json = nlohmann::json;
 
 Result<SheetEdit> Parse(std::string_view type, std::string_view body) {
-  return ParseEdit(type, 1, json::parse(body));
+  return ParseEdit(type, 1, ParseJson(body));
 }
 
 std::string Error(std::string_view type, std::string_view body) {
@@ -22,7 +25,7 @@ std::string Error(std::string_view type, std::string_view body) {
 template <typename T>
 T ParseAs(std::string_view type, std::string_view body) {
   auto edit = Parse(type, body);
-  EXPECT_TRUE(edit.ok()) << edit.status().ToString();
+  EXPECT_OK(edit);
   if (!edit.ok()) return T{};
   EXPECT_TRUE(std::holds_alternative<T>(*edit));
   return std::get<T>(*edit);
@@ -136,7 +139,7 @@ TEST(SheetEditTest, SetCellsErrors) {
   EXPECT_EQ(Error("SetCells", R"({"at": "FXSHRXW1", "rows": [[1, 2]]})"),
             "SetCells: field 'rows[0]' has 2 cells from column FXSHRXW, which overflows "
             "the grid (last column FXSHRXW)");
-  EXPECT_TRUE(Parse("SetCells", R"({"at": "FXSHRXW2147483647", "rows": [[1]]})").ok());
+  EXPECT_OK(Parse("SetCells", R"({"at": "FXSHRXW2147483647", "rows": [[1]]})"));
 }
 
 TEST(SheetEditTest, InsertRows) {
@@ -309,7 +312,7 @@ TEST(SheetEditTest, SetCellValueAndFormatTakesEveryInfinisheetShape) {
       R"({"row": 2, "column": 0, "value": {"type": "CellError", "value": "#DIV/0!"}})");
   EXPECT_EQ(error.cell.value, CellValue::Error("#DIV/0!"));
   EXPECT_EQ(error.cell.value.ToJson(),
-            json::parse(R"({"type": "CellError", "value": "#DIV/0!"})"));
+            ParseJson(R"({"type": "CellError", "value": "#DIV/0!"})"));
   auto null_format = ParseAs<SetCellValueAndFormatEdit>(
       "SetCellValueAndFormat",
       R"({"row": 0, "column": 0, "value": true, "format": null})");
@@ -327,32 +330,32 @@ TEST(SheetEditTest, SetCellValueAndFormatTakesEveryInfinisheetShape) {
 }
 
 TEST(SheetEditTest, VersionsAndOtherTypes) {
-  auto v2 = ParseEdit("SetCell", 2, json::parse(R"({"ref": "A1", "value": 1})"));
+  auto v2 = ParseEdit("SetCell", 2, ParseJson(R"({"ref": "A1", "value": 1})"));
   ASSERT_FALSE(v2.ok());
   EXPECT_EQ(v2.status().message(),
             "SetCell: version 2 is not supported (known versions: 1)");
   // Unknown and system types are skipped by the reducer; their body is not examined.
-  auto other = ParseEdit("Comment", 7, json::parse(R"([1, 2, 3])"));
-  ASSERT_TRUE(other.ok());
+  auto other = ParseEdit("Comment", 7, ParseJson(R"([1, 2, 3])"));
+  ASSERT_OK(other);
   EXPECT_EQ(std::get<SkippedEdit>(*other), (SkippedEdit{"Comment", 7, false}));
   auto snapshot = ParseEdit("Snapshot", 1, json(nullptr));
-  ASSERT_TRUE(snapshot.ok());
+  ASSERT_OK(snapshot);
   EXPECT_EQ(std::get<SkippedEdit>(*snapshot), (SkippedEdit{"Snapshot", 1, true}));
   EXPECT_EQ(EditTypeName(*other), "Comment");
   EXPECT_TRUE(EncodeEditBody(*other).is_null());
 }
 
 TEST(SheetEditTest, ValidateAppend) {
-  EXPECT_TRUE(ValidateAppend("Comment", 1, json("anything")).ok());
+  EXPECT_OK(ValidateAppend("Comment", 1, json("anything")));
   EXPECT_TRUE(
-      ValidateAppend("SetCell", 1, json::parse(R"({"ref": "A1", "value": 1})")).ok());
+      ValidateAppend("SetCell", 1, ParseJson(R"({"ref": "A1", "value": 1})")).ok());
   Status reserved = ValidateAppend("EndSegment", 1, json(nullptr));
   EXPECT_EQ(reserved.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(reserved.message(), "entry type 'EndSegment' is reserved for the system");
   EXPECT_EQ(ValidateAppend("", 1, json(nullptr)).message(),
             "entry type must not be empty");
   EXPECT_EQ(
-      ValidateAppend("DeleteRows", 1, json::parse(R"({"at": 1, "count": 0})")).message(),
+      ValidateAppend("DeleteRows", 1, ParseJson(R"({"at": 1, "count": 0})")).message(),
       "DeleteRows: field 'count' must be a positive integer, got 0");
 }
 
@@ -387,12 +390,12 @@ TEST(SheetEditTest, CanonicalEncodingIsExplicitAndRoundTrips) {
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.type) + " " + c.body);
     auto edit = Parse(c.type, c.body);
-    ASSERT_TRUE(edit.ok()) << edit.status().ToString();
+    ASSERT_OK(edit);
     EXPECT_EQ(EditTypeName(*edit), c.type);
     json canonical = EncodeEditBody(*edit);
-    EXPECT_EQ(canonical, json::parse(c.canonical));
+    EXPECT_EQ(canonical, ParseJson(c.canonical));
     auto again = ParseEdit(c.type, 1, canonical);
-    ASSERT_TRUE(again.ok()) << again.status().ToString();
+    ASSERT_OK(again);
     EXPECT_EQ(*again, *edit);
     EXPECT_EQ(EncodeEditBody(*again), canonical);
   }

@@ -24,6 +24,7 @@
 #include "src/sheet/delta.h"
 #include "src/sheet/sheet.h"
 #include "tests/support/random_edits.h"
+#include "tests/support/status_matchers.h"
 
 namespace sheetlog {
 namespace {
@@ -214,7 +215,7 @@ TEST(SheetPropertyTest, ReducerDeltaAndTransformAgreeWithTheDenseModel) {
     CellRange range{{rnd.In(1, rows), rnd.In(1, cols)}, {0, 0}};
     range.last = {rnd.In(range.first.row, rows + 1), rnd.In(range.first.col, cols + 1)};
     auto read = sheet.ReadRange(range);
-    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    ASSERT_OK(read);
     for (int64_t r = range.first.row; r <= range.last.row; ++r) {
       for (int64_t c = range.first.col; c <= range.last.col; ++c) {
         Cell want = (r <= rows && c <= cols) ? model.grid[r - 1][c - 1] : Cell{};
@@ -405,8 +406,8 @@ TEST(SheetPropertyTest, FarEdgesOfTheRealGridThroughTheCodecs) {
       std::string type(EditTypeName(generated));
       nlohmann::json body = EncodeEditBody(generated);
       auto parsed = ParseEdit(type, 1, body);
-      ASSERT_TRUE(parsed.ok()) << type << " " << body.dump() << ": "
-                               << parsed.status().ToString();
+      ASSERT_OK(parsed) << type << " " << body.dump() << ": "
+                        << parsed.status().ToString();
       ASSERT_EQ(*parsed, generated) << type << " " << body.dump();
       history += "\n  " + Describe(*parsed);
       model.Apply(*parsed);

@@ -4,6 +4,9 @@
 
 #include <memory>
 
+#include "emulator/json_text.h"
+#include "tests/support/status_matchers.h"
+
 namespace sheetlog {
 namespace {
 
@@ -15,8 +18,8 @@ Cell Str(std::string s) { return Cell{CellValue::String(std::move(s)), ""}; }
 CellRef Ref(std::string_view a1) { return *ParseCellRef(a1); }
 
 SheetEdit Edit(std::string_view type, std::string_view body) {
-  auto edit = ParseEdit(type, 1, json::parse(body));
-  EXPECT_TRUE(edit.ok()) << edit.status().ToString();
+  auto edit = ParseEdit(type, 1, ParseJson(body));
+  EXPECT_OK(edit);
   return edit.ok() ? *edit : SheetEdit(SkippedEdit{});
 }
 
@@ -210,7 +213,7 @@ TEST_P(SheetTest, UnknownAndSystemEntriesAreSkippedAndCounted) {
   sheet.Apply(*ParseEdit("Comment", 1, json("hello")));
   sheet.Apply(*ParseEdit("Snapshot", 1, json(nullptr)));
   sheet.Apply(*ParseEdit("EndSegment", 1, json(nullptr)));
-  sheet.Apply(*ParseEdit("SetCell", 1, json::parse(R"({"ref": "B1", "value": 2})")));
+  sheet.Apply(*ParseEdit("SetCell", 1, ParseJson(R"({"ref": "B1", "value": 2})")));
   EXPECT_EQ(Dump(sheet), "A1=1 B1=2");
   EXPECT_EQ(sheet.stats().skipped_unknown, 1);
   EXPECT_EQ(sheet.stats().skipped_system, 2);
@@ -225,7 +228,7 @@ TEST_P(SheetTest, ReadRangeReturnsRowsOfValuesAndFormats) {
   sheet.Apply(InsertColumnsEdit{1, 1});  // B2 -> C2, D20 -> E20, E1 -> F1
   sheet.Apply(SetCellEdit{Ref("B1"), Str("new")});
   auto range = sheet.ReadRange(*ParseRange("A1:C3"));
-  ASSERT_TRUE(range.ok()) << range.status().ToString();
+  ASSERT_OK(range);
   ASSERT_EQ(range->values.size(), 3u);
   EXPECT_EQ(range->values[0],
             (std::vector<CellValue>{CellValue::Number(1), CellValue::String("new"),
@@ -238,7 +241,7 @@ TEST_P(SheetTest, ReadRangeReturnsRowsOfValuesAndFormats) {
   EXPECT_EQ(range->formats[0][0], "");
 
   auto plain = sheet.ReadRange(*ParseRange("E20:E20"));
-  ASSERT_TRUE(plain.ok());
+  ASSERT_OK(plain);
   EXPECT_EQ(plain->values[0][0], CellValue::String("far"));
   EXPECT_FALSE(plain->has_formats);
 

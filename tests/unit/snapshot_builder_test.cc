@@ -10,10 +10,12 @@
 
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
+#include "emulator/json_text.h"
 #include "src/sheet/sheet.h"
 #include "src/snapshot/cells_at.h"
 #include "src/snapshot/snapshot_reader.h"
 #include "tests/support/blob_fixture.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -31,11 +33,11 @@ std::map<std::string, std::string> AllObjects(BlobStore* store) {
   BlobListOptions list;
   while (true) {
     auto page = store->List(list);
-    EXPECT_TRUE(page.ok());
+    EXPECT_OK(page);
     if (!page.ok()) break;
     for (const BlobInfo& info : page->keys) {
       auto body = store->Get(info.key);
-      EXPECT_TRUE(body.ok());
+      EXPECT_OK(body);
       objects[info.key] = body.ok() ? *body : "";
     }
     if (!page->continuation) break;
@@ -157,11 +159,11 @@ class SnapshotBuilderTest : public ::testing::Test {
                                                      SnapshotBuilder::Options{layout});
     while (true) {
       Result<bool> done = builder->WriteNextChunk();
-      EXPECT_TRUE(done.ok()) << done.status().ToString();
+      EXPECT_OK(done);
       if (!done.ok() || *done) break;
     }
     Result<std::string> root = builder->Finish();
-    EXPECT_TRUE(root.ok()) << root.status().ToString();
+    EXPECT_OK(root);
     if (out != nullptr) {
       last_builder_ = std::move(builder);
       *out = last_builder_.get();
@@ -172,13 +174,13 @@ class SnapshotBuilderTest : public ::testing::Test {
   std::vector<PlacedCell> ReadAll(BlobStore* store, const std::string& root) {
     std::vector<PlacedCell> cells;
     auto reader = SnapshotReader::Open(store, root);
-    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_OK(reader);
     if (!reader.ok()) return cells;
     Status s = (*reader)->ForEach([&](const PlacedCell& c) {
       cells.push_back(c);
       return Status::OK();
     });
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_OK(s);
     return cells;
   }
 
@@ -213,7 +215,7 @@ TEST_F(SnapshotBuilderTest, RoundTripsRandomSheetsBuiltFromEmpty) {
     EXPECT_EQ(m.cols, used->last.col);
     for (const ChunkInfo& chunk : m.chunks) {
       auto info = store_->Head(chunk.key);
-      ASSERT_TRUE(info.ok());
+      ASSERT_OK(info);
       EXPECT_EQ(info->size, chunk.bytes);
       EXPECT_LE(info->size, layout.chunk_bytes);  // no cell here is near 1 KiB
     }
@@ -247,7 +249,7 @@ TEST_F(SnapshotBuilderTest, IncrementalChainEqualsReplayAtEveryStep) {
       std::unique_ptr<SnapshotReader> prev_reader;
       if (previous) {
         auto opened = SnapshotReader::Open(store_.get(), *previous);
-        ASSERT_TRUE(opened.ok());
+        ASSERT_OK(opened);
         prev_reader = std::move(opened).value();
       }
       for (int k = 0; k < 5; ++k) {
@@ -255,7 +257,7 @@ TEST_F(SnapshotBuilderTest, IncrementalChainEqualsReplayAtEveryStep) {
         CellRange range{{std::min(a.row, b.row), std::min(a.col, b.col)},
                         {std::max(a.row, b.row) + 5, std::max(a.col, b.col)}};
         auto got = CellsInRange(prev_reader.get(), batch, range);
-        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        ASSERT_OK(got);
         std::vector<PlacedCell> expected;
         sheet.ForEachCell([&](const CellRef& ref, const Cell& cell) {
           if (range.Contains(ref)) expected.push_back({ref, cell});
@@ -310,14 +312,14 @@ TEST_F(SnapshotBuilderTest, ConcurrentDuplicatesWriteIdenticalObjects) {
   // Two invocations interleaving chunk by chunk, one a chunk behind the other.
   SnapshotBuilder a(store_.get(), id, std::nullopt, delta, {SmallLayout()});
   SnapshotBuilder b(store_.get(), id, std::nullopt, delta, {SmallLayout()});
-  ASSERT_TRUE(a.WriteNextChunk().ok());
+  ASSERT_OK(a.WriteNextChunk());
   bool a_done = false, b_done = false;
   while (!a_done || !b_done) {
     if (!b_done) b_done = *b.WriteNextChunk();
     if (!a_done) a_done = *a.WriteNextChunk();
   }
-  ASSERT_TRUE(b.Finish().ok());
-  ASSERT_TRUE(a.Finish().ok());
+  ASSERT_OK(b.Finish());
+  ASSERT_OK(a.Finish());
   EXPECT_EQ(AllObjects(store_.get()), expected);
 }
 
@@ -350,21 +352,21 @@ TEST_F(SnapshotBuilderTest, ResumingFromEveryCheckpointGivesIdenticalObjects) {
       saved = builder.Checkpoint().dump();  // before anything: a valid start
       for (int64_t i = 0; i < k; ++i) {
         auto done = builder.WriteNextChunk();
-        ASSERT_TRUE(done.ok());
+        ASSERT_OK(done);
         saved = builder.Checkpoint().dump();
         ASSERT_LT(saved.size(), 600u);  // small, whatever the sheet
       }
     }  // the invocation dies here
     SnapshotBuilder resumed(store.get(), id2, root1, second, {layout});
-    Status s = resumed.Resume(json::parse(saved));
-    ASSERT_TRUE(s.ok()) << s.ToString();
+    Status s = resumed.Resume(ParseJson(saved));
+    ASSERT_OK(s);
     EXPECT_EQ(resumed.chunks_written(), k);
     while (true) {
       auto done = resumed.WriteNextChunk();
-      ASSERT_TRUE(done.ok()) << done.status().ToString();
+      ASSERT_OK(done);
       if (*done) break;
     }
-    ASSERT_TRUE(resumed.Finish().ok());
+    ASSERT_OK(resumed.Finish());
     EXPECT_EQ(resumed.manifest(), uninterrupted->manifest()) << "k = " << k;
     ASSERT_EQ(AllObjects(store.get()), expected)
         << "interrupted after " << k << " chunks";
@@ -396,7 +398,7 @@ TEST_F(SnapshotBuilderTest, ResumeRefusesACheckpointOfAnotherBuild) {
   // A finished checkpoint resumes straight to Finish, with the same root bytes.
   const auto before = AllObjects(store_.get());
   SnapshotBuilder again(store_.get(), id, std::nullopt, delta, {SmallLayout()});
-  ASSERT_TRUE(again.Resume(checkpoint).ok());
+  ASSERT_OK(again.Resume(checkpoint));
   EXPECT_EQ(again.Finish().status().code(), StatusCode::kOk);
   auto after = AllObjects(store_.get());
   ASSERT_EQ(after.size(), before.size() + 1);  // the chunk unchanged, plus the root
@@ -404,7 +406,7 @@ TEST_F(SnapshotBuilderTest, ResumeRefusesACheckpointOfAnotherBuild) {
   EXPECT_EQ(SnapshotManifest::FromJson(after.at(SnapshotRootKey(id)))->cells, 1);
 
   // A checkpoint counting a chunk that is gone cannot resume.
-  ASSERT_TRUE(store_->Delete(builder.manifest().chunks[0].key).ok());
+  ASSERT_OK(store_->Delete(builder.manifest().chunks[0].key));
   SnapshotBuilder lost(store_.get(), id, std::nullopt, delta, {SmallLayout()});
   EXPECT_TRUE(lost.Resume(checkpoint).IsNotFound());
 
@@ -474,7 +476,7 @@ TEST_F(SnapshotBuilderTest, InsertsMoveCellsAcrossChunksInOrder) {
   EXPECT_EQ(ReadAll(store_.get(), root2), sheet.Cells());
   // Each chunk of the previous snapshot was fetched exactly once.
   auto prev = SnapshotReader::Open(store_.get(), root1);
-  ASSERT_TRUE(prev.ok());
+  ASSERT_OK(prev);
   EXPECT_EQ(builder->previous()->chunks_fetched(),
             static_cast<int64_t>((*prev)->manifest().chunks.size()));
 }
@@ -492,7 +494,7 @@ TEST_F(SnapshotBuilderTest, CellsInRangeFetchesOnlyWhatTheMappedRangeNeeds) {
   const std::string root =
       BuildAll(store_.get(), {"sheet", 0, 0, 0}, std::nullopt, first, SmallLayout());
   auto reader = SnapshotReader::Open(store_.get(), root);
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK(reader);
   ASSERT_GT((*reader)->manifest().chunks.size(), 100u);
   // Rows 3000.. now live a million rows further down, column B is gone, and two writes.
   std::vector<SheetEdit> after{
@@ -502,7 +504,7 @@ TEST_F(SnapshotBuilderTest, CellsInRangeFetchesOnlyWhatTheMappedRangeNeeds) {
   for (const SheetEdit& e : after) sheet.Apply(e);
   const CellRange range{{1002995, 1}, {1003010, 3}};
   auto got = CellsInRange(reader->get(), after, range);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_OK(got);
   std::vector<PlacedCell> expected;
   sheet.ForEachCell([&](const CellRef& ref, const Cell& cell) {
     if (range.Contains(ref)) expected.push_back({ref, cell});
@@ -513,7 +515,7 @@ TEST_F(SnapshotBuilderTest, CellsInRangeFetchesOnlyWhatTheMappedRangeNeeds) {
 
   // The dense grid of GET .../cells.
   auto grid = RangeValuesOf(range, *got);
-  ASSERT_TRUE(grid.ok());
+  ASSERT_OK(grid);
   ASSERT_EQ(grid->values.size(), 16u);
   EXPECT_TRUE(grid->values[0][0].is_null());  // inserted rows are empty
   EXPECT_EQ(grid->values[6][0], CellValue::String("w"));
@@ -523,7 +525,7 @@ TEST_F(SnapshotBuilderTest, CellsInRangeFetchesOnlyWhatTheMappedRangeNeeds) {
             StatusCode::kInvalidArgument);
   auto formatted =
       RangeValuesOf({{1, 1}, {1, 2}}, {{{1, 2}, Cell{CellValue::Null(), "0%"}}});
-  ASSERT_TRUE(formatted.ok());
+  ASSERT_OK(formatted);
   EXPECT_TRUE(formatted->has_formats);
   EXPECT_EQ(formatted->formats[0][1], "0%");
   EXPECT_EQ(formatted->formats[0][0], "");

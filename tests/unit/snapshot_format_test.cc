@@ -17,6 +17,7 @@
 #include "src/snapshot/snapshot_id.h"
 #include "src/snapshot/snapshot_layout.h"
 #include "src/snapshot/snapshot_reader.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -27,7 +28,7 @@ std::unique_ptr<BlobStore> OpenStore(const testing::TempDir& dir, Clock* clock) 
   options.root = dir.File("blobs");
   options.sync = false;
   auto store = BlobStore::Open(options, clock);
-  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_OK(store);
   return std::move(store).value();
 }
 
@@ -96,13 +97,13 @@ std::vector<PlacedCell> RandomCells(std::mt19937_64& rng, int count, int64_t max
 
 std::vector<PlacedCell> DecodeWhole(const std::string& object) {
   Result<ChunkHeader> header = VerifyChunk(object, "test");
-  EXPECT_TRUE(header.ok()) << header.status().ToString();
+  EXPECT_OK(header);
   std::vector<PlacedCell> out;
   if (!header.ok()) return out;
   for (const TileInfo& tile : header->tiles) {
     Status s = DecodeTile(std::string_view(object).substr(tile.offset, tile.length), tile,
                           [&](PlacedCell&& c) { out.push_back(std::move(c)); });
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_OK(s);
   }
   return out;
 }
@@ -116,7 +117,7 @@ TEST(SnapshotKeysTest, DeterministicVersion5UuidsPerSnapshotAndChunk) {
   const std::string uuid = root.substr(std::string("snapshots/sheet-1/").size());
   ASSERT_TRUE(IsUuid(uuid));
   EXPECT_EQ(uuid[14], '5');  // version 5
-  EXPECT_TRUE(BlobStore::ValidateKey(root).ok());
+  EXPECT_OK(BlobStore::ValidateKey(root));
 
   std::set<std::string> keys{root};
   for (int64_t i = 0; i < 100; ++i) {
@@ -132,7 +133,7 @@ TEST(SnapshotKeysTest, DeterministicVersion5UuidsPerSnapshotAndChunk) {
   EXPECT_EQ(SnapshotRootKey({"sheet-2", 2, 100, 1}).rfind("snapshots/sheet-2/", 0), 0u);
   EXPECT_FALSE(ValidateSnapshotId({"", 0, 0, 0}).ok());
   EXPECT_FALSE(ValidateSnapshotId({"a/b", 0, 0, 0}).ok());
-  EXPECT_TRUE(ValidateSnapshotId(id).ok());
+  EXPECT_OK(ValidateSnapshotId(id));
 }
 
 TEST(SnapshotCodingTest, VarintsAndCrc) {
@@ -198,7 +199,7 @@ TEST(ChunkCodecTest, RoundTripsEveryValueKindExactly) {
   EXPECT_EQ(total, static_cast<int64_t>(cells.size()));
   int64_t needed = 0;
   Result<ChunkHeader> header = DecodeChunkHeader(object, &needed);
-  ASSERT_TRUE(header.ok());
+  ASSERT_OK(header);
   EXPECT_EQ(header->tiles, tiles);
   // A prefix too short for the header says how much is needed.
   Result<ChunkHeader> partial = DecodeChunkHeader(object.substr(0, 12), &needed);
@@ -302,7 +303,7 @@ TEST(SnapshotManifestTest, JsonRoundTripIsExactAndDeterministic) {
   const std::string text = m.ToJson();
   EXPECT_EQ(text, m.ToJson());
   Result<SnapshotManifest> back = SnapshotManifest::FromJson(text);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_OK(back);
   EXPECT_EQ(*back, m);
   EXPECT_EQ(back->ToJson(), text);
   EXPECT_NE(text.find("\"version\":1"), std::string::npos);
@@ -332,17 +333,17 @@ class SnapshotReaderTest : public ::testing::Test {
     SnapshotBuilder builder(store_.get(), id, std::nullopt, std::move(delta), {layout});
     while (true) {
       Result<bool> done = builder.WriteNextChunk();
-      EXPECT_TRUE(done.ok()) << done.status().ToString();
+      EXPECT_OK(done);
       if (!done.ok() || *done) break;
     }
     Result<std::string> root = builder.Finish();
-    EXPECT_TRUE(root.ok()) << root.status().ToString();
+    EXPECT_OK(root);
     return root.ok() ? *root : "";
   }
 
   std::unique_ptr<SnapshotReader> Open(const std::string& root) {
     auto reader = SnapshotReader::Open(store_.get(), root);
-    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_OK(reader);
     return reader.ok() ? std::move(reader).value() : nullptr;
   }
 
@@ -359,16 +360,14 @@ TEST_F(SnapshotReaderTest, EmptySheetHasNoChunks) {
   EXPECT_EQ(reader->manifest().cells, 0);
   EXPECT_EQ(reader->manifest().rows, 0);
   auto cells = reader->ReadRange({{1, 1}, {100, 100}});
-  ASSERT_TRUE(cells.ok());
+  ASSERT_OK(cells);
   EXPECT_TRUE(cells->empty());
   {
     int n = 0;
-    ASSERT_TRUE(reader
-                    ->ForEach([&](const PlacedCell&) {
-                      ++n;
-                      return Status::OK();
-                    })
-                    .ok());
+    ASSERT_OK(reader->ForEach([&](const PlacedCell&) {
+      ++n;
+      return Status::OK();
+    }));
     EXPECT_EQ(n, 0);
   }
   EXPECT_EQ(reader->chunks_fetched(), 0);
@@ -399,7 +398,7 @@ TEST_F(SnapshotReaderTest, RangeReadsFetchOnlyCoveringChunks) {
   std::map<CellRef, size_t> holder;
   for (size_t i = 0; i < m.chunks.size(); ++i) {
     auto object = store_->Get(m.chunks[i].key);
-    ASSERT_TRUE(object.ok());
+    ASSERT_OK(object);
     EXPECT_LE(static_cast<int64_t>(object->size()), layout.chunk_bytes);
     for (const PlacedCell& c : DecodeWhole(*object)) holder[c.ref] = i;
   }
@@ -421,7 +420,7 @@ TEST_F(SnapshotReaderTest, RangeReadsFetchOnlyCoveringChunks) {
     }
     const int64_t before = reader->chunks_fetched();
     auto got = reader->ReadRange(range);
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_OK(got);
     EXPECT_EQ(*got, expected) << FormatRange(range);
     const int64_t fetched = reader->chunks_fetched() - before;
     // Every chunk holding a cell of the range is read, once; at most one more chunk
@@ -436,7 +435,7 @@ TEST_F(SnapshotReaderTest, RangeReadsFetchOnlyCoveringChunks) {
   const int64_t bytes_before = reader->bytes_fetched();
   const int64_t before = reader->chunks_fetched();
   auto row = reader->ReadRange({{1500, 1}, {1500, 12}});
-  ASSERT_TRUE(row.ok());
+  ASSERT_OK(row);
   EXPECT_EQ(row->size(), 12u);
   EXPECT_EQ(reader->chunks_fetched() - before, 1);
   EXPECT_LE(reader->bytes_fetched() - bytes_before, layout.tile_bytes * 2);
@@ -457,12 +456,12 @@ TEST_F(SnapshotReaderTest, NarrowColumnReadsOfAWideSheetSkipOtherColumns) {
   auto reader = Open(Build(cells, layout));
   ASSERT_NE(reader, nullptr);
   auto narrow = reader->ReadRange({{1, 1}, {8, 5}});
-  ASSERT_TRUE(narrow.ok());
+  ASSERT_OK(narrow);
   EXPECT_EQ(narrow->size(), 40u);
   const int64_t narrow_fetched = reader->chunks_fetched();
   const int64_t narrow_bytes = reader->bytes_fetched();
   auto wide = reader->ReadRange({{1, 1}, {8, 6000}});
-  ASSERT_TRUE(wide.ok());
+  ASSERT_OK(wide);
   EXPECT_EQ(wide->size(), 48000u);
   const int64_t wide_fetched = reader->chunks_fetched() - narrow_fetched;
   const int64_t wide_bytes = reader->bytes_fetched() - narrow_bytes;
@@ -491,7 +490,7 @@ TEST_F(SnapshotReaderTest, ScanFromAPositionSkipsEarlierChunks) {
     PlacedCell c;
     while (true) {
       auto more = cursor->Next(&c);
-      ASSERT_TRUE(more.ok());
+      ASSERT_OK(more);
       if (!*more) break;
       rest.push_back(c);
     }
@@ -509,7 +508,7 @@ TEST_F(SnapshotReaderTest, ScanFromAPositionSkipsEarlierChunks) {
 TEST_F(SnapshotReaderTest, MissingOrDamagedObjectsAreErrors) {
   EXPECT_TRUE(
       SnapshotReader::Open(store_.get(), "snapshots/none/x").status().IsNotFound());
-  ASSERT_TRUE(store_->Put("snapshots/bad/root", "{}").ok());
+  ASSERT_OK(store_->Put("snapshots/bad/root", "{}"));
   EXPECT_EQ(SnapshotReader::Open(store_.get(), "snapshots/bad/root").status().code(),
             StatusCode::kInvalidArgument);
 
@@ -522,14 +521,14 @@ TEST_F(SnapshotReaderTest, MissingOrDamagedObjectsAreErrors) {
   ASSERT_NE(reader, nullptr);
   const ChunkInfo& victim = reader->manifest().chunks[1];
   auto object = store_->Get(victim.key);
-  ASSERT_TRUE(object.ok());
+  ASSERT_OK(object);
   std::string damaged = *object;
   damaged[damaged.size() / 2] ^= 0x40;
-  ASSERT_TRUE(store_->Put(victim.key, damaged).ok());
+  ASSERT_OK(store_->Put(victim.key, damaged));
   Status scanned = reader->ForEach([](const PlacedCell&) { return Status::OK(); });
   EXPECT_EQ(scanned.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(scanned.message().find(victim.key), std::string::npos);
-  ASSERT_TRUE(store_->Delete(victim.key).ok());
+  ASSERT_OK(store_->Delete(victim.key));
   EXPECT_TRUE(
       reader->ForEach([](const PlacedCell&) { return Status::OK(); }).IsNotFound());
 }

@@ -19,6 +19,7 @@
 #include "src/snapshot/worker.h"
 #include "tests/support/blob_fixture.h"
 #include "tests/support/random_edits.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
 
@@ -48,7 +49,7 @@ std::map<std::string, std::string> AllObjects(BlobStore* store,
   list.prefix = prefix;
   while (true) {
     auto page = store->List(list);
-    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    EXPECT_OK(page);
     if (!page.ok()) break;
     for (const BlobInfo& info : page->keys) objects[info.key] = *store->Get(info.key);
     if (!page->continuation) break;
@@ -68,10 +69,10 @@ class SnapshotWorkerTest : public ::testing::Test {
     QueueOptions queue;
     queue.name = kQueue;
     queue.visibility_timeout_s = kVisibilitySeconds;
-    ASSERT_TRUE(queues_->CreateQueue(queue).ok());
+    ASSERT_OK(queues_->CreateQueue(queue));
     worker_ = MakeWorker({});
     auto sheet = log_->CreateLog("test", 0, 100000, nullptr);
-    ASSERT_TRUE(sheet.ok()) << sheet.status().ToString();
+    ASSERT_OK(sheet);
     sheet_ = sheet->id;
   }
 
@@ -104,7 +105,7 @@ class SnapshotWorkerTest : public ::testing::Test {
     request.body = std::move(body);
     request.allow_reserved = type == kSnapshotType;
     auto appended = log_->AddEntry(request, nullptr, nullptr);
-    EXPECT_TRUE(appended.ok()) << appended.status().ToString();
+    EXPECT_OK(appended);
     return appended.ok() ? appended->entry : EntryRecord{};
   }
 
@@ -116,33 +117,33 @@ class SnapshotWorkerTest : public ::testing::Test {
 
   // Sends the job's message and receives it, as the runtime would before invoking.
   ReceivedMessage Deliver(const SnapshotJob& job) {
-    EXPECT_TRUE(queues_->Send(kQueue, job.ToJson()).ok());
+    EXPECT_OK(queues_->Send(kQueue, job.ToJson()));
     return ReceiveOne();
   }
 
   ReceivedMessage ReceiveOne() {
     auto received = queues_->Receive(kQueue, 1);
-    EXPECT_TRUE(received.ok()) << received.status().ToString();
+    EXPECT_OK(received);
     EXPECT_EQ(received->size(), 1u) << "expected one visible message";
     return received->empty() ? ReceivedMessage{} : received->front();
   }
 
   bool MessageVisible() {
     auto stats = queues_->Stats(kQueue);
-    EXPECT_TRUE(stats.ok());
+    EXPECT_OK(stats);
     return stats->visible > 0;
   }
 
   int64_t MessagesLeft() {
     auto stats = queues_->Stats(kQueue);
-    EXPECT_TRUE(stats.ok());
+    EXPECT_OK(stats);
     return stats->visible + stats->in_flight + stats->delayed;
   }
 
   Outcome Handle(const ReceivedMessage& message, int64_t deadline = kFarDeadline,
                  SnapshotWorker* worker = nullptr) {
     auto job = SnapshotJob::FromJson(message.body);
-    EXPECT_TRUE(job.ok());
+    EXPECT_OK(job);
     QueueMessageControl control(queues_.get(), kQueue, message);
     Status error;
     Outcome outcome = (worker ? worker : worker_.get())
@@ -165,7 +166,7 @@ class SnapshotWorkerTest : public ::testing::Test {
                                  Consistency::kStrong, nullptr));
       return Status::OK();
     });
-    EXPECT_TRUE(read.ok()) << read.ToString();
+    EXPECT_OK(read);
     return item;
   }
 
@@ -182,7 +183,7 @@ class SnapshotWorkerTest : public ::testing::Test {
                                                      {"increment", increment}},
                                                 nullptr);
     });
-    ASSERT_TRUE(put.ok()) << put.ToString();
+    ASSERT_OK(put);
   }
 
   // What a concurrent invocation's conditional write does to the pending entry.
@@ -194,7 +195,7 @@ class SnapshotWorkerTest : public ::testing::Test {
       update.create_if_missing = false;
       return PendingSnapshotTable().Update(conn, update, nullptr).status();
     });
-    ASSERT_TRUE(bumped.ok()) << bumped.ToString();
+    ASSERT_OK(bumped);
   }
 
   static int64_t IntOf(const Item& item, const char* column) {
@@ -204,11 +205,11 @@ class SnapshotWorkerTest : public ::testing::Test {
 
   EntryRecord EntryOf(const SnapshotJob& job) {
     auto segments = log_->ListSegments(job.sheet_id, nullptr);
-    EXPECT_TRUE(segments.ok());
+    EXPECT_OK(segments);
     for (const SegmentInfo& segment : *segments) {
       if (segment.num != job.segment) continue;
       auto entry = log_->GetEntry(job.sheet_id, segment.first_seq + job.entry, nullptr);
-      EXPECT_TRUE(entry.ok());
+      EXPECT_OK(entry);
       return *entry;
     }
     ADD_FAILURE() << "no segment " << job.segment;
@@ -217,7 +218,7 @@ class SnapshotWorkerTest : public ::testing::Test {
 
   std::optional<int64_t> LastSnapshot(int64_t segment_num) {
     auto segments = log_->ListSegments(sheet_, nullptr);
-    EXPECT_TRUE(segments.ok());
+    EXPECT_OK(segments);
     for (const SegmentInfo& segment : *segments) {
       if (segment.num == segment_num) return segment.last_snapshot;
     }
@@ -228,9 +229,9 @@ class SnapshotWorkerTest : public ::testing::Test {
   std::vector<PlacedCell> ReplayedCells(const SnapshotJob& job) {
     const int64_t end = EntryOf(job).seq;
     auto range = log_->Read(sheet_, 0, end, 1000000, nullptr);
-    EXPECT_TRUE(range.ok());
+    EXPECT_OK(range);
     auto edits = EditsOfEntries(range->entries, blobs_.get());
-    EXPECT_TRUE(edits.ok()) << edits.status().ToString();
+    EXPECT_OK(edits);
     Sheet sheet;
     for (const SheetEdit& edit : *edits) sheet.Apply(edit);
     return sheet.Cells();
@@ -239,13 +240,13 @@ class SnapshotWorkerTest : public ::testing::Test {
   std::vector<PlacedCell> SnapshotCells(const std::string& root) {
     std::vector<PlacedCell> cells;
     auto reader = SnapshotReader::Open(blobs_.get(), root);
-    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_OK(reader);
     if (!reader.ok()) return cells;
     Status walked = (*reader)->ForEach([&](const PlacedCell& cell) {
       cells.push_back(cell);
       return Status::OK();
     });
-    EXPECT_TRUE(walked.ok()) << walked.ToString();
+    EXPECT_OK(walked);
     return cells;
   }
 
@@ -319,13 +320,13 @@ TEST_F(SnapshotWorkerTest, EarlierPendingSnapshotDefersByTheDeferTimeout) {
 TEST_F(SnapshotWorkerTest, DeferralsNeverCountTowardsTheDeadLetterQueue) {
   QueueOptions dlq;
   dlq.name = "snapshots-dlq";
-  ASSERT_TRUE(queues_->CreateQueue(dlq).ok());
+  ASSERT_OK(queues_->CreateQueue(dlq));
   QueueOptions queue;
   queue.name = kQueue;
   queue.visibility_timeout_s = kVisibilitySeconds;
   queue.max_receive_count = 3;
   queue.dead_letter_queue = dlq.name;
-  ASSERT_TRUE(queues_->CreateQueue(queue).ok());
+  ASSERT_OK(queues_->CreateQueue(queue));
 
   CompleteFirstSnapshot();
   SnapshotJob earlier = AppendSnapshot();
@@ -339,7 +340,7 @@ TEST_F(SnapshotWorkerTest, DeferralsNeverCountTowardsTheDeadLetterQueue) {
     ASSERT_EQ(message.receive_count, 1);
   }
   auto dead = queues_->Stats(dlq.name);
-  ASSERT_TRUE(dead.ok());
+  ASSERT_OK(dead);
   EXPECT_EQ(dead->visible + dead->in_flight, 0);
   EXPECT_EQ(MessagesLeft(), 1) << "exactly one copy of the job is left";
 }
@@ -524,24 +525,24 @@ TEST_F(SnapshotWorkerTest, HandsOffNearTheTimeBudgetAndTheNextInvocationResumes)
 
   // The objects equal those of one uninterrupted build from the same inputs.
   std::unique_ptr<BlobStore> other = OpenStore("uninterrupted");
-  for (const auto& [key, body] : before) ASSERT_TRUE(other->Put(key, body, {}).ok());
+  for (const auto& [key, body] : before) ASSERT_OK(other->Put(key, body, {}));
   EntryRecord entry = EntryOf(job);
   auto since = log_->Read(sheet_, 1, entry.seq, 100000, nullptr);
-  ASSERT_TRUE(since.ok());
+  ASSERT_OK(since);
   SnapshotBuildFactory factory = MakeSnapshotBuildFactory(other.get(), SmallLayout());
   auto build = factory(job, entry.seq, EntryOf({sheet_, 0, 0}).snapshot_root,
                        since->entries, nullptr);
-  ASSERT_TRUE(build.ok()) << build.status().ToString();
+  ASSERT_OK(build);
   int chunks = 0;
   while (true) {
     auto done = (*build)->WriteNextChunk();
-    ASSERT_TRUE(done.ok()) << done.status().ToString();
+    ASSERT_OK(done);
     ++chunks;
     if (*done) break;
   }
   EXPECT_EQ(chunks, invocations);
   auto root = (*build)->Finish();
-  ASSERT_TRUE(root.ok());
+  ASSERT_OK(root);
   EXPECT_EQ(*root, *entry.snapshot_root);
   EXPECT_EQ(AllObjects(blobs_.get(), ""), AllObjects(other.get(), ""));
 }
@@ -608,7 +609,7 @@ TEST_F(SnapshotWorkerTest, JobOfADeletedSheetIsDeletedNotFailed) {
   AppendCells(5);
   SnapshotJob job = AppendSnapshot();
   ReceivedMessage message = Deliver(job);
-  ASSERT_TRUE(log_->DeleteSheet(sheet_, nullptr).ok());
+  ASSERT_OK(log_->DeleteSheet(sheet_, nullptr));
   // A build that raced the delete created its pending item afterwards.
   PutPending(job, /*active=*/1, clock_.NowSeconds() - 120, /*increment=*/3);
   EXPECT_EQ(Handle(message), Outcome::kSheetGone) << last_error_.ToString();
@@ -655,7 +656,7 @@ TEST_F(SnapshotWorkerTest, RandomHistoriesGiveReplayedCellsAtEverySnapshot) {
   std::vector<SnapshotJob> jobs{{sheet_, 0, 0}};
   auto send_twice = [&](const SnapshotJob& job) {
     for (int copies = rnd.OneIn(3) ? 3 : 2; copies > 0; --copies) {
-      ASSERT_TRUE(queues_->Send(kQueue, job.ToJson()).ok());
+      ASSERT_OK(queues_->Send(kQueue, job.ToJson()));
     }
   };
   send_twice(jobs[0]);
@@ -663,7 +664,7 @@ TEST_F(SnapshotWorkerTest, RandomHistoriesGiveReplayedCellsAtEverySnapshot) {
   // One invocation of the worker on one visible message, if any.
   auto invoke = [&]() {
     auto received = queues_->Receive(kQueue, 1);
-    ASSERT_TRUE(received.ok());
+    ASSERT_OK(received);
     if (received->empty()) return;
     ++invocations;
     const char* fault = nullptr;
@@ -739,13 +740,13 @@ TEST_F(SnapshotWorkerTest, RandomHistoriesGiveReplayedCellsAtEverySnapshot) {
   }
   const CellRange everything{{1, 1}, {1000, 40}};
   auto head = log_->NextSeq(sheet_, nullptr);
-  ASSERT_TRUE(head.ok());
+  ASSERT_OK(head);
   for (int64_t at : {*head - 1, rnd.In(0, *head - 1), rnd.In(0, *head - 1)}) {
     SCOPED_TRACE("view at seq " + std::to_string(at));
     auto view = SheetView::Open(log_.get(), blobs_.get(), sheet_, at, nullptr);
-    ASSERT_TRUE(view.ok()) << view.status().ToString();
+    ASSERT_OK(view);
     auto cells = (*view)->Cells(everything);
-    ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+    ASSERT_OK(cells);
     std::vector<PlacedCell> expected;
     for (const PlacedCell& c : replay_before(at + 1)) {
       if (c.ref.row <= everything.last.row && c.ref.col <= everything.last.col) {
@@ -762,7 +763,7 @@ TEST_F(SnapshotWorkerTest, RandomHistoriesGiveReplayedCellsAtEverySnapshot) {
 TEST(SnapshotJobTest, RoundTripsAndRejectsMalformedMessages) {
   SnapshotJob job{"s1", 2, 17};
   auto parsed = SnapshotJob::FromJson(job.ToJson());
-  ASSERT_TRUE(parsed.ok());
+  ASSERT_OK(parsed);
   EXPECT_EQ(parsed->sheet_id, "s1");
   EXPECT_EQ(parsed->segment, 2);
   EXPECT_EQ(parsed->entry, 17);

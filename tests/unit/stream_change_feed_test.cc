@@ -9,6 +9,7 @@
 #include "emulator/env/clock.h"
 #include "emulator/stream/change_feed.h"
 #include "emulator/stream/stream_triggers.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -21,7 +22,7 @@ std::unique_ptr<Database> OpenDb(const testing::TempDir& dir, Clock* clock) {
   options.path = dir.File("sheetlog.db");
   options.clock = clock;
   auto db = Database::Open(options);
-  EXPECT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_OK(db);
   return std::move(db).value();
 }
 
@@ -66,7 +67,7 @@ int ShardOf(Database& db, const std::string& sheet, int64_t segment,
 
 std::vector<StreamRecord> ReadAll(ChangeFeed& feed, int shard, int64_t after = 0) {
   auto records = feed.Read(shard, after, ChangeFeed::kMaxReadLimit);
-  EXPECT_TRUE(records.ok()) << records.status().ToString();
+  EXPECT_OK(records);
   return records.ok() ? *records : std::vector<StreamRecord>{};
 }
 
@@ -77,17 +78,17 @@ TEST(ChangeFeedTest, InsertModifyRemoveCarryTheirImagesInCommitOrder) {
   ChangeFeed feed(db.get(), &clock);
   const int64_t t0 = clock.NowMicros();
 
-  ASSERT_TRUE(Insert(*db, "sheet-a", 0, 0, "Snapshot").ok());
+  ASSERT_OK(Insert(*db, "sheet-a", 0, 0, "Snapshot"));
   clock.AdvanceSeconds(1);
-  ASSERT_TRUE(db->Write([](Connection& c) {
-                  return c.Exec(
-                      "UPDATE entry SET snapshot_root = 'root-1' WHERE "
-                      "sheet_id = 'sheet-a'");
-                }).ok());
+  ASSERT_OK(db->Write([](Connection& c) {
+    return c.Exec(
+        "UPDATE entry SET snapshot_root = 'root-1' WHERE "
+        "sheet_id = 'sheet-a'");
+  }));
   clock.AdvanceSeconds(1);
-  ASSERT_TRUE(db->Write([](Connection& c) {
-                  return c.Exec("DELETE FROM entry WHERE sheet_id = 'sheet-a'");
-                }).ok());
+  ASSERT_OK(db->Write([](Connection& c) {
+    return c.Exec("DELETE FROM entry WHERE sheet_id = 'sheet-a'");
+  }));
 
   const int shard = ShardOf(*db, "sheet-a", 0);
   std::vector<StreamRecord> records = ReadAll(feed, shard);
@@ -132,10 +133,10 @@ TEST(ChangeFeedTest, UpdateThatChangesNothingWritesNoRecord) {
   ManualClock clock;
   auto db = OpenDb(dir, &clock);
   ChangeFeed feed(db.get(), &clock);
-  ASSERT_TRUE(Insert(*db, "s", 0, 0).ok());
-  ASSERT_TRUE(db->Write([](Connection& c) {
-                  return c.Exec("UPDATE entry SET type = type WHERE sheet_id = 's'");
-                }).ok());
+  ASSERT_OK(Insert(*db, "s", 0, 0));
+  ASSERT_OK(db->Write([](Connection& c) {
+    return c.Exec("UPDATE entry SET type = type WHERE sheet_id = 's'");
+  }));
   EXPECT_EQ(ReadAll(feed, ShardOf(*db, "s", 0)).size(), 1u);
 }
 
@@ -153,9 +154,9 @@ TEST(ChangeFeedTest, RolledBackWriteLeavesNoRecordAndNoGap) {
   EXPECT_TRUE(ReadAll(feed, shard).empty());
 
   // A failing statement (duplicate key) inside an otherwise committed batch.
-  ASSERT_TRUE(Insert(*db, "s", 0, 0).ok());
+  ASSERT_OK(Insert(*db, "s", 0, 0));
   EXPECT_FALSE(Insert(*db, "s", 0, 0).ok());
-  ASSERT_TRUE(Insert(*db, "s", 0, 1).ok());
+  ASSERT_OK(Insert(*db, "s", 0, 1));
   std::vector<StreamRecord> records = ReadAll(feed, shard);
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[0].sequence, 1);
@@ -175,7 +176,7 @@ TEST(ChangeFeedTest, ShardsFollowThePartitionKeyAndKeepEachKeyInOrder) {
     writers.emplace_back([&, w] {
       for (int num = 0; num < 10; ++num) {
         for (int s = w * 5; s < w * 5 + 5; ++s) {
-          EXPECT_TRUE(Insert(*db, "sheet-" + std::to_string(s), s % 2, num).ok());
+          EXPECT_OK(Insert(*db, "sheet-" + std::to_string(s), s % 2, num));
         }
       }
     });
@@ -215,13 +216,13 @@ TEST(ChangeFeedTest, PruneDeletesRecordsOlderThanRetention) {
   ManualClock clock;
   auto db = OpenDb(dir, &clock);
   ChangeFeed feed(db.get(), &clock);
-  ASSERT_TRUE(Insert(*db, "s", 0, 0).ok());
+  ASSERT_OK(Insert(*db, "s", 0, 0));
   clock.Advance(23 * kHour);
-  ASSERT_TRUE(Insert(*db, "s", 0, 1).ok());
+  ASSERT_OK(Insert(*db, "s", 0, 1));
   clock.Advance(2 * kHour);  // the first is 25 h old, the second 2 h
 
   auto pruned = feed.Prune();
-  ASSERT_TRUE(pruned.ok()) << pruned.status().ToString();
+  ASSERT_OK(pruned);
   EXPECT_EQ(*pruned, 1);
   const int shard = ShardOf(*db, "s", 0);
   std::vector<StreamRecord> records = ReadAll(feed, shard);
@@ -231,13 +232,13 @@ TEST(ChangeFeedTest, PruneDeletesRecordsOlderThanRetention) {
   // Sequences never repeat, even once a shard is empty.
   clock.Advance(48 * kHour);
   ASSERT_EQ(*feed.Prune(), 1);
-  ASSERT_TRUE(Insert(*db, "s", 0, 2).ok());
+  ASSERT_OK(Insert(*db, "s", 0, 2));
   records = ReadAll(feed, shard);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].sequence, 3);
 
   // A shorter retention window applies at once.
-  ASSERT_TRUE(feed.Configure({4, kHour}).ok());
+  ASSERT_OK(feed.Configure({4, kHour}));
   clock.Advance(kHour + 1);
   EXPECT_EQ(*feed.Prune(), 1);
 }
@@ -248,10 +249,10 @@ TEST(ChangeFeedTest, CheckpointsSurviveReopenAndNeverMoveBackwards) {
   {
     auto db = OpenDb(dir, &clock);
     ChangeFeed feed(db.get(), &clock);
-    ASSERT_TRUE(feed.SaveCheckpoint("effects", 2, 17).ok());
-    ASSERT_TRUE(feed.SaveCheckpoint("effects", 2, 9).ok());  // ignored: older
-    ASSERT_TRUE(feed.SaveCheckpoint("effects", 0, 3).ok());
-    ASSERT_TRUE(feed.SaveCheckpoint("other", 2, 1).ok());
+    ASSERT_OK(feed.SaveCheckpoint("effects", 2, 17));
+    ASSERT_OK(feed.SaveCheckpoint("effects", 2, 9));  // ignored: older
+    ASSERT_OK(feed.SaveCheckpoint("effects", 0, 3));
+    ASSERT_OK(feed.SaveCheckpoint("other", 2, 1));
   }
   auto db = OpenDb(dir, &clock);
   ChangeFeed feed(db.get(), &clock);
@@ -259,7 +260,7 @@ TEST(ChangeFeedTest, CheckpointsSurviveReopenAndNeverMoveBackwards) {
   EXPECT_EQ(*feed.Checkpoint("effects", 1), 0);
   EXPECT_EQ(*feed.Checkpoints("effects"), (std::map<int, int64_t>{{0, 3}, {2, 17}}));
   EXPECT_EQ(*feed.Checkpoint("other", 2), 1);
-  ASSERT_TRUE(feed.ResetCheckpoints("effects").ok());
+  ASSERT_OK(feed.ResetCheckpoints("effects"));
   EXPECT_TRUE(feed.Checkpoints("effects")->empty());
   EXPECT_EQ(*feed.Checkpoint("other", 2), 1);
 }
@@ -271,12 +272,12 @@ TEST(ChangeFeedTest, StatsReportLatestCheckpointLagAndAge) {
   ChangeFeed feed(db.get(), &clock);
   const int shard = ShardOf(*db, "s", 0);
   for (int num = 0; num < 3; ++num) {
-    ASSERT_TRUE(Insert(*db, "s", 0, num).ok());
+    ASSERT_OK(Insert(*db, "s", 0, num));
     clock.AdvanceSeconds(10);
   }
-  ASSERT_TRUE(feed.SaveCheckpoint("effects", shard, 1).ok());
+  ASSERT_OK(feed.SaveCheckpoint("effects", shard, 1));
   auto stats = feed.Stats();
-  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  ASSERT_OK(stats);
   ASSERT_EQ(stats->size(), 4u);
   for (const ShardStats& s : *stats) {
     ASSERT_EQ(s.consumers.size(), 1u);
@@ -307,7 +308,7 @@ TEST(ChangeFeedTest, CommitsWakeWaitersAndSubscribers) {
   const uint64_t seen = feed.ChangeVersion();
   std::atomic<bool> woke{false};
   std::thread waiter([&] { woke = feed.WaitForChange(seen, INT64_MAX); });
-  ASSERT_TRUE(Insert(*db, "s", 0, 0).ok());
+  ASSERT_OK(Insert(*db, "s", 0, 0));
   waiter.join();  // returns only because the commit woke it (no deadline)
   EXPECT_TRUE(woke);
   EXPECT_GT(feed.ChangeVersion(), seen);
@@ -315,7 +316,7 @@ TEST(ChangeFeedTest, CommitsWakeWaitersAndSubscribers) {
 
   feed.Unsubscribe(id);
   const int before = calls.load();
-  ASSERT_TRUE(Insert(*db, "s", 0, 1).ok());
+  ASSERT_OK(Insert(*db, "s", 0, 1));
   EXPECT_EQ(calls.load(), before);
 
   // WakeWaiters releases a waiter with nothing new; a passed deadline returns false.
@@ -346,11 +347,9 @@ TEST(ChangeFeedTest, AnotherTableCanBeAttached) {
   StreamSource source{"job", {"owner"}, {"id"}, {}};
   StreamSettings settings;
   settings.shard_count = 1;
-  ASSERT_TRUE(
-      db->Write([&](Connection& c) { return AttachStream(c, source, settings); }).ok());
+  ASSERT_OK(db->Write([&](Connection& c) { return AttachStream(c, source, settings); }));
   // Attaching twice is a no-op: still one record per change.
-  ASSERT_TRUE(
-      db->Write([&](Connection& c) { return AttachStream(c, source, settings); }).ok());
+  ASSERT_OK(db->Write([&](Connection& c) { return AttachStream(c, source, settings); }));
   ASSERT_TRUE(db->Write([](Connection& c) {
                   return c.Exec(
                       "INSERT INTO job VALUES ('ann', 1, x'00ff', NULL);"
@@ -381,7 +380,7 @@ TEST(ChangeFeedTest, AnotherTableCanBeAttached) {
   });
   EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);
 
-  ASSERT_TRUE(db->Write([](Connection& c) { return DetachStream(c, "job"); }).ok());
+  ASSERT_OK(db->Write([](Connection& c) { return DetachStream(c, "job"); }));
   ASSERT_TRUE(db->Write([](Connection& c) {
                   return c.Exec("INSERT INTO job VALUES ('bob', 2, NULL, NULL)");
                 }).ok());
@@ -395,9 +394,8 @@ TEST(ChangeFeedTest, ShardCountComesFromTheConfigRow) {
   ChangeFeed feed(db.get(), &clock);
   EXPECT_EQ(feed.Config()->shard_count, 4);
   EXPECT_EQ(feed.Config()->retention_micros, 24 * kHour);
-  ASSERT_TRUE(feed.Configure({1, 24 * kHour}).ok());
-  for (int s = 0; s < 8; ++s)
-    ASSERT_TRUE(Insert(*db, "sheet-" + std::to_string(s), 0, 0).ok());
+  ASSERT_OK(feed.Configure({1, 24 * kHour}));
+  for (int s = 0; s < 8; ++s) ASSERT_OK(Insert(*db, "sheet-" + std::to_string(s), 0, 0));
   EXPECT_EQ(ReadAll(feed, 0).size(), 8u);
   EXPECT_EQ(feed.Configure({0, kHour}).code(), StatusCode::kInvalidArgument);
   ChangeFeed none(db.get(), &clock, "missing");

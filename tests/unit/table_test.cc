@@ -10,6 +10,8 @@
 #include <tuple>
 #include <vector>
 
+#include "emulator/sqlite/database.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -51,7 +53,7 @@ class TableTest : public ::testing::Test {
     options.path = dir_.File("table.db");
     options.sync = SyncMode::kOff;
     auto db = Database::Open(options);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_OK(db);
     db_ = std::move(db).value();
     ASSERT_TRUE(
         db_->Write([](Connection& c) {
@@ -77,7 +79,7 @@ class TableTest : public ::testing::Test {
                        LogTable().Get(c, Key{{p}, {n}}, Consistency::kEventual, nullptr));
       return Status::OK();
     });
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_OK(s);
     return out;
   }
 
@@ -91,7 +93,7 @@ class TableTest : public ::testing::Test {
       for (const Item& item : r.items) nums.push_back(item.at("n").AsInt());
       return Status::OK();
     });
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_OK(s);
     return nums;
   }
 
@@ -109,10 +111,9 @@ class TableTest : public ::testing::Test {
 // Put
 
 TEST_F(TableTest, PutIfAbsentOnExistingKeyFailsAndChangesNothing) {
-  ASSERT_TRUE(Write([](Connection& c) {
-                return LogTable().PutIfAbsent(
-                    c, {{"p", "s"}, {"n", 1}, {"body", "first"}}, nullptr);
-              }).ok());
+  ASSERT_OK(Write([](Connection& c) {
+    return LogTable().PutIfAbsent(c, {{"p", "s"}, {"n", 1}, {"body", "first"}}, nullptr);
+  }));
   Status again = Write([](Connection& c) {
     return LogTable().PutIfAbsent(c, {{"p", "s"}, {"n", 1}, {"body", "second"}}, nullptr);
   });
@@ -126,7 +127,7 @@ TEST_F(TableTest, PutIfAbsentOnExistingKeyFailsAndChangesNothing) {
 }
 
 TEST_F(TableTest, PutIfAbsentFailureInsideWriteLeavesOtherWorkIntact) {
-  ASSERT_TRUE(PutLog({{"p", "s"}, {"n", 1}}).ok());
+  ASSERT_OK(PutLog({{"p", "s"}, {"n", 1}}));
   // The failed put is a value, not a rollback of the caller's transaction.
   ASSERT_TRUE(Write([](Connection& c) {
                 Status lost = LogTable().PutIfAbsent(c, {{"p", "s"}, {"n", 1}}, nullptr);
@@ -137,10 +138,9 @@ TEST_F(TableTest, PutIfAbsentFailureInsideWriteLeavesOtherWorkIntact) {
 }
 
 TEST_F(TableTest, PutReplacesTheWholeItemAndDefaultsMissingColumns) {
-  ASSERT_TRUE(
-      PutLog({{"p", "s"}, {"n", 1}, {"body", "x"}, {"counter", 4}, {"label", "custom"}})
-          .ok());
-  ASSERT_TRUE(PutLog({{"p", "s"}, {"n", 1}, {"body", "y"}}).ok());
+  ASSERT_OK(
+      PutLog({{"p", "s"}, {"n", 1}, {"body", "x"}, {"counter", 4}, {"label", "custom"}}));
+  ASSERT_OK(PutLog({{"p", "s"}, {"n", 1}, {"body", "y"}}));
   auto item = GetLog("s", 1);
   ASSERT_TRUE(item.has_value());
   EXPECT_EQ(item->at("body").AsString(), "y");
@@ -224,7 +224,7 @@ TEST_F(TableTest, EveryConditionOpOnPresentAndAbsentItems) {
     SCOPED_TRACE(c.condition.ToString());
     // Against an existing item: a put that must change `body` iff the condition holds.
     ++n;
-    ASSERT_TRUE(PutLog({{"p", "c"}, {"n", n}, {"counter", 5}, {"body", "m"}}).ok());
+    ASSERT_OK(PutLog({{"p", "c"}, {"n", n}, {"counter", 5}, {"body", "m"}}));
     Status on_item =
         PutLog({{"p", "c"}, {"n", n}, {"counter", 5}, {"body", "z"}}, {c.condition});
     EXPECT_EQ(on_item.ok(), c.holds_on_item) << on_item.ToString();
@@ -243,7 +243,7 @@ TEST_F(TableTest, EveryConditionOpOnPresentAndAbsentItems) {
 }
 
 TEST_F(TableTest, ConditionsAreAndedAndNameTheFirstFailure) {
-  ASSERT_TRUE(PutLog({{"p", "s"}, {"n", 1}, {"counter", 5}}).ok());
+  ASSERT_OK(PutLog({{"p", "s"}, {"n", 1}, {"counter", 5}}));
   Status s = PutLog({{"p", "s"}, {"n", 1}, {"counter", 6}},
                     {Condition::ItemExists(), Condition::Equals("counter", 5),
                      Condition::Equals("body", "x")});
@@ -267,10 +267,10 @@ TEST(ConditionTest, ToStringSpellsDynamoDbExpressions) {
 // TransactWrite
 
 TEST_F(TableTest, TransactionWithOneFailedConditionWritesNothing) {
-  ASSERT_TRUE(PutLog({{"p", "t"}, {"n", 5}, {"counter", 1}}).ok());
-  ASSERT_TRUE(Write([](Connection& c) {
-                return CounterTable().Put(c, {{"id", "k"}, {"value", 10}}, {}, nullptr);
-              }).ok());
+  ASSERT_OK(PutLog({{"p", "t"}, {"n", 5}, {"counter", 1}}));
+  ASSERT_OK(Write([](Connection& c) {
+    return CounterTable().Put(c, {{"id", "k"}, {"value", 10}}, {}, nullptr);
+  }));
   Status s = Write([](Connection& c) {
     UpdateRequest bump;
     bump.key = Key{{"k"}, {}};
@@ -299,7 +299,7 @@ TEST_F(TableTest, TransactionWithOneFailedConditionWritesNothing) {
 }
 
 TEST_F(TableTest, CallerWorkContinuesAfterACancelledTransaction) {
-  ASSERT_TRUE(PutLog({{"p", "t"}, {"n", 1}}).ok());
+  ASSERT_OK(PutLog({{"p", "t"}, {"n", 1}}));
   ASSERT_TRUE(Write([](Connection& c) {
                 Status tx = TransactWrite(
                     c,
@@ -318,8 +318,8 @@ TEST_F(TableTest, CallerWorkContinuesAfterACancelledTransaction) {
 }
 
 TEST_F(TableTest, TransactionCommitsEveryKindOfItem) {
-  ASSERT_TRUE(PutLog({{"p", "t"}, {"n", 1}, {"counter", 7}}).ok());
-  ASSERT_TRUE(PutLog({{"p", "t"}, {"n", 2}}).ok());
+  ASSERT_OK(PutLog({{"p", "t"}, {"n", 1}, {"counter", 7}}));
+  ASSERT_OK(PutLog({{"p", "t"}, {"n", 2}}));
   UnitMeter meter;
   Status s = Write([&](Connection& c) {
     UpdateRequest update;
@@ -335,7 +335,7 @@ TEST_F(TableTest, TransactionCommitsEveryKindOfItem) {
          TransactItem::Put(LogTable(), {{"p", "t"}, {"n", 4}})},
         &meter);
   });
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_OK(s);
   EXPECT_EQ(AllLogNums("t"), (std::vector<int64_t>{1, 4}));
   EXPECT_EQ(GetLog("t", 1)->at("body").AsString(), "updated");
   // Four small items, each 1 WRU, doubled in a transaction.
@@ -372,7 +372,7 @@ std::vector<Item> QueryAll(Connection& c, const Table& table, QueryRequest reque
   std::vector<Item> out;
   for (int pages = 0; pages < 1000; ++pages) {
     auto page = table.Query(c, request, nullptr);
-    EXPECT_TRUE(page.ok()) << page.status().ToString();
+    EXPECT_OK(page);
     if (!page.ok()) break;
     if (request.limit > 0) {
       EXPECT_LE(page->items.size(), static_cast<size_t>(request.limit));
@@ -586,8 +586,8 @@ TEST_F(TableTest, ScanPagesThroughEveryItemInKeyOrder) {
 // Update, Add, Delete
 
 TEST_F(TableTest, UpdateSetsRemovesAddsAndReturnsAllNew) {
-  ASSERT_TRUE(
-      PutLog({{"p", "u"}, {"n", 1}, {"body", "b"}, {"score", 1.5}, {"counter", 2}}).ok());
+  ASSERT_OK(
+      PutLog({{"p", "u"}, {"n", 1}, {"body", "b"}, {"score", 1.5}, {"counter", 2}}));
   Item item;
   ASSERT_TRUE(Write([&](Connection& c) {
                 UpdateRequest u;
@@ -620,17 +620,17 @@ TEST_F(TableTest, UpdateWithoutCreateIfMissingFailsOnAMissingItem) {
   EXPECT_FALSE(GetLog("u", 9).has_value());
 
   // create_if_missing (the default) creates it.
-  ASSERT_TRUE(Write([](Connection& c) {
-                UpdateRequest u;
-                u.key = Key{{"u"}, {9}};
-                u.set = {{"body", "x"}};
-                return LogTable().Update(c, u, nullptr).status();
-              }).ok());
+  ASSERT_OK(Write([](Connection& c) {
+    UpdateRequest u;
+    u.key = Key{{"u"}, {9}};
+    u.set = {{"body", "x"}};
+    return LogTable().Update(c, u, nullptr).status();
+  }));
   EXPECT_EQ(GetLog("u", 9)->at("body").AsString(), "x");
 }
 
 TEST_F(TableTest, UpdateFailuresChangeNothing) {
-  ASSERT_TRUE(PutLog({{"p", "u"}, {"n", 1}, {"body", "text"}, {"counter", 1}}).ok());
+  ASSERT_OK(PutLog({{"p", "u"}, {"n", 1}, {"body", "text"}, {"counter", 1}}));
   auto update = [&](UpdateRequest u) {
     u.key = Key{{"u"}, {1}};
     return Write(
@@ -692,7 +692,7 @@ TEST_F(TableTest, ConcurrentAddNeverReturnsTheSameValueTwice) {
               v, CounterTable().Add(c, Key{{"shared"}, {}}, "value", 1, {}, nullptr));
           return Status::OK();
         });
-        EXPECT_TRUE(s.ok()) << s.ToString();
+        EXPECT_OK(s);
         seen[t].push_back(v);
       }
     });
@@ -709,7 +709,7 @@ TEST_F(TableTest, ConcurrentAddNeverReturnsTheSameValueTwice) {
 }
 
 TEST_F(TableTest, DeleteHonoursConditions) {
-  ASSERT_TRUE(PutLog({{"p", "d"}, {"n", 1}, {"counter", 3}}).ok());
+  ASSERT_OK(PutLog({{"p", "d"}, {"n", 1}, {"counter", 3}}));
   Status s = Write([](Connection& c) {
     return LogTable().Delete(c, Key{{"d"}, {1}}, {Condition::Equals("counter", 4)},
                              nullptr);
@@ -723,9 +723,9 @@ TEST_F(TableTest, DeleteHonoursConditions) {
               }).ok());
   EXPECT_FALSE(GetLog("d", 1).has_value());
   // Deleting a missing item is fine without conditions, and fails attribute_exists.
-  EXPECT_TRUE(Write([](Connection& c) {
-                return LogTable().Delete(c, Key{{"d"}, {1}}, {}, nullptr);
-              }).ok());
+  EXPECT_OK(Write([](Connection& c) {
+    return LogTable().Delete(c, Key{{"d"}, {1}}, {}, nullptr);
+  }));
   EXPECT_TRUE(
       Write([](Connection& c) {
         return LogTable().Delete(c, Key{{"d"}, {1}}, {Condition::ItemExists()}, nullptr);
@@ -778,13 +778,10 @@ TEST_F(TableTest, TableTotalsAccumulateEveryCharge) {
   // The tables are process-wide statics shared by the tests: compare differences.
   double reads_before = LogTable().total_read_units();
   double writes_before = LogTable().total_write_units();
-  ASSERT_TRUE(PutLog(SizedItem(1, 1536)).ok());  // 2 WRU
-  ASSERT_TRUE(db_->Read([](Connection& c) {      // 0.5 RRU
-                   return LogTable()
-                       .Get(c, Key{{"k"}, {1}}, Consistency::kEventual, nullptr)
-                       .status();
-                 })
-                  .ok());
+  ASSERT_OK(PutLog(SizedItem(1, 1536)));   // 2 WRU
+  ASSERT_OK(db_->Read([](Connection& c) {  // 0.5 RRU
+    return LogTable().Get(c, Key{{"k"}, {1}}, Consistency::kEventual, nullptr).status();
+  }));
   EXPECT_EQ(LogTable().total_write_units() - writes_before, 2);
   EXPECT_EQ(LogTable().total_read_units() - reads_before, 0.5);
 }
@@ -801,7 +798,7 @@ TEST_F(TableTest, TheSamePutInATransactionCostsFour) {
 }
 
 TEST_F(TableTest, FailedConditionalPutStillCharges) {
-  ASSERT_TRUE(PutLog(SizedItem(1, 1536)).ok());
+  ASSERT_OK(PutLog(SizedItem(1, 1536)));
   UnitMeter meter;
   // Fast path: ceil(1536 / 1024) = 2 WRU for the attempted item, even though it lost.
   Status lost = Write([&](Connection& c) {
@@ -843,29 +840,26 @@ TEST_F(TableTest, QueryOfTenOneKilobyteItemsCostsThreeOrOneAndAHalf) {
   // Eventually consistent: half, 1.5 RRU.
   UnitMeter eventual;
   q.consistency = Consistency::kEventual;
-  ASSERT_TRUE(
-      db_->Read([&](Connection& c) { return LogTable().Query(c, q, &eventual).status(); })
-          .ok());
+  ASSERT_OK(db_->Read(
+      [&](Connection& c) { return LogTable().Query(c, q, &eventual).status(); }));
   EXPECT_EQ(eventual.read_units, 1.5);
   // Rounding per item would have given 10 x 1 = 10; the sum is what DynamoDB charges.
 
   // An empty result still costs the minimum: 1 strong, 0.5 eventual.
   UnitMeter empty;
   q.partition = {"nobody"};
-  ASSERT_TRUE(
-      db_->Read([&](Connection& c) { return LogTable().Query(c, q, &empty).status(); })
-          .ok());
+  ASSERT_OK(
+      db_->Read([&](Connection& c) { return LogTable().Query(c, q, &empty).status(); }));
   EXPECT_EQ(empty.read_units, 0.5);
 }
 
 TEST_F(TableTest, GetOfFiveKilobytesCostsTwoOrOne) {
-  ASSERT_TRUE(PutLog(SizedItem(1, 5120)).ok());
+  ASSERT_OK(PutLog(SizedItem(1, 5120)));
   // ceil(5120 / 4096) = 2 RRU strongly consistent, half = 1 eventually consistent.
   UnitMeter strong, eventual, missing;
-  ASSERT_TRUE(
-      Write([&](Connection& c) {
-        return LogTable().Get(c, Key{{"k"}, {1}}, Consistency::kStrong, &strong).status();
-      }).ok());
+  ASSERT_OK(Write([&](Connection& c) {
+    return LogTable().Get(c, Key{{"k"}, {1}}, Consistency::kStrong, &strong).status();
+  }));
   ASSERT_TRUE(db_->Read([&](Connection& c) {
                    RETURN_IF_ERROR(
                        LogTable()
@@ -882,16 +876,16 @@ TEST_F(TableTest, GetOfFiveKilobytesCostsTwoOrOne) {
 }
 
 TEST_F(TableTest, UpdateAndDeleteChargeByTheLargerItem) {
-  ASSERT_TRUE(PutLog(SizedItem(1, 3000)).ok());
+  ASSERT_OK(PutLog(SizedItem(1, 3000)));
   UnitMeter meter;
   // Shrinking a 3000-byte item to 6 + 1 + 10 = 17 bytes: max(3000, 17) -> ceil(3000/1024)
   // = 3 WRU.
-  ASSERT_TRUE(Write([&](Connection& c) {
-                UpdateRequest u;
-                u.key = Key{{"k"}, {1}};
-                u.set = {{"body", std::string(10, 'y')}};
-                return LogTable().Update(c, u, &meter).status();
-              }).ok());
+  ASSERT_OK(Write([&](Connection& c) {
+    UpdateRequest u;
+    u.key = Key{{"k"}, {1}};
+    u.set = {{"body", std::string(10, 'y')}};
+    return LogTable().Update(c, u, &meter).status();
+  }));
   EXPECT_EQ(meter.write_units, 3);
   // Deleting the 17-byte item: 1 WRU (the minimum); deleting nothing: 1 WRU too.
   ASSERT_TRUE(Write([&](Connection& c) {

@@ -9,6 +9,7 @@
 #include "src/sheet/import_file.h"
 #include "src/sheet/xlsx.h"
 #include "tests/support/spreadsheet_tools.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog::testing {
@@ -51,7 +52,7 @@ class XlsxImportTest : public ::testing::Test {
     ASSERT_EQ(error, "");
     Status status;
     *ours = OurCells(path, "", &status);
-    ASSERT_TRUE(status.ok()) << status.ToString();
+    ASSERT_OK(status);
     ExpectSameCells(*ours, theirs);
   }
 
@@ -166,7 +167,7 @@ TEST_F(XlsxImportTest, SharedInlineErrorAndSharedFormulaCells) {
   ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet, strings)), "");
   Status status;
   json ours = OurCells(path, "", &status);
-  ASSERT_TRUE(status.ok()) << status.ToString();
+  ASSERT_OK(status);
   EXPECT_EQ(ours["A1"]["value"], "rich");
   EXPECT_EQ(ours["B1"]["value"], "inline");
   EXPECT_EQ(ours["C1"]["value"], "#DIV/0!");
@@ -269,7 +270,7 @@ TEST_F(XlsxImportTest, ImportCapsCellsAndChecksTheGridAtTheAnchor) {
   EXPECT_NE(off_grid.status().message().find("past the grid"), std::string::npos);
   edit.at = CellRef{1, 1};
   Result<ImportedCells> cells = ReadImportedCells(edit, source);
-  ASSERT_TRUE(cells.ok()) << cells.status().ToString();
+  ASSERT_OK(cells);
   EXPECT_EQ(cells->size(), SampleCells().size());
   EXPECT_TRUE(std::is_sorted(
       cells->begin(), cells->end(),
@@ -279,7 +280,7 @@ TEST_F(XlsxImportTest, ImportCapsCellsAndChecksTheGridAtTheAnchor) {
 TEST_F(XlsxImportTest, WrittenFileReadsBackInOpenpyxlAndHere) {
   const std::string path = dir_.File("written.xlsx");
   auto writer = XlsxFileWriter::Create(path);
-  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  ASSERT_OK(writer);
   std::vector<PlacedCell> cells = {
       {{1, 1}, {CellValue::String("text, \"quoted\""), ""}},
       {{1, 2}, {CellValue::Number(2.5), ""}},
@@ -289,8 +290,8 @@ TEST_F(XlsxImportTest, WrittenFileReadsBackInOpenpyxlAndHere) {
       {{2, 4}, {CellValue::String("=B1*4"), "", CellValue::Number(10)}},
       {{2, 5}, {CellValue::String("=A1"), "", CellValue::String("cached text")}},
       {{3, 28}, {CellValue::Number(0.25), "0.00%"}}};
-  for (const PlacedCell& c : cells) ASSERT_TRUE((*writer)->Write(c.ref, c.cell).ok());
-  ASSERT_TRUE((*writer)->Close().ok());
+  for (const PlacedCell& c : cells) ASSERT_OK((*writer)->Write(c.ref, c.cell));
+  ASSERT_OK((*writer)->Close());
   json ours;
   ASSERT_NO_FATAL_FAILURE(ExpectReadsLikeOpenpyxl(path, &ours));
   // (openpyxl read the same: the helper compared every cell.)
@@ -314,10 +315,10 @@ TEST_F(XlsxImportTest, WrittenFileReadsBackInOpenpyxlAndHere) {
 
 TEST_F(XlsxImportTest, WriterRefusesCellsOutsideXlsxGrid) {
   auto writer = XlsxFileWriter::Create(dir_.File("big.xlsx"));
-  ASSERT_TRUE(writer.ok());
+  ASSERT_OK(writer);
   Status status = (*writer)->Write({kXlsxMaxRows + 1, 1}, {CellValue::Number(1), ""});
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE((*writer)->Close().ok());
+  EXPECT_OK((*writer)->Close());
 }
 
 }  // namespace
