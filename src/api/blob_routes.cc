@@ -301,9 +301,8 @@ void RegisterBlobRoutes(Router& router, App& app) {
     fields.Finish();
     int64_t next_seq = -1;
     bool already = false;
-    Result<EntryRecord> entry =
-        app.uploads()->Complete(sheet, upload_id, expect_seq, CompletionValidator(app),
-                                &call.meter, &next_seq, &already);
+    Result<EntryRecord> entry = app.uploads()->Complete(sheet, upload_id, expect_seq,
+                                                        &call.meter, &next_seq, &already);
     if (!entry.ok()) {
       json extra = json::object();
       if (entry.status().IsConditionFailed() && next_seq >= 0)

@@ -36,12 +36,6 @@ void RecordSheetUsage(App& app, const std::string& pattern, const Call& call);
 
 // {"seq", "segment", "num", "created", "external"} of an appended entry.
 json AppendResultJson(const AppendResult& result);
-// Checks an upload's payload before Complete appends its entry (e.g. an Import file
-// must parse), so a bad payload is refused with nothing written.
-Uploads::Validator CompletionValidator(App& app);
-// Appends `request`, moving a body over the inline limit to the blob store first.
-Result<AppendResult> AppendPrepared(App& app, AppendRequest request, UnitMeter* meter,
-                                    int64_t* next_seq_out);
 
 // `id` as a sheet id: NotFound unless it is a UUID (then the log decides).
 std::string CheckedSheetId(const std::string& id);

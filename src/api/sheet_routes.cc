@@ -238,7 +238,7 @@ void RegisterSheetRoutes(Router& router, App& app) {
                      &call.meter);
     int64_t next_seq = -1;
     Result<AppendResult> result =
-        AppendPrepared(app, std::move(request), &call.meter, &next_seq);
+        app.uploads()->Append(std::move(request), &call.meter, &next_seq);
     if (!result.ok()) Fail(result.status(), next_seq);
     json out = AppendResultJson(*result);
     // The seq after this entry and any entries the server's policies appended right

@@ -22,6 +22,7 @@
 #include "src/ops/retention.h"
 #include "src/snapshot/build_factory.h"
 #include "src/snapshot/head_view_cache.h"
+#include "src/snapshot/import_check.h"
 #include "src/snapshot/worker.h"
 
 namespace sheetlog {
@@ -148,8 +149,11 @@ Status App::Init() {
   queues_ = std::make_unique<QueueService>(db_.get(), clock_, faults_.get());
   feed_ = std::make_unique<ChangeFeed>(db_.get(), clock_, "entry");
   changes_ = std::make_unique<SheetChangeHub>(feed_.get(), clock_);
+  Uploads::Options upload_options;
+  upload_options.inline_limit = options_.inline_limit;
+  upload_options.validate_payload = ImportPayloadCheck();
   uploads_ = std::make_unique<Uploads>(log_.get(), blobs_.get(), clock_, faults_.get(),
-                                       Uploads::Options{});
+                                       upload_options);
   purger_ = std::make_unique<SheetPurger>(db_.get(), blobs_.get(), clock_, faults_.get());
   purge_worker_ = std::make_unique<PeriodicWorker>(clock_);
 

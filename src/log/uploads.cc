@@ -135,8 +135,7 @@ Result<UploadInfo> Uploads::Get(const std::string& sheet_id, const std::string& 
 
 Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
                                       const std::string& upload_id,
-                                      std::optional<int64_t> expect_seq,
-                                      const Validator& validate, UnitMeter* meter,
+                                      std::optional<int64_t> expect_seq, UnitMeter* meter,
                                       int64_t* next_seq_out, bool* already) {
   *already = false;
   ASSIGN_OR_RETURN(UploadInfo upload, Get(sheet_id, upload_id, meter));
@@ -155,7 +154,9 @@ Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
                               std::to_string(*upload.size) + " bytes but " +
                               std::to_string(blob->size) + " were uploaded");
   }
-  if (validate) RETURN_IF_ERROR(validate(upload, *blobs_));
+  if (options_.validate_payload) {
+    RETURN_IF_ERROR(options_.validate_payload(upload, *blobs_));
+  }
 
   std::lock_guard<std::mutex> lock(reference_mu_);
   if (condemned_.count(upload.blob_key)) {
@@ -229,6 +230,15 @@ Result<BlobInfo> Uploads::CommitClientPayload(
   std::lock_guard<std::mutex> lock(reference_mu_);
   RETURN_IF_ERROR(CheckOpenForPayload(key));
   return commit();
+}
+
+Result<AppendResult> Uploads::Append(AppendRequest request, UnitMeter* meter,
+                                     int64_t* next_seq_out) {
+  if (request.body &&
+      static_cast<int64_t>(request.body->size()) > options_.inline_limit) {
+    return AppendLarge(std::move(request), meter, next_seq_out);
+  }
+  return log_->AddEntry(request, meter, next_seq_out);
 }
 
 Result<AppendResult> Uploads::AppendLarge(AppendRequest request, UnitMeter* meter,

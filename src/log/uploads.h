@@ -49,9 +49,20 @@ struct UploadInfo {
 
 class Uploads {
  public:
+  // Checks an upload's stored payload before Complete appends its entry.
+  using Validator = std::function<Status(const UploadInfo&, BlobStore&)>;
+
   struct Options {
     // How long a presigned upload URL stays valid. Default: 1 hour.
     int64_t url_ttl_seconds = 3600;
+    // Seed 001's break-even: Append keeps a body larger than this (bytes of JSON
+    // text) in the blob store, the entry referencing it. Default: 16 KiB.
+    int64_t inline_limit = 16 * 1024;
+    // Run by Complete on the stored payload (e.g. an Import file must parse, so it
+    // can never fail later in the pipeline); its error refuses the upload with
+    // nothing written. Empty: payloads are not checked. The composition root installs
+    // the spreadsheet's rules (src/snapshot/import_check.h).
+    Validator validate_payload;
   };
 
   Uploads(EventLog* log, BlobStore* blobs, Clock* clock, FaultInjector* faults,
@@ -70,12 +81,10 @@ class Uploads {
   // Step 3: appends the entry with `external` = the blob. Idempotent: completing again
   // returns the entry appended the first time (`*already` set). Errors: NotFound (no
   // upload); FailedPrecondition (body not uploaded yet, or the blob is being swept);
-  // ConditionFailed with *next_seq_out (expect_seq); `validate` (may be empty) runs on
+  // ConditionFailed with *next_seq_out (expect_seq); Options::validate_payload runs on
   // the stored payload first and its error refuses the upload with nothing written.
-  using Validator = std::function<Status(const UploadInfo&, BlobStore&)>;
   Result<EntryRecord> Complete(const std::string& sheet_id, const std::string& upload_id,
-                               std::optional<int64_t> expect_seq,
-                               const Validator& validate, UnitMeter* meter,
+                               std::optional<int64_t> expect_seq, UnitMeter* meter,
                                int64_t* next_seq_out, bool* already);
 
   // Step 2, the presigned PUT of an upload's payload at `key`: runs `commit` (which
@@ -89,6 +98,12 @@ class Uploads {
   Status CheckOpenForPayload(const std::string& key);
   Result<BlobInfo> CommitClientPayload(const std::string& key,
                                        const std::function<Result<BlobInfo>()>& commit);
+
+  // Add Entry for a client's entry, whatever its size: a body over
+  // Options::inline_limit goes through AppendLarge, any other straight to the log
+  // (EventLog::AddEntry, with its errors).
+  Result<AppendResult> Append(AppendRequest request, UnitMeter* meter,
+                              int64_t* next_seq_out);
 
   // An inline body too large to keep in the entry: blob first (tagged auto-delete),
   // then the entry referencing it. `request.body` is moved to the blob.
