@@ -11,7 +11,7 @@
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/effects/reprocess.h"
-#include "src/log/tables.h"
+#include "src/log/pending_snapshots.h"
 
 namespace sheetlog::api {
 
@@ -173,27 +173,19 @@ void RegisterAdminStateRoutes(Router& router, App& app) {
         const int limit = LimitParam(call, 100, 1000);
         json out = json::array();
         Check(app.db()->Read([&](Connection& conn) -> Status {
-          ASSIGN_OR_RETURN(QueryResult page, PendingSnapshotTable().Scan(
-                                                 conn, std::nullopt, limit,
-                                                 Consistency::kStrong, &call.meter));
+          ASSIGN_OR_RETURN(std::vector<PendingSnapshot> pending,
+                           ScanPendingSnapshots(conn, limit, &call.meter));
           const int64_t now = app.clock()->NowSeconds();
-          for (const Item& item : page.items) {
-            auto int_of = [&](const char* column) {
-              auto it = item.find(column);
-              return it == item.end() || it->second.is_null() ? int64_t{0}
-                                                              : it->second.AsInt();
-            };
-            auto state = item.find("state");
-            out.push_back(json{
-                {"sheet", item.at("log_id").AsString()},
-                {"segment", int_of("segment")},
-                {"entry", int_of("entry")},
-                {"created", int_of("created")},
-                {"modified", int_of("modified")},
-                {"age_s", now - int_of("modified")},
-                {"active", int_of("active") != 0},
-                {"increment", int_of("increment")},
-                {"has_checkpoint", state != item.end() && !state->second.is_null()}});
+          for (const PendingSnapshot& p : pending) {
+            out.push_back(json{{"sheet", p.sheet_id},
+                               {"segment", p.segment},
+                               {"entry", p.entry},
+                               {"created", p.created},
+                               {"modified", p.modified},
+                               {"age_s", now - p.modified},
+                               {"active", p.active},
+                               {"increment", p.increment},
+                               {"has_checkpoint", p.state.has_value()}});
           }
           return Status::OK();
         }));

@@ -10,6 +10,7 @@
 #include "emulator/json_text.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
+#include "src/log/pending_snapshots.h"
 #include "src/log/tables.h"
 #include "src/sheet/csv.h"
 #include "src/sheet/xlsx.h"
@@ -153,32 +154,23 @@ void ReplyXlsx(Call& call, const std::shared_ptr<const SheetView>& view,
       });
 }
 
-std::string SnapshotState(const EntryRecord& entry, const std::optional<Item>& pending) {
+std::string SnapshotState(const EntryRecord& entry,
+                          const std::optional<PendingSnapshot>& pending) {
   if (entry.snapshot_root) return "completed";
   if (!pending) return "queued";
-  auto active = pending->find("active");
-  return active != pending->end() && !active->second.is_null() &&
-                 active->second.AsInt() != 0
-             ? "building"
-             : "waiting";
+  return pending->active ? "building" : "waiting";
 }
 
-json PendingJson(const Item& item) {
-  auto int_of = [&](const char* column) -> json {
-    auto it = item.find(column);
-    return it == item.end() || it->second.is_null() ? json(nullptr)
-                                                    : json(it->second.AsInt());
-  };
+json PendingJson(const PendingSnapshot& pending) {
   json checkpoint = nullptr;
-  auto state = item.find("state");
-  if (state != item.end() && !state->second.is_null()) {
-    checkpoint = ParseJsonOrDiscarded(state->second.AsString());
-    if (checkpoint.is_discarded()) checkpoint = state->second.AsString();
+  if (pending.state) {
+    checkpoint = ParseJsonOrDiscarded(*pending.state);
+    if (checkpoint.is_discarded()) checkpoint = *pending.state;
   }
-  return json{{"created", int_of("created")},
-              {"modified", int_of("modified")},
-              {"active", int_of("active") == 1},
-              {"increment", int_of("increment")},
+  return json{{"created", pending.created},
+              {"modified", pending.modified},
+              {"active", pending.active},
+              {"increment", pending.increment},
               {"checkpoint", checkpoint}};
 }
 
@@ -277,20 +269,12 @@ void RegisterSpreadsheetRoutes(Router& router, App& app) {
     std::string id = SheetId(call);
     EventLog& log = *app.log();
     SheetInfo sheet = Check(log.GetSheet(id, &call.meter));
-    std::map<std::pair<int64_t, int64_t>, Item> pending;
+    std::map<std::pair<int64_t, int64_t>, PendingSnapshot> pending;
     Check(app.db()->Read([&](Connection& conn) -> Status {
-      QueryRequest query;
-      query.partition = {id};
-      while (true) {
-        ASSIGN_OR_RETURN(QueryResult page,
-                         PendingSnapshotTable().Query(conn, query, &call.meter));
-        for (Item& item : page.items) {
-          pending[{item.at("segment").AsInt(), item.at("entry").AsInt()}] =
-              std::move(item);
-        }
-        if (!page.last_evaluated) return Status::OK();
-        query.exclusive_start = page.last_evaluated;
-      }
+      ASSIGN_OR_RETURN(std::vector<PendingSnapshot> items,
+                       ListPendingSnapshots(conn, id, &call.meter));
+      for (PendingSnapshot& p : items) pending[{p.segment, p.entry}] = std::move(p);
+      return Status::OK();
     }));
     // Every Snapshot entry of the retained log, oldest first (a filtered scan of the
     // sheet's entries, charged as DynamoDB charges a query with a filter: every item
@@ -303,7 +287,7 @@ void RegisterSpreadsheetRoutes(Router& router, App& app) {
       for (const EntryRecord& e : page.entries) {
         if (e.type != kSnapshotType) continue;
         auto found = pending.find({e.segment, e.num});
-        std::optional<Item> item;
+        std::optional<PendingSnapshot> item;
         if (found != pending.end()) item = found->second;
         json out{{"seq", e.seq},
                  {"segment", e.segment},

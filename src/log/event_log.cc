@@ -6,6 +6,7 @@
 
 #include "emulator/env/uuid.h"
 #include "emulator/json_text.h"
+#include "src/log/pending_snapshots.h"
 #include "src/log/sheet_deletion.h"
 #include "src/log/tables.h"
 
@@ -937,14 +938,7 @@ Result<std::vector<std::string>> EventLog::DeleteSheet(const std::string& sheet_
       }
       RETURN_IF_ERROR(SegmentTable().Delete(conn, Key{{sheet_id}, {seg.num}}, {}, meter));
     }
-    QueryRequest pending;
-    pending.partition = {sheet_id};
-    ASSIGN_OR_RETURN(QueryResult page,
-                     PendingSnapshotTable().Query(conn, pending, meter));
-    for (const Item& item : page.items) {
-      RETURN_IF_ERROR(PendingSnapshotTable().Delete(
-          conn, Key{{sheet_id}, {item.at("segment"), item.at("entry")}}, {}, meter));
-    }
+    RETURN_IF_ERROR(DeleteAllPendingSnapshots(conn, sheet_id, meter));
     // Upload rows and the tombstone that makes the blob purge crash-safe (issue 13
     // item 13): committed with the rest, or not at all.
     RETURN_IF_ERROR(RecordSheetDeletion(conn, sheet_id, clock_->NowSeconds()));
@@ -1167,18 +1161,8 @@ Result<TruncateResult> EventLog::DropBefore(
     }
     // Pending snapshots of dropped Snapshot entries are obsolete: nothing will read
     // them (a later snapshot, or the new base, covers their state).
-    QueryRequest pending;
-    pending.partition = {sheet_id};
-    pending.sort_to = KeyValues{Value(cuts.back().segment->num)};
-    ASSIGN_OR_RETURN(QueryResult obsolete,
-                     PendingSnapshotTable().Query(conn, pending, meter));
-    for (const Item& item : obsolete.items) {
-      const int64_t segment = item.at("segment").AsInt();
-      const int64_t num = item.at("entry").AsInt();
-      if (segment == cuts.back().segment->num && num >= cuts.back().to_num) continue;
-      RETURN_IF_ERROR(PendingSnapshotTable().Delete(
-          conn, Key{{sheet_id}, {item.at("segment"), item.at("entry")}}, {}, meter));
-    }
+    RETURN_IF_ERROR(DeletePendingSnapshotsBefore(conn, sheet_id, cuts.back().segment->num,
+                                                 cuts.back().to_num, meter));
     for (const Cut& cut : cuts) {
       if (cut.from_num >= cut.to_num) continue;
       std::vector<EntryRecord> entries;

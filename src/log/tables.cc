@@ -50,21 +50,6 @@ const Table& SheetTable() {
   return table;
 }
 
-const Table& PendingSnapshotTable() {
-  static const Table table(TableSchema{"pending_snapshot",
-                                       {"log_id"},
-                                       {"segment", "entry"},
-                                       {{"log_id", "L"},
-                                        {"segment", "N"},
-                                        {"entry", ""},  // second half of the pair "N"
-                                        {"created", "C"},
-                                        {"modified", "M"},
-                                        {"active", "A"},
-                                        {"increment", "I"},
-                                        {"state", "S"}}});
-  return table;
-}
-
 const Table& SheetDeletionTable() {
   static const Table table(TableSchema{
       "sheet_deletion", {"sheet_id"}, {}, {{"sheet_id", "P"}, {"deleted", "D"}}});

@@ -14,8 +14,7 @@ const Table& EntryTable();
 const Table& SegmentTable();
 // Sheet metadata: PK id.
 const Table& SheetTable();
-// Seed 000 "Pending Snapshots": PK log_id, SK (segment, entry).
-const Table& PendingSnapshotTable();
+// Seed 000 "Pending Snapshots" has its own owner: src/log/pending_snapshots.h.
 // Tombstones of deleted sheets (schema/008, src/log/sheet_deletion.h): PK sheet_id.
 const Table& SheetDeletionTable();
 

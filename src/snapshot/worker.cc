@@ -4,6 +4,7 @@
 
 #include "emulator/json_text.h"
 #include "src/log/event_log.h"
+#include "src/log/pending_snapshots.h"
 #include "src/log/tables.h"
 
 namespace sheetlog {
@@ -65,24 +66,21 @@ SnapshotWorker::SnapshotWorker(EventLog* log, Clock* clock, FaultInjector* fault
 
 namespace {
 
-int64_t IntOf(const Item& item, const char* column) {
-  auto it = item.find(column);
-  return it == item.end() || it->second.is_null() ? 0 : it->second.AsInt();
-}
-
 // The conditional write of seed 000: update the pending entry only if Increment is
 // still what we last saw, and move Increment forward.
-Status UpdatePending(Transactions* db, const Key& key, int64_t expected_increment,
-                     std::map<std::string, Value> set, UnitMeter* meter) {
+Status UpdatePending(Transactions* db, const PendingSnapshotKey& key,
+                     int64_t expected_increment, const PendingSnapshotChanges& changes,
+                     UnitMeter* meter) {
   return db->Write([&](Connection& conn) {
-    UpdateRequest update;
-    update.key = key;
-    update.set = std::move(set);
-    update.set["increment"] = expected_increment + 1;
-    update.conditions = {Condition::Equals("increment", expected_increment)};
-    update.create_if_missing = false;
-    return PendingSnapshotTable().Update(conn, update, meter).status();
+    return UpdatePendingSnapshot(conn, key, expected_increment, changes, meter);
   });
+}
+
+PendingSnapshotChanges SetActive(bool active, std::optional<int64_t> modified) {
+  PendingSnapshotChanges changes;
+  changes.active = active;
+  changes.modified = modified;
+  return changes;
 }
 
 }  // namespace
@@ -92,8 +90,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
                                                       int64_t deadline_micros,
                                                       Status* error, UnitMeter* meter) {
   Transactions* db = log_->db();
-  const Table& pending = PendingSnapshotTable();
-  const Key key{{job.sheet_id}, {job.segment, job.entry}};
+  const PendingSnapshotKey key{job.sheet_id, job.segment, job.entry};
   auto fail = [&](const Status& status) {
     if (error != nullptr) *error = status;
     return Outcome::kFailed;
@@ -123,28 +120,24 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   // nothing else would ever remove it (and it would hold back nothing, but leak).
   if (Result<SheetInfo> sheet = log_->GetSheet(job.sheet_id, meter);
       sheet.status().IsNotFound()) {
-    Status removed =
-        db->Write([&](Connection& conn) { return pending.Delete(conn, key, {}, meter); });
+    Status removed = db->Write([&](Connection& conn) {
+      return DeletePendingSnapshot(conn, key, std::nullopt, meter);
+    });
     if (!removed.ok()) return fail(removed);
     return done_with_message(Outcome::kSheetGone);
   }
 
   // 1. The first in-progress snapshot for the log: an earlier one must finish first.
-  std::optional<Item> first_pending;
-  std::optional<Item> existing;
+  std::optional<PendingSnapshot> first_pending;
+  std::optional<PendingSnapshot> existing;
   Status read = db->Read([&](Connection& conn) -> Status {
-    QueryRequest query;
-    query.partition = {job.sheet_id};
-    query.limit = 1;
-    ASSIGN_OR_RETURN(QueryResult page, pending.Query(conn, query, meter));
-    if (!page.items.empty()) first_pending = page.items.front();
-    ASSIGN_OR_RETURN(existing, pending.Get(conn, key, Consistency::kStrong, meter));
+    ASSIGN_OR_RETURN(first_pending, FirstPendingSnapshot(conn, job.sheet_id, meter));
+    ASSIGN_OR_RETURN(existing, GetPendingSnapshot(conn, key, meter));
     return Status::OK();
   });
   if (!read.ok()) return fail(read);
   if (first_pending) {
-    std::pair<int64_t, int64_t> first{IntOf(*first_pending, "segment"),
-                                      IntOf(*first_pending, "entry")};
+    std::pair<int64_t, int64_t> first{first_pending->segment, first_pending->entry};
     if (first < std::make_pair(job.segment, job.entry)) {
       return defer(Outcome::kDeferredEarlierPending, options_.defer_seconds);
     }
@@ -156,22 +149,20 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   if (existing) {
     // 2. A pending entry exists: a retry (Active clear), a dead invocation (Active and
     // Modified older than the timeout), or a duplicate running right now.
-    const bool active = IntOf(*existing, "active") != 0;
-    const int64_t age = now - IntOf(*existing, "modified");
+    const bool active = existing->active;
+    const int64_t age = now - existing->modified;
     if (active && age < options_.stale_seconds) {
       return defer(Outcome::kDeferredActive,
                    std::max<int64_t>(1, options_.stale_seconds - age));
     }
-    const int64_t seen = IntOf(*existing, "increment");
+    const int64_t seen = existing->increment;
     race_point("claim");
-    Status claim =
-        UpdatePending(db, key, seen, {{"active", 1}, {"modified", now}}, meter);
+    Status claim = UpdatePending(db, key, seen, SetActive(true, now), meter);
     if (claim.IsConditionFailed()) return done_with_message(Outcome::kDuplicateLostClaim);
     if (!claim.ok()) return fail(claim);
     increment = seen + 1;
-    auto state = existing->find("state");
-    if (state != existing->end() && !state->second.is_null()) {
-      checkpoint = ParseJsonOrDiscarded(state->second.AsString());
+    if (existing->state) {
+      checkpoint = ParseJsonOrDiscarded(*existing->state);
       if (checkpoint.is_discarded()) checkpoint = nullptr;  // start over: still correct
     }
   }
@@ -205,17 +196,16 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     if (already_complete) return done_with_message(Outcome::kLateDuplicate);
     // 4. Formally start: create the pending entry, conditional on it not existing.
     race_point("create");
-    Status created = db->Write([&](Connection& conn) {
-      return pending.PutIfAbsent(conn,
-                                 Item{{"log_id", job.sheet_id},
-                                      {"segment", job.segment},
-                                      {"entry", job.entry},
-                                      {"created", now},
-                                      {"modified", now},
-                                      {"active", 1},
-                                      {"increment", 1}},
-                                 meter);
-    });
+    PendingSnapshot started;
+    started.sheet_id = job.sheet_id;
+    started.segment = job.segment;
+    started.entry = job.entry;
+    started.created = now;
+    started.modified = now;
+    started.active = true;
+    started.increment = 1;
+    Status created = db->Write(
+        [&](Connection& conn) { return CreatePendingSnapshot(conn, started, meter); });
     if (created.IsConditionFailed())
       return done_with_message(Outcome::kDuplicateCreateFailed);
     if (!created.ok()) return fail(created);
@@ -223,8 +213,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   } else if (already_complete) {
     // A previous invocation completed the snapshot but died before cleaning up.
     Status removed = db->Write([&](Connection& conn) {
-      return pending.Delete(conn, key, {Condition::Equals("increment", increment)},
-                            meter);
+      return DeletePendingSnapshot(conn, key, increment, meter);
     });
     if (!removed.ok() && !removed.IsConditionFailed()) return fail(removed);
     return done_with_message(Outcome::kLateDuplicate);
@@ -260,8 +249,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   for (const EntryRecord& e : entries) {
     if (e.type == kSnapshotType && !e.snapshot_root) {
       // An earlier snapshot has not been made yet: let it go first.
-      Status cleared =
-          UpdatePending(db, key, increment, {{"active", 0}, {"modified", now}}, meter);
+      Status cleared = UpdatePending(db, key, increment, SetActive(false, now), meter);
       if (!cleared.ok() && !cleared.IsConditionFailed()) return fail(cleared);
       return defer(Outcome::kDeferredEarlierUnprocessed, options_.defer_seconds);
     }
@@ -277,23 +265,24 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     Result<bool> done = (*build)->WriteNextChunk();
     if (!done.ok()) {
       // Let a retry claim it at once instead of waiting out the stale timeout.
-      (void)UpdatePending(db, key, increment, {{"active", 0}}, meter);
+      (void)UpdatePending(db, key, increment, SetActive(false, std::nullopt), meter);
       return fail(done.status());
     }
     Status fault = faults_->Hit("snapshot.after_chunk");
     if (!fault.ok()) return fail(fault);
     race_point("checkpoint");
-    Status saved = UpdatePending(
-        db, key, increment,
-        {{"state", (*build)->Checkpoint().dump()}, {"modified", clock_->NowSeconds()}},
-        meter);
+    PendingSnapshotChanges checkpointed;
+    checkpointed.state = (*build)->Checkpoint().dump();
+    checkpointed.modified = clock_->NowSeconds();
+    Status saved = UpdatePending(db, key, increment, checkpointed, meter);
     if (saved.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
     if (!saved.ok()) return fail(saved);
     ++increment;
     if (*done) break;
     if (deadline_micros - clock_->NowMicros() < options_.handoff_margin_micros) {
       // Hand off to a fresh invocation: it resumes from the checkpoint just written.
-      Status cleared = UpdatePending(db, key, increment, {{"active", 0}}, meter);
+      Status cleared =
+          UpdatePending(db, key, increment, SetActive(false, std::nullopt), meter);
       if (cleared.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
       if (!cleared.ok()) return fail(cleared);
       return defer(Outcome::kHandedOff, 0);
@@ -312,7 +301,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   fault = faults_->Hit("snapshot.after_complete");
   if (!fault.ok()) return fail(fault);
   Status removed = db->Write([&](Connection& conn) {
-    return pending.Delete(conn, key, {Condition::Equals("increment", increment)}, meter);
+    return DeletePendingSnapshot(conn, key, increment, meter);
   });
   if (removed.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
   if (!removed.ok()) return fail(removed);

@@ -10,6 +10,7 @@
 
 #include "emulator/json_text.h"
 #include "emulator/stream/change_feed.h"
+#include "src/log/pending_snapshots.h"
 #include "src/log/tables.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -390,6 +391,195 @@ TEST_F(EventLogTest, DeleteSheetRemovesEverythingAndReturnsBlobs) {
   EXPECT_TRUE(log_->ListSegments(sheet, nullptr).status().IsNotFound());
 }
 
+// The Pending Snapshots owner (src/log/pending_snapshots.h): the conditions seed 000's
+// orchestration relies on.
+class PendingSnapshotsTest : public EventLogTest {
+ protected:
+  static PendingSnapshot Started(const std::string& sheet, int64_t segment,
+                                 int64_t entry) {
+    PendingSnapshot p;
+    p.sheet_id = sheet;
+    p.segment = segment;
+    p.entry = entry;
+    p.created = 100;
+    p.modified = 100;
+    p.active = true;
+    p.increment = 1;
+    return p;
+  }
+
+  Status Write(const Transactions::Work& work) { return db_->Write(work); }
+
+  std::optional<PendingSnapshot> Get(const PendingSnapshotKey& key) {
+    std::optional<PendingSnapshot> out;
+    EXPECT_OK(db_->Read([&](Connection& conn) -> Status {
+      ASSIGN_OR_RETURN(out, GetPendingSnapshot(conn, key, nullptr));
+      return Status::OK();
+    }));
+    return out;
+  }
+
+  std::vector<std::pair<int64_t, int64_t>> List(const std::string& sheet) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    EXPECT_OK(db_->Read([&](Connection& conn) -> Status {
+      ASSIGN_OR_RETURN(std::vector<PendingSnapshot> all,
+                       ListPendingSnapshots(conn, sheet, nullptr));
+      for (const PendingSnapshot& p : all) {
+        EXPECT_EQ(p.sheet_id, sheet);
+        out.emplace_back(p.segment, p.entry);
+      }
+      return Status::OK();
+    }));
+    return out;
+  }
+};
+
+TEST_F(PendingSnapshotsTest, CreateIsConditionalAndReadsBackTheRecord) {
+  const PendingSnapshot started = Started("s1", 0, 4);
+  ASSERT_OK(
+      Write([&](Connection& c) { return CreatePendingSnapshot(c, started, nullptr); }));
+  PendingSnapshot again = started;
+  again.increment = 9;
+  EXPECT_TRUE(Write([&](Connection& c) {
+                return CreatePendingSnapshot(c, again, nullptr);
+              }).IsConditionFailed());
+  std::optional<PendingSnapshot> read = Get(started.key());
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->sheet_id, "s1");
+  EXPECT_EQ(read->segment, 0);
+  EXPECT_EQ(read->entry, 4);
+  EXPECT_EQ(read->created, 100);
+  EXPECT_EQ(read->modified, 100);
+  EXPECT_TRUE(read->active);
+  EXPECT_EQ(read->increment, 1) << "the failed create changed nothing";
+  EXPECT_FALSE(read->state.has_value());
+  EXPECT_FALSE(Get({"s1", 0, 5}).has_value());
+}
+
+TEST_F(PendingSnapshotsTest, UpdateMovesIncrementOnlyFromTheExpectedValue) {
+  const PendingSnapshot started = Started("s1", 1, 2);
+  const PendingSnapshotKey key = started.key();
+  ASSERT_OK(
+      Write([&](Connection& c) { return CreatePendingSnapshot(c, started, nullptr); }));
+  PendingSnapshotChanges checkpoint;
+  checkpoint.state = R"({"chunk":1})";
+  checkpoint.modified = 130;
+  ASSERT_OK(Write([&](Connection& c) {
+    return UpdatePendingSnapshot(c, key, 1, checkpoint, nullptr);
+  }));
+  std::optional<PendingSnapshot> read = Get(key);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->increment, 2);
+  EXPECT_EQ(read->state, R"({"chunk":1})");
+  EXPECT_EQ(read->modified, 130);
+  EXPECT_TRUE(read->active) << "unset fields are left as they are";
+  EXPECT_EQ(read->created, 100);
+
+  // A stale increment (another invocation moved on) writes nothing.
+  PendingSnapshotChanges clear;
+  clear.active = false;
+  EXPECT_TRUE(Write([&](Connection& c) {
+                return UpdatePendingSnapshot(c, key, 1, clear, nullptr);
+              }).IsConditionFailed());
+  EXPECT_TRUE(Get(key)->active);
+  ASSERT_OK(Write(
+      [&](Connection& c) { return UpdatePendingSnapshot(c, key, 2, clear, nullptr); }));
+  EXPECT_FALSE(Get(key)->active);
+  EXPECT_EQ(Get(key)->increment, 3);
+
+  // A missing item is never created by an update.
+  EXPECT_TRUE(Write([&](Connection& c) {
+                return UpdatePendingSnapshot(c, {"s1", 9, 9}, 0, clear, nullptr);
+              }).IsConditionFailed());
+  EXPECT_FALSE(Get({"s1", 9, 9}).has_value());
+}
+
+TEST_F(PendingSnapshotsTest, DeleteWithAnIncrementIsConditional) {
+  const PendingSnapshot started = Started("s1", 0, 3);
+  const PendingSnapshotKey key = started.key();
+  ASSERT_OK(
+      Write([&](Connection& c) { return CreatePendingSnapshot(c, started, nullptr); }));
+  EXPECT_TRUE(Write([&](Connection& c) {
+                return DeletePendingSnapshot(c, key, 2, nullptr);
+              }).IsConditionFailed());
+  EXPECT_TRUE(Get(key).has_value());
+  ASSERT_OK(
+      Write([&](Connection& c) { return DeletePendingSnapshot(c, key, 1, nullptr); }));
+  EXPECT_FALSE(Get(key).has_value());
+  EXPECT_TRUE(Write([&](Connection& c) {
+                return DeletePendingSnapshot(c, key, 1, nullptr);
+              }).IsConditionFailed())
+      << "a missing item fails the increment condition";
+  EXPECT_OK(Write([&](Connection& c) {
+    return DeletePendingSnapshot(c, key, std::nullopt, nullptr);
+  })) << "an unconditional delete of a missing item is OK";
+}
+
+TEST_F(PendingSnapshotsTest, ListsInSnapshotOrderAndDeletesBeforeAPosition) {
+  ASSERT_OK(Write([&](Connection& c) -> Status {
+    for (auto [segment, entry] : std::vector<std::pair<int64_t, int64_t>>{
+             {2, 0}, {0, 7}, {1, 5}, {1, 2}, {0, 3}}) {
+      RETURN_IF_ERROR(CreatePendingSnapshot(c, Started("s1", segment, entry), nullptr));
+    }
+    return CreatePendingSnapshot(c, Started("s2", 0, 0), nullptr);
+  }));
+  using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(List("s1"), (Pairs{{0, 3}, {0, 7}, {1, 2}, {1, 5}, {2, 0}}));
+  std::optional<PendingSnapshot> first;
+  std::vector<PendingSnapshot> scanned;
+  ASSERT_OK(db_->Read([&](Connection& c) -> Status {
+    ASSIGN_OR_RETURN(first, FirstPendingSnapshot(c, "s1", nullptr));
+    ASSIGN_OR_RETURN(scanned, ScanPendingSnapshots(c, 3, nullptr));
+    return Status::OK();
+  }));
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(std::make_pair(first->segment, first->entry),
+            (std::pair<int64_t, int64_t>(0, 3)));
+  ASSERT_EQ(scanned.size(), 3u);
+  EXPECT_EQ(scanned[0].sheet_id, "s1");
+  EXPECT_EQ(std::make_pair(scanned[2].segment, scanned[2].entry),
+            (std::pair<int64_t, int64_t>(1, 2)));
+
+  ASSERT_OK(Write([&](Connection& c) {
+    return DeletePendingSnapshotsBefore(c, "s1", 1, 5, nullptr);
+  }));
+  EXPECT_EQ(List("s1"), (Pairs{{1, 5}, {2, 0}}));
+  EXPECT_EQ(List("s2"), (Pairs{{0, 0}})) << "other sheets untouched";
+  ASSERT_OK(
+      Write([&](Connection& c) { return DeleteAllPendingSnapshots(c, "s1", nullptr); }));
+  EXPECT_TRUE(List("s1").empty());
+  EXPECT_EQ(List("s2"), (Pairs{{0, 0}}));
+  ASSERT_OK(db_->Read([&](Connection& c) -> Status {
+    ASSIGN_OR_RETURN(first, FirstPendingSnapshot(c, "s1", nullptr));
+    return Status::OK();
+  }));
+  EXPECT_FALSE(first.has_value());
+}
+
+TEST_F(EventLogTest, DeleteSheetRemovesItsPendingSnapshotsOnly) {
+  std::string sheet = NewSheet();
+  std::string other = NewSheet();
+  ASSERT_OK(db_->Write([&](Connection& conn) -> Status {
+    for (const std::string& id : {sheet, other}) {
+      PendingSnapshot pending;
+      pending.sheet_id = id;
+      pending.increment = 1;
+      RETURN_IF_ERROR(CreatePendingSnapshot(conn, pending, nullptr));
+    }
+    return Status::OK();
+  }));
+  ASSERT_OK(log_->DeleteSheet(sheet, nullptr));
+  ASSERT_OK(db_->Read([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(std::vector<PendingSnapshot> gone,
+                     ListPendingSnapshots(conn, sheet, nullptr));
+    ASSIGN_OR_RETURN(std::vector<PendingSnapshot> kept,
+                     ListPendingSnapshots(conn, other, nullptr));
+    EXPECT_TRUE(gone.empty());
+    EXPECT_EQ(kept.size(), 1u);
+    return Status::OK();
+  }));
+}
+
 // Two segments: 0 = seq 0..4 (Snapshot, a, b, c, EndSegment), 1 = seq 5.. (Snapshot,
 // d, e, f). Segment 0's snapshot is complete; segment 1's only if `complete_second`.
 class TruncateTest : public EventLogTest {
@@ -487,16 +677,12 @@ TEST_F(TruncateTest, RemovesPendingSnapshotsOfDroppedSegments) {
   std::string sheet = TwoSegments(/*complete_second=*/true);
   ASSERT_TRUE(db_->Write([&](Connection& conn) {
                    for (int64_t segment : {0, 1}) {
-                     RETURN_IF_ERROR(
-                         PendingSnapshotTable().PutIfAbsent(conn,
-                                                            Item{{"log_id", sheet},
-                                                                 {"segment", segment},
-                                                                 {"entry", 3},
-                                                                 {"created", 0},
-                                                                 {"modified", 0},
-                                                                 {"active", 0},
-                                                                 {"increment", 1}},
-                                                            nullptr));
+                     PendingSnapshot pending;
+                     pending.sheet_id = sheet;
+                     pending.segment = segment;
+                     pending.entry = 3;
+                     pending.increment = 1;
+                     RETURN_IF_ERROR(CreatePendingSnapshot(conn, pending, nullptr));
                    }
                    return Status::OK();
                  })
@@ -504,12 +690,9 @@ TEST_F(TruncateTest, RemovesPendingSnapshotsOfDroppedSegments) {
   ASSERT_OK(log_->Truncate(sheet, 5, nullptr, nullptr));
   std::vector<int64_t> left;
   ASSERT_TRUE(db_->Read([&](Connection& conn) -> Status {
-                   QueryRequest query;
-                   query.partition = {sheet};
-                   ASSIGN_OR_RETURN(QueryResult page,
-                                    PendingSnapshotTable().Query(conn, query, nullptr));
-                   for (const Item& item : page.items)
-                     left.push_back(item.at("segment").AsInt());
+                   ASSIGN_OR_RETURN(std::vector<PendingSnapshot> pending,
+                                    ListPendingSnapshots(conn, sheet, nullptr));
+                   for (const PendingSnapshot& p : pending) left.push_back(p.segment);
                    return Status::OK();
                  })
                   .ok());

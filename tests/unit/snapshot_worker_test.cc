@@ -11,6 +11,7 @@
 #include "emulator/blob/blob_store.h"
 #include "emulator/queue/queue.h"
 #include "src/effects/entry_effects.h"
+#include "src/log/pending_snapshots.h"
 #include "src/log/tables.h"
 #include "src/sheet/sheet.h"
 #include "src/snapshot/build_factory.h"
@@ -158,12 +159,14 @@ class SnapshotWorkerTest : public ::testing::Test {
         << last_error_.ToString();
   }
 
-  std::optional<Item> Pending(const SnapshotJob& job) {
-    std::optional<Item> item;
+  static PendingSnapshotKey KeyOf(const SnapshotJob& job) {
+    return {job.sheet_id, job.segment, job.entry};
+  }
+
+  std::optional<PendingSnapshot> Pending(const SnapshotJob& job) {
+    std::optional<PendingSnapshot> item;
     Status read = db_->Read([&](Connection& conn) -> Status {
-      ASSIGN_OR_RETURN(item, PendingSnapshotTable().Get(
-                                 conn, Key{{job.sheet_id}, {job.segment, job.entry}},
-                                 Consistency::kStrong, nullptr));
+      ASSIGN_OR_RETURN(item, GetPendingSnapshot(conn, KeyOf(job), nullptr));
       return Status::OK();
     });
     EXPECT_OK(read);
@@ -172,35 +175,28 @@ class SnapshotWorkerTest : public ::testing::Test {
 
   void PutPending(const SnapshotJob& job, int64_t active, int64_t modified,
                   int64_t increment) {
-    Status put = db_->Write([&](Connection& conn) {
-      return PendingSnapshotTable().PutIfAbsent(conn,
-                                                Item{{"log_id", job.sheet_id},
-                                                     {"segment", job.segment},
-                                                     {"entry", job.entry},
-                                                     {"created", modified},
-                                                     {"modified", modified},
-                                                     {"active", active},
-                                                     {"increment", increment}},
-                                                nullptr);
-    });
+    PendingSnapshot pending;
+    pending.sheet_id = job.sheet_id;
+    pending.segment = job.segment;
+    pending.entry = job.entry;
+    pending.created = modified;
+    pending.modified = modified;
+    pending.active = active != 0;
+    pending.increment = increment;
+    Status put = db_->Write(
+        [&](Connection& conn) { return CreatePendingSnapshot(conn, pending, nullptr); });
     ASSERT_OK(put);
   }
 
   // What a concurrent invocation's conditional write does to the pending entry.
   void BumpIncrement(const SnapshotJob& job) {
-    Status bumped = db_->Write([&](Connection& conn) {
-      UpdateRequest update;
-      update.key = Key{{job.sheet_id}, {job.segment, job.entry}};
-      update.add = {{"increment", 1}};
-      update.create_if_missing = false;
-      return PendingSnapshotTable().Update(conn, update, nullptr).status();
+    Status bumped = db_->Write([&](Connection& conn) -> Status {
+      ASSIGN_OR_RETURN(std::optional<PendingSnapshot> seen,
+                       GetPendingSnapshot(conn, KeyOf(job), nullptr));
+      if (!seen) return NotFound("no pending entry to bump");
+      return UpdatePendingSnapshot(conn, KeyOf(job), seen->increment, {}, nullptr);
     });
     ASSERT_OK(bumped);
-  }
-
-  static int64_t IntOf(const Item& item, const char* column) {
-    auto it = item.find(column);
-    return it == item.end() || it->second.is_null() ? -1 : it->second.AsInt();
   }
 
   EntryRecord EntryOf(const SnapshotJob& job) {
@@ -397,8 +393,8 @@ TEST_F(SnapshotWorkerTest, LostClaimIsADuplicateAndDeletesTheMessage) {
   EXPECT_EQ(MessagesLeft(), 0);
   auto pending = Pending(job);
   ASSERT_TRUE(pending.has_value());
-  EXPECT_EQ(IntOf(*pending, "increment"), 4) << "only the winner's write landed";
-  EXPECT_EQ(IntOf(*pending, "active"), 0);
+  EXPECT_EQ(pending->increment, 4) << "only the winner's write landed";
+  EXPECT_FALSE(pending->active);
   EXPECT_FALSE(EntryOf(job).snapshot_root.has_value());
 }
 
@@ -407,7 +403,7 @@ TEST_F(SnapshotWorkerTest, FreshActiveEntryDefersUntilItWouldTimeOut) {
   SnapshotJob job = AppendSnapshot();
   PutPending(job, /*active=*/1, clock_.NowSeconds() - 20, /*increment=*/2);
   EXPECT_EQ(Handle(Deliver(job)), Outcome::kDeferredActive);
-  EXPECT_EQ(IntOf(*Pending(job), "increment"), 2) << "deferring writes nothing";
+  EXPECT_EQ(Pending(job)->increment, 2) << "deferring writes nothing";
   clock_.AdvanceSeconds(39);
   EXPECT_FALSE(MessageVisible());
   clock_.AdvanceSeconds(1);
@@ -450,7 +446,7 @@ TEST_F(SnapshotWorkerTest, FailedConditionalCreateIsADuplicate) {
   EXPECT_EQ(Handle(Deliver(job), kFarDeadline, racing.get()),
             Outcome::kDuplicateCreateFailed);
   EXPECT_EQ(MessagesLeft(), 0);
-  EXPECT_EQ(IntOf(*Pending(job), "increment"), 7) << "the other invocation's entry stays";
+  EXPECT_EQ(Pending(job)->increment, 7) << "the other invocation's entry stays";
 }
 
 TEST_F(SnapshotWorkerTest, EarlierUnprocessedSnapshotGoesFirst) {
@@ -460,7 +456,7 @@ TEST_F(SnapshotWorkerTest, EarlierUnprocessedSnapshotGoesFirst) {
   EXPECT_EQ(Handle(Deliver(job)), Outcome::kDeferredEarlierUnprocessed);
   auto pending = Pending(job);
   ASSERT_TRUE(pending.has_value()) << "the pending entry stays, inactive, for the retry";
-  EXPECT_EQ(IntOf(*pending, "active"), 0);
+  EXPECT_FALSE(pending->active);
   EXPECT_FALSE(EntryOf(job).snapshot_root.has_value());
   clock_.AdvanceSeconds(4);
   EXPECT_FALSE(MessageVisible());
@@ -511,8 +507,8 @@ TEST_F(SnapshotWorkerTest, HandsOffNearTheTimeBudgetAndTheNextInvocationResumes)
     if (outcome != Outcome::kHandedOff) break;
     auto pending = Pending(job);
     ASSERT_TRUE(pending.has_value());
-    EXPECT_EQ(IntOf(*pending, "active"), 0) << "handed off: claimable at once";
-    EXPECT_FALSE(pending->at("state").is_null()) << "the checkpoint to resume from";
+    EXPECT_FALSE(pending->active) << "handed off: claimable at once";
+    EXPECT_TRUE(pending->state.has_value()) << "the checkpoint to resume from";
     EXPECT_TRUE(MessageVisible()) << "visibility 0: redelivered now";
     message = ReceiveOne();
     EXPECT_EQ(message.receive_count, 1)
@@ -562,9 +558,10 @@ TEST_F(SnapshotWorkerTest, CrashMidBuildIsRetriedAfterTheStaleTimeoutAndResumes)
   EXPECT_EQ(Handle(Deliver(job), kFarDeadline, dying.get()), Outcome::kFailed);
   auto pending = Pending(job);
   ASSERT_TRUE(pending.has_value());
-  EXPECT_EQ(IntOf(*pending, "active"), 1);
-  EXPECT_EQ(IntOf(*pending, "increment"), 3) << "created, then two checkpoints";
-  const std::string checkpoint = pending->at("state").AsString();
+  EXPECT_TRUE(pending->active);
+  EXPECT_EQ(pending->increment, 3) << "created, then two checkpoints";
+  ASSERT_TRUE(pending->state.has_value());
+  const std::string checkpoint = *pending->state;
 
   // The message comes back after its visibility timeout; the entry still looks alive.
   clock_.AdvanceSeconds(kVisibilitySeconds);
