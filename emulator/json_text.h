@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-
 namespace sheetlog {
 
 // Parses `text`; on malformed text returns a value whose is_discarded() is true (as
