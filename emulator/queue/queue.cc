@@ -467,6 +467,21 @@ Status QueueService::RecordFailure(const std::string& queue,
 // ---------------------------------------------------------------------------
 // Dead letters
 
+Result<std::optional<std::string>> QueueService::QueueOfMessage(
+    const std::string& message_id) {
+  std::optional<std::string> queue;
+  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
+    queue.reset();
+    ASSIGN_OR_RETURN(Statement s,
+                     c.Prepare("SELECT queue FROM queue_message WHERE id = ?"));
+    s.Bind(1, message_id);
+    ASSIGN_OR_RETURN(bool row, s.Step());
+    if (row) queue = s.ColumnText(0);
+    return Status::OK();
+  }));
+  return queue;
+}
+
 Result<std::vector<DeadLetterMessage>> QueueService::ListDeadLetters(
     const std::string& dead_letter_queue, int limit, const std::string& after_id) {
   RETURN_IF_ERROR(ValidateRange("limit", limit, 1, kMaxListLimit));

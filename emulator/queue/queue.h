@@ -172,6 +172,12 @@ class QueueService {
   Status RecordFailure(const std::string& queue, const std::string& receipt_handle,
                        const std::string& error_text);
 
+  // The queue that holds message `message_id` now (its own queue, or the dead-letter
+  // queue it was moved to), or nullopt once the message is gone: deleted (its work is
+  // done, or its consumer took over its fate) or purged by retention. Message ids are
+  // unique across queues. Reads only.
+  Result<std::optional<std::string>> QueueOfMessage(const std::string& message_id);
+
   // Up to `limit` messages of queue `dead_letter_queue`, oldest sent first, without
   // receiving them (no receipt handles issued, nothing changes). `after_id` pages: pass
   // the id of the last message of the previous page. Works on any queue.

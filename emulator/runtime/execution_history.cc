@@ -266,6 +266,28 @@ Status ExecutionHistory::Record(const BeginRequest& request, ExecStatus status,
       [&](Connection& conn) { return AppendIn(conn, request, status, error, now); });
 }
 
+Result<bool> ExecutionHistory::RecordIfLatest(const ExecutionRow& row, ExecStatus status,
+                                              std::string_view error) {
+  RETURN_IF_ERROR(CheckTerminal(status));
+  if (row.partition_key.empty()) {
+    return InvalidArgument("execution history needs a partition key");
+  }
+  const BeginRequest request{row.partition_key, row.source, row.invocation_id,
+                             row.detail};
+  const int64_t now = clock_->NowMicros();
+  bool written = false;
+  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+    written = false;
+    ASSIGN_OR_RETURN(std::optional<ExecutionRow> latest,
+                     LatestIn(conn, row.partition_key));
+    if (!latest || latest->sequence != row.sequence) return Status::OK();
+    RETURN_IF_ERROR(AppendIn(conn, request, status, error, now));
+    written = true;
+    return Status::OK();
+  }));
+  return written;
+}
+
 Result<std::optional<ExecutionRow>> ExecutionHistory::Latest(
     const std::string& partition_key) {
   std::optional<ExecutionRow> latest;

@@ -167,6 +167,15 @@ class ExecutionHistory {
   // e.g. a stream record skipped for its age (kFailed with the reason).
   Status Record(const BeginRequest& request, ExecStatus status, std::string_view error);
 
+  // Appends terminal row `status` for `row`'s key on behalf of `row`'s invocation
+  // (its source, invocation id and detail), but only if `row` is still the key's
+  // newest row: checked and written in one transaction, so an invocation that claimed
+  // the key meanwhile is never overtaken. For a runtime that finds a dead
+  // invocation's `started` row whose work was resolved without it (its queue message
+  // is gone). True if written, false if a newer row came first.
+  Result<bool> RecordIfLatest(const ExecutionRow& row, ExecStatus status,
+                              std::string_view error);
+
   // Seed step 1 alone: the newest row of `key`, or nullopt.
   Result<std::optional<ExecutionRow>> Latest(const std::string& partition_key);
   // Seed step 3 alone: ADD 1 to the counter of (key, sequence), creating it as

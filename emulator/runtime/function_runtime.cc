@@ -294,24 +294,74 @@ Result<std::vector<ExecutionRow>> FunctionRuntime::ListAbandoned(int64_t since_m
   // query and each row is checked against its own mapping below.
   int64_t shortest_budget = kDefaultTimeBudgetMicros;
   std::map<std::string, int64_t> budget_of;
+  std::map<std::string, const QueueMapping*> queue_of;
   for (const auto& s : streams_) budget_of[s->config.name] = s->config.time_budget_micros;
-  for (const auto& q : queues_) budget_of[q->config.name] = q->config.time_budget_micros;
+  for (const auto& q : queues_) {
+    budget_of[q->config.name] = q->config.time_budget_micros;
+    queue_of[q->config.name] = &q->config;
+  }
   for (const auto& [name, budget] : budget_of) {
     shortest_budget = std::min(shortest_budget, budget);
   }
-  ASSIGN_OR_RETURN(
-      std::vector<ExecutionRow> rows,
-      history_.ListAbandoned(since_micros, until_micros, shortest_budget, limit));
-  const int64_t now = clock_->NowMicros();
   std::vector<ExecutionRow> out;
-  for (ExecutionRow& row : rows) {
-    auto budget = budget_of.find(row.source);
-    if (budget != budget_of.end() && !history_.IsAbandoned(row, budget->second, now)) {
-      continue;
+  // Rows resolved below drop out of the history's answer, so ask again until a query
+  // resolves nothing (each round resolves at least one row or is the last).
+  while (true) {
+    ASSIGN_OR_RETURN(
+        std::vector<ExecutionRow> rows,
+        history_.ListAbandoned(since_micros, until_micros, shortest_budget, limit));
+    const int64_t now = clock_->NowMicros();
+    out.clear();
+    int resolved = 0;
+    for (ExecutionRow& row : rows) {
+      auto budget = budget_of.find(row.source);
+      if (budget != budget_of.end() && !history_.IsAbandoned(row, budget->second, now)) {
+        continue;
+      }
+      auto queue = queue_of.find(row.source);
+      if (queue != queue_of.end() && !row.detail.empty()) {
+        // The runtime keeps the message id as the row's detail (whatever the key).
+        ASSIGN_OR_RETURN(std::optional<std::string> holder,
+                         queue->second->queues->QueueOfMessage(row.detail));
+        if (!holder) {
+          // Nothing left to redeliver or replay. A live invocation (over its budget)
+          // writes its own outcome; a dead one's is recorded for it.
+          if (!live_.Contains(row.invocation_id)) {
+            RETURN_IF_ERROR(ResolveGoneMessage(*queue->second, row));
+            ++resolved;
+          }
+          continue;
+        }
+      }
+      out.push_back(std::move(row));
     }
-    out.push_back(std::move(row));
+    if (resolved == 0) break;
   }
   return out;
+}
+
+Status FunctionRuntime::ResolveGoneMessage(const QueueMapping& m,
+                                           const ExecutionRow& row) {
+  // The runtime deletes a message only after writing its outcome row, and any later
+  // delivery of the message would have written a newer row for its key; so a message
+  // that is gone while this dead invocation's `started` row is still the latest was
+  // deleted by that invocation's handler before the process died (its work done, or
+  // replaced by a delayed copy of itself, which runs under its own key: the snapshot
+  // worker's deferral), or expired by retention. Record what the runtime would have
+  // recorded after such a handler: `deferred` (neither failed nor abandoned work).
+  ASSIGN_OR_RETURN(bool written,
+                   history_.RecordIfLatest(
+                       row, ExecStatus::kDeferred,
+                       "handled by the handler; recorded after its invocation died: "
+                       "message " +
+                           row.detail + " was gone, nothing left to redeliver"));
+  if (written) {
+    spdlog::info(
+        "runtime: {}: {}: dead invocation {} had already disposed of message {}; its "
+        "started row is resolved as deferred",
+        m.name, row.partition_key, row.invocation_id, row.detail);
+  }
+  return Status::OK();  // not written: a newer row came first, not abandoned either
 }
 
 void FunctionRuntime::Notify(const RuntimeEvent& event) {

@@ -44,6 +44,9 @@
 // Configuration is coherent the way AWS enforces it: Start() refuses a queue mapping
 // whose visibility timeout is shorter than its time budget.
 // After the handler, one row per key records succeeded, failed (+ error) or deferred.
+// A process that dies after a handler disposed of its own message (MarkMessageHandled)
+// but before that row leaves a `started` row whose message is gone; ListAbandoned
+// resolves it (nothing is left to redeliver) instead of listing it for good.
 //
 // Fault points (FaultInjector): "runtime.before_handler" (error = the invocation
 // fails), "runtime.after_handler_before_history",
@@ -223,6 +226,12 @@ class FunctionRuntime {
   // (its process died, or it overran its mapping's time budget), written in
   // [since, until) (micros), oldest first, at most `limit`: work a crash abandoned.
   // Replay re-runs them like failed keys.
+  // Only work that is still there: a queue message's row counts while the message is
+  // in its queue or dead-letter queue. A dead invocation whose message is gone (its
+  // handler deleted it, e.g. done or replaced by a delayed copy, and the process died
+  // before the runtime wrote the outcome) left nothing to run: its row is resolved
+  // here, once, with the `deferred` row the runtime would have written, and is not
+  // listed. (Storage errors are returned.)
   Result<std::vector<ExecutionRow>> ListAbandoned(int64_t since_micros,
                                                   int64_t until_micros, int limit);
   std::vector<MappingStats> Stats() const;
@@ -280,6 +289,9 @@ class FunctionRuntime {
   // running throughout). Errors: the receive's.
   Status ReceiveAndProcess(QueueState& mapping);
   void ProcessMessages(QueueState& mapping, const std::vector<ReceivedMessage>& messages);
+  // Appends `deferred` for `row`, the `started` row of a dead invocation of `m` whose
+  // message is gone (see ListAbandoned), if it is still the key's latest.
+  Status ResolveGoneMessage(const QueueMapping& m, const ExecutionRow& row);
   void Notify(const RuntimeEvent& event);
   // Waits on the stop condition until `deadline_micros` or Stop(). False once stopping.
   bool PauseUntil(int64_t deadline_micros);

@@ -132,6 +132,36 @@ TEST_F(ExecutionHistoryTest, StartedRowOfAnInvocationThatIsNotLiveIsAbandoned) {
   EXPECT_EQ(takeover.sequence, 2);
 }
 
+// RecordIfLatest resolves a dead invocation's `started` row on its behalf, but never
+// overtakes an invocation that claimed the key since.
+TEST_F(ExecutionHistoryTest, RecordIfLatestWritesOnlyOverTheRowItWasGiven) {
+  ASSERT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
+  std::vector<ExecutionRow> rows = Rows("job");
+  ASSERT_EQ(rows.size(), 1u);
+  const ExecutionRow dead = rows[0];
+  EXPECT_THAT(history_->RecordIfLatest(dead, ExecStatus::kStarted, ""),
+              StatusIs(StatusCode::kInvalidArgument));
+
+  // Someone took the key over meanwhile: nothing is written.
+  ExecutionRow stale = dead;
+  ASSERT_OK(history_->AddStarted({"job", "test", "newer", ""}, 2));
+  auto written = history_->RecordIfLatest(stale, ExecStatus::kDeferred, "gone");
+  ASSERT_OK(written);
+  EXPECT_FALSE(*written);
+  EXPECT_EQ(Rows("job").size(), 2u);
+
+  // Still the latest: appended after it, on behalf of its invocation.
+  ExecutionRow latest = Rows("job").back();
+  written = history_->RecordIfLatest(latest, ExecStatus::kDeferred, "gone");
+  ASSERT_OK(written);
+  EXPECT_TRUE(*written);
+  rows = Rows("job");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2].status, ExecStatus::kDeferred);
+  EXPECT_EQ(rows[2].invocation_id, "newer");
+  EXPECT_EQ(rows[2].error, "gone");
+}
+
 TEST_F(ExecutionHistoryTest, AtomicCounterStopsTheSecondOfTwoThatPassedTheCheck) {
   // Both invocations ran step 1 and saw no history; both now claim sequence 1.
   auto a = history_->AddStarted({"job", "test", "a", ""}, 1);

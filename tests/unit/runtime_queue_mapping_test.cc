@@ -376,6 +376,79 @@ TEST_F(QueueMappingTest, StartedRowOfADeadProcessDoesNotHoldTheRedeliveryBack) {
   EXPECT_EQ(Stats().visible + Stats().in_flight, 0);
 }
 
+// The open gap crash_recovery_test documented: a handler that disposes of its own
+// message (the snapshot worker defers by sending a delayed copy and deleting the
+// original; or completes and deletes it), then a process that dies before the runtime
+// writes the outcome row (here: the history write fails, and the invocation ends, so
+// it is no longer live, exactly as after kill -9). The copy runs under its own key;
+// the original's key would be listed as abandoned for good, with nothing left to run
+// or replay. Its row is resolved instead, as the `deferred` row the runtime would
+// have written; a dead row whose message still exists stays abandoned.
+TEST_F(QueueMappingTest, DeadInvocationWhoseHandlerDisposedOfItsMessageIsNotAbandoned) {
+  std::atomic<int> calls{0};
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_OK(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext& ctx) {
+    recorder_.Call(msgs[0]);
+    if (calls.fetch_add(1) == 0) {
+      // Defer: a delayed copy first, then the original goes (QueueMessageControl).
+      Status sent = queues_->Send("jobs", msgs[0].body, /*delay_s=*/5).status();
+      if (!sent.ok()) return sent;
+      Status deleted = queues_->Delete("jobs", msgs[0].receipt_handle);
+      if (!deleted.ok()) return deleted;
+      faults_.Arm("history.finish", {});  // the process "dies" before the outcome row
+      ctx.MarkMessageHandled(msgs[0].id);
+    }
+    return Status::OK();
+  })));
+  ASSERT_OK(rt.Start());
+  const std::string original = Send("job");
+  ASSERT_TRUE(recorder_.WaitForCalls(1));
+  ASSERT_TRUE(testing::Eventually([&] { return rt.live_invocations().size() == 0; }));
+  auto latest = rt.history().Latest("worker:" + original);
+  ASSERT_OK(latest);
+  ASSERT_TRUE(latest->has_value());
+  ASSERT_EQ((*latest)->status, ExecStatus::kStarted) << "the outcome row was lost";
+
+  auto abandoned = rt.ListAbandoned(0, clock_.NowMicros() + 1, 10);
+  ASSERT_OK(abandoned);
+  EXPECT_TRUE(abandoned->empty()) << (*abandoned)[0].partition_key;
+  auto rows = rt.history().List("worker:" + original);
+  ASSERT_OK(rows);
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[1].status, ExecStatus::kDeferred);
+  EXPECT_EQ((*rows)[1].invocation_id, (*rows)[0].invocation_id);
+  EXPECT_NE((*rows)[1].error.find("was gone"), std::string::npos) << (*rows)[1].error;
+
+  // The copy runs under its own key; nothing is left abandoned, failed or replayable.
+  clock_.AdvanceSeconds(5);
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
+  ASSERT_EQ(recorder_.Calls().size(), 2u);
+  EXPECT_NE(recorder_.Calls()[1].id, original);
+  abandoned = rt.ListAbandoned(0, clock_.NowMicros() + 1, 10);
+  ASSERT_OK(abandoned);
+  EXPECT_TRUE(abandoned->empty());
+  auto replayed = rt.Replay(0, clock_.NowMicros() + 1, 10);
+  ASSERT_OK(replayed);
+  EXPECT_TRUE(replayed->empty());
+  rows = rt.history().List("worker:" + original);
+  ASSERT_OK(rows);
+  EXPECT_EQ(rows->size(), 2u) << "resolved once";
+
+  // A dead invocation whose message is still in the queue is real abandoned work.
+  rt.Stop();  // so that this test, not a consumer, receives the next message
+  const std::string kept = Send("kept");
+  auto taken = queues_->Receive("jobs", 1);
+  ASSERT_OK(taken);
+  ASSERT_EQ(taken->size(), 1u);
+  auto claim = rt.history().Begin({"worker:" + kept, "worker", "dead-invocation", kept},
+                                  30LL * 1000000);
+  ASSERT_OK(claim);
+  abandoned = rt.ListAbandoned(0, clock_.NowMicros() + 1, 10);
+  ASSERT_OK(abandoned);
+  ASSERT_EQ(abandoned->size(), 1u);
+  EXPECT_EQ((*abandoned)[0].partition_key, "worker:" + kept);
+}
+
 // AWS refuses an SQS event source whose visibility timeout is shorter than the
 // function timeout; so does the runtime.
 TEST_F(QueueMappingTest, StartRefusesAVisibilityTimeoutShorterThanTheTimeBudget) {
