@@ -1,0 +1,101 @@
+// The state FunctionRuntime keeps per mapping and per shard, and the helpers its stream
+// and queue paths share. Internal to emulator/runtime (function_runtime*.cc): other
+// code goes through FunctionRuntime (function_runtime.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "emulator/runtime/function_runtime.h"
+
+namespace sheetlog {
+
+struct FunctionRuntime::ShardState {
+  // Read by the dispatcher only while !in_flight; written by the shard's task while
+  // in_flight. The in_flight hand-off happens under mu_.
+  bool in_flight = false;    // GUARDED_BY(mu_)
+  int64_t cursor = 0;        // checkpointed sequence
+  bool has_pending = false;  // a read batch is not finished
+  int64_t next_attempt_micros = 0;
+
+  // Owned by the shard's task.
+  std::deque<std::vector<StreamRecord>> pending;  // front first; halves after bisect
+  int64_t range_end = 0;  // checkpoint once `pending` is done (covers filtered records)
+  int attempts = 0;       // failed attempts of pending.front()
+  Status last_error;
+};
+
+struct FunctionRuntime::StreamState {
+  StreamMapping config;
+  int64_t max_age_micros = 0;  // resolved at Start()
+  int subscription = 0;
+  std::map<int, int64_t> checkpoints;  // loaded at Start()
+  std::map<int, int64_t> heads;        // GUARDED_BY(mu_)
+  std::map<int, ShardState> shards;    // GUARDED_BY(mu_) (the map; see ShardState)
+  std::atomic<int64_t> invocations{0}, failures{0}, skipped{0}, duplicates{0};
+  std::atomic<int64_t> running{0}, abandoned{0};
+  // What ShardProgress() reports, published by the shard's task after each step.
+  std::mutex progress_mu;
+  std::map<int, ShardProgress> progress;  // GUARDED_BY(progress_mu)
+};
+
+struct FunctionRuntime::QueueState {
+  QueueMapping config;
+  std::atomic<int64_t> invocations{0}, failures{0}, skipped{0}, duplicates{0};
+  std::atomic<int64_t> running{0}, abandoned{0};
+};
+
+namespace runtime_internal {
+
+// Counts one invocation under way for as long as it lives.
+class RunningCount {
+ public:
+  explicit RunningCount(std::atomic<int64_t>& count) : count_(count) {
+    count_.fetch_add(1);
+  }
+  ~RunningCount() { count_.fetch_sub(1); }
+  RunningCount(const RunningCount&) = delete;
+  RunningCount& operator=(const RunningCount&) = delete;
+
+ private:
+  std::atomic<int64_t>& count_;
+};
+
+// The execution-history key of a record of a mapping without its own history_key:
+// "<mapping>:<shard>:<sequence>" (Replay parses it back).
+inline std::string DefaultStreamKey(const std::string& mapping,
+                                    const StreamRecord& record) {
+  return mapping + ":" + std::to_string(record.shard) + ":" +
+         std::to_string(record.sequence);
+}
+
+template <typename Handler, typename Batch>
+Status CallHandler(const Handler& handler, const Batch& batch, InvocationContext& ctx) {
+  try {
+    return handler(batch, ctx);
+  } catch (const std::exception& e) {
+    return Internal(std::string("handler threw: ") + e.what());
+  } catch (...) {
+    return Internal("handler threw a non-exception");
+  }
+}
+
+inline bool IsBusy(const Claim& claim) {
+  return claim.outcome == BeginOutcome::kRunningElsewhere ||
+         claim.outcome == BeginOutcome::kLostRace;
+}
+
+// A claim that proceeds over a `started` row: the work's earlier invocation died.
+inline bool TakesOverAbandoned(const Claim& claim) {
+  return claim.outcome == BeginOutcome::kProceed && claim.latest &&
+         claim.latest->status == ExecStatus::kStarted;
+}
+
+}  // namespace runtime_internal
+}  // namespace sheetlog
