@@ -31,7 +31,7 @@
 #include "src/sheet/csv.h"
 #include "src/sheet/import_file.h"
 #include "src/sheet/xlsx.h"
-#include "src/snapshot/build_factory.h"
+#include "src/snapshot/sheet_plan.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {

@@ -6,7 +6,7 @@
 #include "emulator/json_text.h"
 #include "src/sheet/import_file.h"
 #include "src/sheet/sheet_edit.h"
-#include "src/snapshot/build_factory.h"
+#include "src/snapshot/blob_payload_source.h"
 
 namespace sheetlog {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "src/log/tables.h"
-#include "src/snapshot/build_factory.h"
 #include "src/snapshot/cells_at.h"
+#include "src/snapshot/sheet_plan.h"
 
 namespace sheetlog {
 

@@ -59,7 +59,7 @@ class SnapshotBuilder {
                   std::optional<std::string> previous_root, SheetDelta delta,
                   Options options);
   // The same over any sorted cells instead of a previous snapshot (an imported file,
-  // or a combination: see build_factory.h). `base_name` stands for them in
+  // or a combination: see sheet_plan.h). `base_name` stands for them in
   // checkpoints: a checkpoint resumes only a builder with the same name, so it must
   // name exactly these cells.
   SnapshotBuilder(BlobStore* store, SnapshotId id, CellSource base, std::string base_name,
