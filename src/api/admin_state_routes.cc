@@ -172,23 +172,20 @@ void RegisterAdminStateRoutes(Router& router, App& app) {
       [&](Call& call) {
         const int limit = LimitParam(call, 100, 1000);
         json out = json::array();
-        Check(app.db()->Read([&](Connection& conn) -> Status {
-          ASSIGN_OR_RETURN(std::vector<PendingSnapshot> pending,
-                           ScanPendingSnapshots(conn, limit, &call.meter));
-          const int64_t now = app.clock()->NowSeconds();
-          for (const PendingSnapshot& p : pending) {
-            out.push_back(json{{"sheet", p.sheet_id},
-                               {"segment", p.segment},
-                               {"entry", p.entry},
-                               {"created", p.created},
-                               {"modified", p.modified},
-                               {"age_s", now - p.modified},
-                               {"active", p.active},
-                               {"increment", p.increment},
-                               {"has_checkpoint", p.state.has_value()}});
-          }
-          return Status::OK();
-        }));
+        const std::vector<PendingSnapshot> pending =
+            Check(app.log()->pending_snapshots()->Scan(limit, &call.meter));
+        const int64_t now = app.clock()->NowSeconds();
+        for (const PendingSnapshot& p : pending) {
+          out.push_back(json{{"sheet", p.sheet_id},
+                             {"segment", p.segment},
+                             {"entry", p.entry},
+                             {"created", p.created},
+                             {"modified", p.modified},
+                             {"age_s", now - p.modified},
+                             {"active", p.active},
+                             {"increment", p.increment},
+                             {"has_checkpoint", p.state.has_value()}});
+        }
         call.Reply(200, json{{"pending_snapshots", out}});
       },
       admin);

@@ -22,15 +22,8 @@ void PrepareEntryBody(App& app, const std::string& type, int64_t version,
 }
 
 int64_t PendingSnapshotCount(App& app, const std::string& sheet_id, UnitMeter* meter) {
-  int64_t count = 0;
-  Status status = app.db()->Read([&](Connection& conn) -> Status {
-    ASSIGN_OR_RETURN(std::vector<PendingSnapshot> pending,
-                     ListPendingSnapshots(conn, sheet_id, meter));
-    count = static_cast<int64_t>(pending.size());
-    return Status::OK();
-  });
-  Check(status);
-  return count;
+  return static_cast<int64_t>(
+      Check(app.log()->pending_snapshots()->List(sheet_id, meter)).size());
 }
 
 }  // namespace sheetlog::api

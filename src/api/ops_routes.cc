@@ -19,8 +19,8 @@ void RegisterOpsRoutes(Router& router, App& app) {
       [&app](Call& call) {
         if (!app.ready())
           throw ApiError(503, "Unavailable", "starting up or shutting down");
-        call.Reply(200, json{{"status", "ready"},
-                             {"schema_version", app.db()->schema_version()}});
+        call.Reply(200,
+                   json{{"status", "ready"}, {"schema_version", app.schema_version()}});
       },
       open);
   // Prometheus text format (0.0.4). Open like the health checks, so a scraper needs no

@@ -270,12 +270,9 @@ void RegisterSpreadsheetRoutes(Router& router, App& app) {
     EventLog& log = *app.log();
     SheetInfo sheet = Check(log.GetSheet(id, &call.meter));
     std::map<std::pair<int64_t, int64_t>, PendingSnapshot> pending;
-    Check(app.db()->Read([&](Connection& conn) -> Status {
-      ASSIGN_OR_RETURN(std::vector<PendingSnapshot> items,
-                       ListPendingSnapshots(conn, id, &call.meter));
-      for (PendingSnapshot& p : items) pending[{p.segment, p.entry}] = std::move(p);
-      return Status::OK();
-    }));
+    for (PendingSnapshot& p : Check(log.pending_snapshots()->List(id, &call.meter))) {
+      pending[{p.segment, p.entry}] = std::move(p);
+    }
     // Every Snapshot entry of the retained log, oldest first (a filtered scan of the
     // sheet's entries, charged as DynamoDB charges a query with a filter: every item
     // read).

@@ -13,6 +13,7 @@
 #include "emulator/queue/queue.h"
 #include "emulator/runtime/function_runtime.h"
 #include "emulator/stream/change_feed.h"
+#include "src/app/schema.h"
 #include "src/effects/entry_effects.h"
 #include "src/effects/pipeline_events.h"
 #include "src/effects/sheet_changes.h"
@@ -135,7 +136,7 @@ Status App::Init() {
   db_options.path = (fs::path(data_dir_) / "sheetlog.db").string();
   db_options.sync = sync ? options_.sync : SyncMode::kOff;
   db_options.clock = clock_;
-  ASSIGN_OR_RETURN(db_, Database::Open(db_options));
+  ASSIGN_OR_RETURN(db_, OpenSheetlogDatabase(db_options));
 
   BlobStoreOptions blob_options;
   blob_options.root = (fs::path(data_dir_) / "blobs").string();
@@ -152,8 +153,8 @@ Status App::Init() {
   Uploads::Options upload_options;
   upload_options.inline_limit = options_.inline_limit;
   upload_options.validate_payload = ImportPayloadCheck();
-  uploads_ = std::make_unique<Uploads>(log_.get(), blobs_.get(), clock_, faults_.get(),
-                                       upload_options);
+  uploads_ = std::make_unique<Uploads>(db_.get(), log_.get(), blobs_.get(), clock_,
+                                       faults_.get(), upload_options);
   purger_ = std::make_unique<SheetPurger>(db_.get(), blobs_.get(), clock_, faults_.get());
   purge_worker_ = std::make_unique<PeriodicWorker>(clock_);
 
@@ -301,7 +302,10 @@ void App::AddCollectors() {
         }
       }
     }
-    if (Result<PendingSnapshotSummary> pending = SummarizePendingSnapshots();
+    const int64_t stale_before =
+        clock_->NowSeconds() - SnapshotWorker::Options{}.stale_seconds;
+    if (Result<PendingSnapshotSummary> pending =
+            log_->pending_snapshots()->Summarize(stale_before, nullptr);
         pending.ok()) {
       m.Gauge("sheetlog_pending_snapshots", "Items in the Pending Snapshots table.")
           .Set({}, pending->count);
@@ -378,27 +382,6 @@ void App::PublishQueueChanges() {
   if (now == last_queue_stats_) return;
   last_queue_stats_ = now;
   pipeline_events_->Publish("queues", std::move(now));
-}
-
-Result<App::PendingSnapshotSummary> App::SummarizePendingSnapshots() {
-  PendingSnapshotSummary summary;
-  const int64_t stale_before =
-      clock_->NowSeconds() - SnapshotWorker::Options{}.stale_seconds;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
-    ASSIGN_OR_RETURN(
-        Statement stmt,
-        conn.Prepare("SELECT COUNT(*), COALESCE(MIN(created), 0), "
-                     "COALESCE(SUM(modified < ?), 0) FROM pending_snapshot"));
-    stmt.Bind(1, stale_before);
-    ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (row) {
-      summary.count = stmt.ColumnInt(0);
-      summary.oldest_created_s = stmt.ColumnInt(1);
-      summary.stale = stmt.ColumnInt(2);
-    }
-    return Status::OK();
-  }));
-  return summary;
 }
 
 std::vector<std::string> App::StreamConsumers() const {

@@ -117,7 +117,8 @@ class App {
   Clock* clock() { return clock_; }
   ManualClock* manual_clock() { return manual_clock_.get(); }  // null unless manual
   FaultInjector* faults() { return faults_.get(); }
-  Database* db() { return db_.get(); }
+  // The version of the newest schema migration applied to the database.
+  int schema_version() const { return db_->schema_version(); }
   EventLog* log() { return log_.get(); }
   MetricsRegistry* metrics() { return &metrics_; }
   BlobStore* blobs() { return blobs_.get(); }
@@ -140,15 +141,6 @@ class App {
   Status Init();
   Status AddMappings();
   void AddCollectors();
-  // Items in the Pending Snapshots table (for /metrics).
-  struct PendingSnapshotSummary {
-    int64_t count = 0;
-    int64_t oldest_created_s = 0;  // 0 when empty
-    // Items whose Modified is older than the worker's stale timeout: nobody is making
-    // progress on them right now.
-    int64_t stale = 0;
-  };
-  Result<PendingSnapshotSummary> SummarizePendingSnapshots();
   // Publishes a "queues" pipeline event when a queue's depths changed since last time.
   void PublishQueueChanges();
 

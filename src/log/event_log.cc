@@ -72,6 +72,8 @@ int64_t BackoffMicros(int attempt, int64_t base, int64_t cap) {
 }
 
 constexpr int kSegmentReadAttempts = 4;
+// Page size of the whole-partition reads (verify, the cost report).
+constexpr int kStorageScanPage = 1000;
 
 }  // namespace
 
@@ -115,7 +117,11 @@ SegmentInfo SegmentFromItem(const Item& item) {
 }
 
 EventLog::EventLog(Transactions* db, Clock* clock, FaultInjector* faults, Options options)
-    : db_(db), clock_(clock), faults_(faults), options_(options) {}
+    : db_(db),
+      pending_snapshots_(db),
+      clock_(clock),
+      faults_(faults),
+      options_(options) {}
 
 // ---------------------------------------------------------------------------
 // Create Log
@@ -504,6 +510,72 @@ Result<std::vector<SegmentInfo>> EventLog::ListSegments(const std::string& sheet
   }));
   if (segments.empty()) return NotFound("no sheet " + sheet_id);
   return segments;
+}
+
+Result<std::vector<EntryRecord>> EventLog::SegmentEntries(const std::string& sheet_id,
+                                                          int64_t segment,
+                                                          UnitMeter* meter) {
+  std::vector<EntryRecord> entries;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    QueryRequest query;
+    query.partition = {sheet_id, segment};
+    query.limit = kStorageScanPage;
+    while (true) {
+      ASSIGN_OR_RETURN(QueryResult page, EntryTable().Query(conn, query, meter));
+      for (const Item& item : page.items) entries.push_back(EntryFromItem(item));
+      if (!page.last_evaluated) return Status::OK();
+      query.exclusive_start = page.last_evaluated;
+    }
+  }));
+  return entries;
+}
+
+namespace {
+
+// Adds the DynamoDB sizes of every item of `table` in `partition` to *bytes; `visit`
+// (if set) sees each item.
+Status AddPartitionSize(Connection& conn, const Table& table, const KeyValues& partition,
+                        UnitMeter* meter, int64_t* bytes,
+                        const std::function<void(const Item&)>& visit = nullptr) {
+  QueryRequest query;
+  query.partition = partition;
+  query.limit = kStorageScanPage;
+  while (true) {
+    ASSIGN_OR_RETURN(QueryResult page, table.Query(conn, query, meter));
+    for (const Item& item : page.items) {
+      *bytes += table.ItemSize(item);
+      if (visit) visit(item);
+    }
+    if (!page.last_evaluated) return Status::OK();
+    query.exclusive_start = page.last_evaluated;
+  }
+}
+
+}  // namespace
+
+Result<EventLog::StorageSize> EventLog::MeasureStorage(
+    const std::string& sheet_id, const std::vector<SegmentInfo>& segments,
+    UnitMeter* meter) {
+  StorageSize size;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    RETURN_IF_ERROR(
+        AddPartitionSize(conn, SheetTable(), {sheet_id}, meter, &size.item_bytes));
+    RETURN_IF_ERROR(
+        AddPartitionSize(conn, SegmentTable(), {sheet_id}, meter, &size.item_bytes));
+    for (const SegmentInfo& segment : segments) {
+      RETURN_IF_ERROR(AddPartitionSize(conn, EntryTable(), {sheet_id, segment.num}, meter,
+                                       &size.item_bytes, [&](const Item& item) {
+                                         auto type = item.find("type");
+                                         if (type != item.end() &&
+                                             type->second.AsString() == kSnapshotType &&
+                                             item.count("snapshot_root") > 0) {
+                                           ++size.completed_snapshots;
+                                         }
+                                       }));
+    }
+    return Status::OK();
+  }));
+  return size;
 }
 
 Result<int64_t> EventLog::NextSeq(const std::string& sheet_id, UnitMeter* meter) {

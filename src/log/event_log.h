@@ -30,6 +30,7 @@
 #include "emulator/status.h"
 #include "emulator/table/table.h"
 #include "emulator/table/transactions.h"
+#include "src/log/pending_snapshots.h"
 
 namespace sheetlog {
 
@@ -257,7 +258,23 @@ class EventLog {
   Status CompleteSnapshot(const std::string& sheet_id, int64_t segment, int64_t num,
                           const std::string& root, UnitMeter* meter);
 
-  Transactions* db() { return db_; }
+  // Every entry of one segment in num order, page by page (verify reads the log raw).
+  Result<std::vector<EntryRecord>> SegmentEntries(const std::string& sheet_id,
+                                                  int64_t segment, UnitMeter* meter);
+
+  // What the sheet's items take in the Sheet, Segment and Entry tables (DynamoDB's
+  // item sizes), and how many of its Snapshot entries are complete: the cost report's
+  // storage figures. One read transaction over `segments` (ListSegments).
+  struct StorageSize {
+    int64_t item_bytes = 0;
+    int64_t completed_snapshots = 0;
+  };
+  Result<StorageSize> MeasureStorage(const std::string& sheet_id,
+                                     const std::vector<SegmentInfo>& segments,
+                                     UnitMeter* meter);
+
+  // Seed 000's Pending Snapshots (the table's owner; one request per call).
+  PendingSnapshots* pending_snapshots() { return &pending_snapshots_; }
   Clock* clock() { return clock_; }
   // Add Entry attempts that lost their condition and were retried, since start.
   int64_t retries() const { return retries_.load(); }
@@ -309,6 +326,7 @@ class EventLog {
                    int64_t since_snapshot, bool segment_full, AppendResult* result);
 
   Transactions* db_;
+  PendingSnapshots pending_snapshots_;
   Clock* clock_;
   FaultInjector* faults_;
   Options options_;

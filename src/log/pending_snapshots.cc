@@ -1,5 +1,6 @@
 #include "src/log/pending_snapshots.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace sheetlog {
@@ -165,6 +166,89 @@ Status DeletePendingSnapshotsBefore(Connection& conn, const std::string& sheet_i
     RETURN_IF_ERROR(DeletePendingSnapshot(conn, p.key(), std::nullopt, meter));
   }
   return Status::OK();
+}
+
+Result<std::optional<PendingSnapshot>> PendingSnapshots::Get(
+    const PendingSnapshotKey& key, UnitMeter* meter) {
+  std::optional<PendingSnapshot> found;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(found, GetPendingSnapshot(conn, key, meter));
+    return Status::OK();
+  }));
+  return found;
+}
+
+Result<std::optional<PendingSnapshot>> PendingSnapshots::First(
+    const std::string& sheet_id, UnitMeter* meter) {
+  std::optional<PendingSnapshot> found;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(found, FirstPendingSnapshot(conn, sheet_id, meter));
+    return Status::OK();
+  }));
+  return found;
+}
+
+Result<std::vector<PendingSnapshot>> PendingSnapshots::List(const std::string& sheet_id,
+                                                            UnitMeter* meter) {
+  std::vector<PendingSnapshot> items;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(items, ListPendingSnapshots(conn, sheet_id, meter));
+    return Status::OK();
+  }));
+  return items;
+}
+
+Result<std::vector<PendingSnapshot>> PendingSnapshots::Scan(int limit, UnitMeter* meter) {
+  std::vector<PendingSnapshot> items;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(items, ScanPendingSnapshots(conn, limit, meter));
+    return Status::OK();
+  }));
+  return items;
+}
+
+Result<PendingSnapshotSummary> PendingSnapshots::Summarize(int64_t stale_before_s,
+                                                           UnitMeter* meter) {
+  PendingSnapshotSummary summary;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    std::optional<KeyValues> start;
+    do {
+      ASSIGN_OR_RETURN(
+          QueryResult page,
+          PendingSnapshotTable().Scan(conn, start, 0, Consistency::kEventual, meter));
+      for (const Item& item : page.items) {
+        const PendingSnapshot p = FromItem(item);
+        summary.oldest_created_s = summary.count == 0
+                                       ? p.created
+                                       : std::min(summary.oldest_created_s, p.created);
+        ++summary.count;
+        if (p.modified < stale_before_s) ++summary.stale;
+      }
+      start = page.last_evaluated;
+    } while (start);
+    return Status::OK();
+  }));
+  return summary;
+}
+
+Status PendingSnapshots::Create(const PendingSnapshot& snapshot, UnitMeter* meter) {
+  return db_->Write(
+      [&](Connection& conn) { return CreatePendingSnapshot(conn, snapshot, meter); });
+}
+
+Status PendingSnapshots::Update(const PendingSnapshotKey& key, int64_t expected_increment,
+                                const PendingSnapshotChanges& changes, UnitMeter* meter) {
+  return db_->Write([&](Connection& conn) {
+    return UpdatePendingSnapshot(conn, key, expected_increment, changes, meter);
+  });
+}
+
+Status PendingSnapshots::Delete(const PendingSnapshotKey& key,
+                                std::optional<int64_t> expected_increment,
+                                UnitMeter* meter) {
+  return db_->Write([&](Connection& conn) {
+    return DeletePendingSnapshot(conn, key, expected_increment, meter);
+  });
 }
 
 }  // namespace sheetlog

@@ -10,9 +10,13 @@
 // snapshot's item is deleted. The event log removes the items of a deleted sheet and
 // of Snapshot entries a truncation drops (src/log/event_log.h).
 //
-// Every operation takes a Connection already inside a transaction (Transactions::Write
-// for writes and strongly consistent reads, Transactions::Read otherwise) and charges
-// `meter` (may be null) as emulator/table does.
+// Two ways in. `PendingSnapshots` is the table as a service: every call is one request
+// (its own transaction), which is all the snapshot worker, the API and the metrics need,
+// and what DynamoDB offers. The free functions below take a Connection already inside a
+// transaction (Transactions::Write for writes and strongly consistent reads,
+// Transactions::Read otherwise) for the event log, whose sheet deletion and truncation
+// remove items in the same transaction as the entries (a TransactWrite on DynamoDB).
+// Both charge `meter` (may be null) as emulator/table does.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "emulator/table/table.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
@@ -100,5 +105,44 @@ Status DeleteAllPendingSnapshots(Connection& conn, const std::string& sheet_id,
 // the Snapshot entries a truncation to that position drops. Items at or after it stay.
 Status DeletePendingSnapshotsBefore(Connection& conn, const std::string& sheet_id,
                                     int64_t segment, int64_t entry, UnitMeter* meter);
+
+// What the metrics report of the whole table.
+struct PendingSnapshotSummary {
+  int64_t count = 0;
+  int64_t stale = 0;             // items whose `modified` is before the given time
+  int64_t oldest_created_s = 0;  // smallest `created` (0 when there are none)
+};
+
+// The table as a service: one request per call, each its own transaction on `db`.
+// Thread-safe (Transactions is).
+class PendingSnapshots {
+ public:
+  explicit PendingSnapshots(Transactions* db) : db_(db) {}
+
+  // GetPendingSnapshot (strongly consistent).
+  Result<std::optional<PendingSnapshot>> Get(const PendingSnapshotKey& key,
+                                             UnitMeter* meter);
+  // FirstPendingSnapshot (eventually consistent).
+  Result<std::optional<PendingSnapshot>> First(const std::string& sheet_id,
+                                               UnitMeter* meter);
+  // ListPendingSnapshots.
+  Result<std::vector<PendingSnapshot>> List(const std::string& sheet_id,
+                                            UnitMeter* meter);
+  // ScanPendingSnapshots.
+  Result<std::vector<PendingSnapshot>> Scan(int limit, UnitMeter* meter);
+  // Every item, page by page: count, items not modified since `stale_before_s`, oldest.
+  Result<PendingSnapshotSummary> Summarize(int64_t stale_before_s, UnitMeter* meter);
+  // CreatePendingSnapshot.
+  Status Create(const PendingSnapshot& snapshot, UnitMeter* meter);
+  // UpdatePendingSnapshot.
+  Status Update(const PendingSnapshotKey& key, int64_t expected_increment,
+                const PendingSnapshotChanges& changes, UnitMeter* meter);
+  // DeletePendingSnapshot.
+  Status Delete(const PendingSnapshotKey& key, std::optional<int64_t> expected_increment,
+                UnitMeter* meter);
+
+ private:
+  Transactions* const db_;
+};
 
 }  // namespace sheetlog

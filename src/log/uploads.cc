@@ -77,9 +77,14 @@ std::optional<std::string> UploadIdOfKey(const std::string& key) {
 
 }  // namespace
 
-Uploads::Uploads(EventLog* log, BlobStore* blobs, Clock* clock, FaultInjector* faults,
-                 Options options)
-    : log_(log), blobs_(blobs), clock_(clock), faults_(faults), options_(options) {}
+Uploads::Uploads(Transactions* db, EventLog* log, BlobStore* blobs, Clock* clock,
+                 FaultInjector* faults, Options options)
+    : db_(db),
+      log_(log),
+      blobs_(blobs),
+      clock_(clock),
+      faults_(faults),
+      options_(options) {}
 
 Result<std::optional<UploadInfo>> Uploads::Lookup(Connection& conn,
                                                   const std::string& upload_id,
@@ -108,7 +113,7 @@ Result<UploadInfo> Uploads::Create(const std::string& sheet_id, const std::strin
   u.size = size;
   u.created = clock_->NowSeconds();
   u.expires = u.created + options_.url_ttl_seconds;
-  RETURN_IF_ERROR(log_->db()->Write([&](Connection& conn) {
+  RETURN_IF_ERROR(db_->Write([&](Connection& conn) {
     return UploadTable().PutIfAbsent(conn, UploadItem(u), meter);
   }));
   return u;
@@ -117,7 +122,7 @@ Result<UploadInfo> Uploads::Create(const std::string& sheet_id, const std::strin
 Result<std::optional<UploadInfo>> Uploads::Find(const std::string& upload_id,
                                                 UnitMeter* meter) {
   std::optional<UploadInfo> found;
-  RETURN_IF_ERROR(log_->db()->Read([&](Connection& conn) {
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) {
     ASSIGN_OR_RETURN(found, Lookup(conn, upload_id, meter));
     return Status::OK();
   }));

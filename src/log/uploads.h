@@ -65,8 +65,9 @@ class Uploads {
     Validator validate_payload;
   };
 
-  Uploads(EventLog* log, BlobStore* blobs, Clock* clock, FaultInjector* faults,
-          Options options);
+  // `db` holds the Upload table (schema/006_upload.sql); `log` the sheets and entries.
+  Uploads(Transactions* db, EventLog* log, BlobStore* blobs, Clock* clock,
+          FaultInjector* faults, Options options);
 
   // Step 1: records the upload; the client PUTs the payload to the presigned URL of
   // `blob_key` before `expires`. NotFound for an unknown sheet.
@@ -134,6 +135,7 @@ class Uploads {
   // Lookup in a read transaction of its own.
   Result<std::optional<UploadInfo>> Find(const std::string& upload_id, UnitMeter* meter);
 
+  Transactions* db_;
   EventLog* log_;
   BlobStore* blobs_;
   Clock* clock_;

@@ -1,10 +1,7 @@
 #include "src/ops/cost.h"
 
 #include <cstdlib>
-#include <functional>
 #include <sstream>
-
-#include "src/log/tables.h"
 
 namespace sheetlog {
 
@@ -12,26 +9,6 @@ namespace {
 
 constexpr double kMillion = 1e6;
 constexpr double kGigabyte = 1e9;
-constexpr int kPage = 1000;
-
-// Adds the DynamoDB sizes of every item of `table` in `partition` to *bytes; `visit`
-// (if set) sees each item.
-Status AddPartitionSize(Connection& conn, const Table& table, const KeyValues& partition,
-                        int64_t* bytes,
-                        const std::function<void(const Item&)>& visit = nullptr) {
-  QueryRequest query;
-  query.partition = partition;
-  query.limit = kPage;
-  while (true) {
-    ASSIGN_OR_RETURN(QueryResult page, table.Query(conn, query, nullptr));
-    for (const Item& item : page.items) {
-      *bytes += table.ItemSize(item);
-      if (visit) visit(item);
-    }
-    if (!page.last_evaluated) return Status::OK();
-    query.exclusive_start = page.last_evaluated;
-  }
-}
 
 Status AddBlobPrefix(BlobStore* blobs, const std::string& prefix, SheetCost* cost) {
   BlobListOptions options;
@@ -111,30 +88,14 @@ Result<SheetCost> ComputeSheetCost(const std::string& sheet_id, EventLog* log,
                    log->ListSegments(sheet.id, nullptr));
   SheetCost cost;
   cost.usage = usage;
-  int64_t completed_snapshots = 0;
-  RETURN_IF_ERROR(log->db()->Read([&](Connection& conn) -> Status {
-    RETURN_IF_ERROR(
-        AddPartitionSize(conn, SheetTable(), {sheet.id}, &cost.dynamodb_storage_bytes));
-    RETURN_IF_ERROR(
-        AddPartitionSize(conn, SegmentTable(), {sheet.id}, &cost.dynamodb_storage_bytes));
-    for (const SegmentInfo& segment : segments) {
-      RETURN_IF_ERROR(AddPartitionSize(
-          conn, EntryTable(), {sheet.id, segment.num}, &cost.dynamodb_storage_bytes,
-          [&](const Item& item) {
-            auto type = item.find("type");
-            if (type != item.end() && type->second.AsString() == kSnapshotType &&
-                item.count("snapshot_root") > 0) {
-              ++completed_snapshots;
-            }
-          }));
-    }
-    return Status::OK();
-  }));
+  ASSIGN_OR_RETURN(EventLog::StorageSize items,
+                   log->MeasureStorage(sheet.id, segments, nullptr));
+  cost.dynamodb_storage_bytes += items.item_bytes;
   for (const char* area : {"snapshots/", "entries/", "archives/"}) {
     RETURN_IF_ERROR(AddBlobPrefix(blobs, area + sheet.id + "/", &cost));
   }
   cost.s3_put_requests = cost.s3_objects;
-  cost.sqs_requests = 3 * completed_snapshots;
+  cost.sqs_requests = 3 * items.completed_snapshots;
 
   cost.dynamodb_writes = usage.write_units * prices.dynamodb_wru / kMillion;
   cost.dynamodb_reads = usage.read_units * prices.dynamodb_rru / kMillion;

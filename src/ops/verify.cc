@@ -13,30 +13,9 @@ namespace sheetlog {
 
 namespace {
 
-constexpr int kPage = 1000;
-
 std::string SeqText(int64_t seq) { return "seq " + std::to_string(seq); }
 std::string PlaceText(int64_t segment, int64_t num) {
   return "segment " + std::to_string(segment) + " num " + std::to_string(num);
-}
-
-// Entries of one segment in (num) order, read page by page from the Entry table.
-Result<std::vector<EntryRecord>> SegmentEntries(Transactions* db,
-                                                const std::string& sheet_id,
-                                                int64_t segment) {
-  std::vector<EntryRecord> entries;
-  RETURN_IF_ERROR(db->Read([&](Connection& conn) -> Status {
-    QueryRequest query;
-    query.partition = {sheet_id, segment};
-    query.limit = kPage;
-    while (true) {
-      ASSIGN_OR_RETURN(QueryResult page, EntryTable().Query(conn, query, nullptr));
-      for (const Item& item : page.items) entries.push_back(EntryFromItem(item));
-      if (!page.last_evaluated) return Status::OK();
-      query.exclusive_start = page.last_evaluated;
-    }
-  }));
-  return entries;
 }
 
 class SheetVerifier {
@@ -79,7 +58,7 @@ class SheetVerifier {
                   SeqText(previous->first_seq + previous_count - 1));
       }
       ASSIGN_OR_RETURN(std::vector<EntryRecord> entries,
-                       SegmentEntries(log_->db(), sheet_.id, segment.num));
+                       log_->SegmentEntries(sheet_.id, segment.num, nullptr));
       const bool last = i + 1 == segments->size();
       if (entries.empty()) {
         previous_count = -1;

@@ -66,16 +66,6 @@ SnapshotWorker::SnapshotWorker(EventLog* log, Clock* clock, FaultInjector* fault
 
 namespace {
 
-// The conditional write of seed 000: update the pending entry only if Increment is
-// still what we last saw, and move Increment forward.
-Status UpdatePending(Transactions* db, const PendingSnapshotKey& key,
-                     int64_t expected_increment, const PendingSnapshotChanges& changes,
-                     UnitMeter* meter) {
-  return db->Write([&](Connection& conn) {
-    return UpdatePendingSnapshot(conn, key, expected_increment, changes, meter);
-  });
-}
-
 PendingSnapshotChanges SetActive(bool active, std::optional<int64_t> modified) {
   PendingSnapshotChanges changes;
   changes.active = active;
@@ -89,7 +79,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
                                                       MessageControl& message,
                                                       int64_t deadline_micros,
                                                       Status* error, UnitMeter* meter) {
-  Transactions* db = log_->db();
+  PendingSnapshots& pending = *log_->pending_snapshots();
   const PendingSnapshotKey key{job.sheet_id, job.segment, job.entry};
   auto fail = [&](const Status& status) {
     if (error != nullptr) *error = status;
@@ -120,9 +110,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   // nothing else would ever remove it (and it would hold back nothing, but leak).
   if (Result<SheetInfo> sheet = log_->GetSheet(job.sheet_id, meter);
       sheet.status().IsNotFound()) {
-    Status removed = db->Write([&](Connection& conn) {
-      return DeletePendingSnapshot(conn, key, std::nullopt, meter);
-    });
+    Status removed = pending.Delete(key, std::nullopt, meter);
     if (!removed.ok()) return fail(removed);
     return done_with_message(Outcome::kSheetGone);
   }
@@ -130,12 +118,17 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   // 1. The first in-progress snapshot for the log: an earlier one must finish first.
   std::optional<PendingSnapshot> first_pending;
   std::optional<PendingSnapshot> existing;
-  Status read = db->Read([&](Connection& conn) -> Status {
-    ASSIGN_OR_RETURN(first_pending, FirstPendingSnapshot(conn, job.sheet_id, meter));
-    ASSIGN_OR_RETURN(existing, GetPendingSnapshot(conn, key, meter));
-    return Status::OK();
-  });
-  if (!read.ok()) return fail(read);
+  if (Result<std::optional<PendingSnapshot>> first = pending.First(job.sheet_id, meter);
+      first.ok()) {
+    first_pending = *std::move(first);
+  } else {
+    return fail(first.status());
+  }
+  if (Result<std::optional<PendingSnapshot>> item = pending.Get(key, meter); item.ok()) {
+    existing = *std::move(item);
+  } else {
+    return fail(item.status());
+  }
   if (first_pending) {
     std::pair<int64_t, int64_t> first{first_pending->segment, first_pending->entry};
     if (first < std::make_pair(job.segment, job.entry)) {
@@ -157,7 +150,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     }
     const int64_t seen = existing->increment;
     race_point("claim");
-    Status claim = UpdatePending(db, key, seen, SetActive(true, now), meter);
+    Status claim = pending.Update(key, seen, SetActive(true, now), meter);
     if (claim.IsConditionFailed()) return done_with_message(Outcome::kDuplicateLostClaim);
     if (!claim.ok()) return fail(claim);
     increment = seen + 1;
@@ -204,17 +197,14 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     started.modified = now;
     started.active = true;
     started.increment = 1;
-    Status created = db->Write(
-        [&](Connection& conn) { return CreatePendingSnapshot(conn, started, meter); });
+    Status created = pending.Create(started, meter);
     if (created.IsConditionFailed())
       return done_with_message(Outcome::kDuplicateCreateFailed);
     if (!created.ok()) return fail(created);
     increment = 1;
   } else if (already_complete) {
     // A previous invocation completed the snapshot but died before cleaning up.
-    Status removed = db->Write([&](Connection& conn) {
-      return DeletePendingSnapshot(conn, key, increment, meter);
-    });
+    Status removed = pending.Delete(key, increment, meter);
     if (!removed.ok() && !removed.IsConditionFailed()) return fail(removed);
     return done_with_message(Outcome::kLateDuplicate);
   }
@@ -249,7 +239,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   for (const EntryRecord& e : entries) {
     if (e.type == kSnapshotType && !e.snapshot_root) {
       // An earlier snapshot has not been made yet: let it go first.
-      Status cleared = UpdatePending(db, key, increment, SetActive(false, now), meter);
+      Status cleared = pending.Update(key, increment, SetActive(false, now), meter);
       if (!cleared.ok() && !cleared.IsConditionFailed()) return fail(cleared);
       return defer(Outcome::kDeferredEarlierUnprocessed, options_.defer_seconds);
     }
@@ -265,7 +255,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     Result<bool> done = (*build)->WriteNextChunk();
     if (!done.ok()) {
       // Let a retry claim it at once instead of waiting out the stale timeout.
-      (void)UpdatePending(db, key, increment, SetActive(false, std::nullopt), meter);
+      (void)pending.Update(key, increment, SetActive(false, std::nullopt), meter);
       return fail(done.status());
     }
     Status fault = faults_->Hit("snapshot.after_chunk");
@@ -274,7 +264,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     PendingSnapshotChanges checkpointed;
     checkpointed.state = (*build)->Checkpoint().dump();
     checkpointed.modified = clock_->NowSeconds();
-    Status saved = UpdatePending(db, key, increment, checkpointed, meter);
+    Status saved = pending.Update(key, increment, checkpointed, meter);
     if (saved.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
     if (!saved.ok()) return fail(saved);
     ++increment;
@@ -282,7 +272,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     if (deadline_micros - clock_->NowMicros() < options_.handoff_margin_micros) {
       // Hand off to a fresh invocation: it resumes from the checkpoint just written.
       Status cleared =
-          UpdatePending(db, key, increment, SetActive(false, std::nullopt), meter);
+          pending.Update(key, increment, SetActive(false, std::nullopt), meter);
       if (cleared.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
       if (!cleared.ok()) return fail(cleared);
       return defer(Outcome::kHandedOff, 0);
@@ -300,9 +290,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   if (!completed.ok()) return fail(completed);
   fault = faults_->Hit("snapshot.after_complete");
   if (!fault.ok()) return fail(fault);
-  Status removed = db->Write([&](Connection& conn) {
-    return DeletePendingSnapshot(conn, key, increment, meter);
-  });
+  Status removed = pending.Delete(key, increment, meter);
   if (removed.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
   if (!removed.ok()) return fail(removed);
   SendNextJob(job, job_seq, meter);
