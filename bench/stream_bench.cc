@@ -29,6 +29,7 @@
 #include "emulator/sqlite/database.h"
 #include "emulator/stream/change_feed.h"
 #include "emulator/stream/stream_triggers.h"
+#include "src/app/schema.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -46,7 +47,7 @@ struct Fixture {
     Database::Options options;
     options.path = dir.File("sheetlog.db");
     options.sync = SyncMode::kNormal;
-    db = std::move(Database::Open(options)).value();
+    db = std::move(OpenSheetlogDatabase(options)).value();
     feed = std::make_unique<ChangeFeed>(db.get(), SystemClock::Default());
   }
 

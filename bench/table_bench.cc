@@ -18,6 +18,7 @@
 
 #include "emulator/sqlite/database.h"
 #include "emulator/table/table.h"
+#include "src/app/schema.h"
 #include "src/log/tables.h"
 #include "tests/support/temp_dir.h"
 
@@ -64,7 +65,7 @@ struct Fixture {
     Database::Options options;
     options.path = dir.File("sheetlog.db");
     options.sync = SyncMode::kNormal;
-    db = std::move(Database::Open(options)).value();
+    db = std::move(OpenSheetlogDatabase(options)).value();
     Status s = db->Write([](Connection& c) {
       return c.Exec(
           "CREATE TABLE bench_entry (sheet_id TEXT NOT NULL, segment INTEGER NOT NULL,"

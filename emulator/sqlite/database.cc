@@ -1,5 +1,6 @@
 #include "emulator/sqlite/database.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <exception>
 
@@ -217,7 +218,19 @@ Result<std::unique_ptr<Connection>> Database::OpenConnection(bool writer) {
 
 Status Database::Init() {
   ASSIGN_OR_RETURN(writer_, OpenConnection(/*writer=*/true));
-  ASSIGN_OR_RETURN(schema_version_, ApplyMigrations(*writer_, EmbeddedMigrations()));
+  std::vector<Migration> migrations = EmulatorMigrations();
+  migrations.insert(migrations.end(), options_.migrations.begin(),
+                    options_.migrations.end());
+  std::sort(migrations.begin(), migrations.end(),
+            [](const Migration& a, const Migration& b) { return a.version < b.version; });
+  for (size_t i = 1; i < migrations.size(); ++i) {
+    if (migrations[i].version == migrations[i - 1].version) {
+      return InvalidArgument(std::string("two migrations have version ") +
+                             std::to_string(migrations[i].version) + ": " +
+                             migrations[i - 1].name + " and " + migrations[i].name);
+    }
+  }
+  ASSIGN_OR_RETURN(schema_version_, ApplyMigrations(*writer_, migrations));
   for (int i = 0; i < std::max(1, options_.read_connections); ++i) {
     ASSIGN_OR_RETURN(auto reader, OpenConnection(/*writer=*/false));
     idle_readers_.push_back(std::move(reader));

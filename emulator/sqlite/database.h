@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "emulator/sqlite/migrations.h"
 #include "emulator/status.h"
 #include "emulator/table/transactions.h"
 
@@ -114,12 +115,17 @@ class Database final : public Transactions {
     int read_connections = 4;
     // Most Write() calls folded into one transaction. Default: 256.
     int max_batch = 256;
+    // The application's migrations, applied with the emulator's own
+    // (EmulatorMigrations) in one version order. A version both lists hold is refused
+    // (InvalidArgument). Default: none — the database holds only the emulator's tables.
+    std::vector<Migration> migrations;
     // Time as SQL sees it: `sheetlog_now_micros()` in triggers and statements returns
     // this clock's NowMicros(). Default: SystemClock.
     Clock* clock = nullptr;
   };
 
-  // Opens (creating if needed) the database and applies schema migrations.
+  // Opens (creating if needed) the database and applies the emulator's and
+  // `options.migrations`.
   // Fails with FailedPrecondition if the file comes from a newer sheetlog.
   static Result<std::unique_ptr<Database>> Open(const Options& options);
   ~Database() override;

@@ -1,6 +1,9 @@
-// Versioned schema migrations (schema/NNN_name.sql), embedded in the binary at build
-// time. Applied in order at start-up inside one transaction each; the `schema_version`
-// table records the highest applied version, so applying twice is a no-op.
+// Versioned schema migrations (NNN_name.sql), embedded in the binary at build time
+// (cmake/embed_schema.cmake): the emulator's own in emulator/schema/, the application's
+// in schema/, handed to Database::Open. Both share one version sequence (one database):
+// applied in version order at start-up inside one transaction each; the
+// `schema_version` table records the highest applied version, so applying twice is a
+// no-op.
 #pragma once
 
 #include <string>
@@ -18,8 +21,9 @@ struct Migration {
   const char* sql;
 };
 
-// Every migration from schema/, ordered by version. Defined in generated code.
-const std::vector<Migration>& EmbeddedMigrations();
+// The emulator's own migrations (emulator/schema/: queues, change feed, execution
+// history), ordered by version. Defined in generated code.
+const std::vector<Migration>& EmulatorMigrations();
 
 // Brings the database to the newest version in `migrations`. Returns the version now in
 // force. Fails with FailedPrecondition if the database records a version newer than any

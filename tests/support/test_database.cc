@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/app/schema.h"
+
 namespace sheetlog::testing {
 
 std::unique_ptr<Database> OpenTestDatabase(const std::string& path, Clock* clock,
@@ -10,7 +12,7 @@ std::unique_ptr<Database> OpenTestDatabase(const std::string& path, Clock* clock
   options.path = path;
   options.clock = clock;
   options.sync = sync;
-  Result<std::unique_ptr<Database>> db = Database::Open(options);
+  Result<std::unique_ptr<Database>> db = OpenSheetlogDatabase(options);
   if (!db.ok()) {
     ADD_FAILURE() << "opening " << path << ": " << db.status().ToString();
     return nullptr;

@@ -1,5 +1,6 @@
-// A real SQLite database in a test's directory (no mock: the same Database the server
-// opens), with syncs off by default so unit tests do not wait for the disk.
+// A real SQLite database in a test's directory (no mock: the same Database, with the
+// same application schema, the server opens), with syncs off by default so unit tests do
+// not wait for the disk.
 #pragma once
 
 #include <memory>
@@ -10,7 +11,8 @@
 
 namespace sheetlog::testing {
 
-// Opens (creating) the database at `path` on `clock`. Records a test failure and
+// Opens (creating) the database at `path` on `clock` with the application's schema
+// (src/app/schema.h: schema/ migrations, the `entry` stream). Records a test failure and
 // returns null if it cannot be opened.
 std::unique_ptr<Database> OpenTestDatabase(const std::string& path, Clock* clock,
                                            SyncMode sync = SyncMode::kOff);

@@ -44,7 +44,34 @@ TEST(DatabaseTest, MigrationsApplyOnceAndRecordVersion) {
   auto again = OpenDb(dir);  // applying twice is a no-op
   EXPECT_EQ(again->schema_version(), version);
   EXPECT_EQ(CountRows(*again, "schema_version"),
-            static_cast<int64_t>(EmbeddedMigrations().size()));
+            static_cast<int64_t>(EmulatorMigrations().size()));
+}
+
+// The application hands its own migrations to Open: they run in one version order with
+// the emulator's (an application table may be created between two emulator ones), and a
+// version both lists claim is refused before anything is applied.
+TEST(DatabaseTest, ApplicationMigrationsJoinTheEmulatorsInVersionOrder) {
+  testing::TempDir dir;
+  const int newest_emulator = EmulatorMigrations().back().version;
+  Database::Options options;
+  options.path = dir.File("sheetlog.db");
+  // Listed out of order: the second needs the first.
+  options.migrations = {
+      {newest_emulator + 2, "later_app.sql", "CREATE TABLE later AS SELECT * FROM app"},
+      {newest_emulator + 1, "app.sql", "CREATE TABLE app (x)"}};
+  auto db = Database::Open(options);
+  ASSERT_OK(db);
+  EXPECT_EQ((*db)->schema_version(), newest_emulator + 2);
+  EXPECT_EQ(CountRows(**db, "app"), 0);
+  EXPECT_EQ(CountRows(**db, "later"), 0);
+  EXPECT_EQ(CountRows(**db, "queue"), 0);  // the emulator's own tables are there too
+  db->reset();
+
+  testing::TempDir other;
+  options.path = other.File("sheetlog.db");
+  options.migrations = {{EmulatorMigrations().front().version, "clash.sql", "SELECT 1"}};
+  EXPECT_THAT(Database::Open(options).status(),
+              StatusIs(StatusCode::kInvalidArgument, ::testing::HasSubstr("clash.sql")));
 }
 
 TEST(DatabaseTest, NewerDatabaseIsRefusedUntouched) {

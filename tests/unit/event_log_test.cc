@@ -10,6 +10,7 @@
 
 #include "emulator/json_text.h"
 #include "emulator/stream/change_feed.h"
+#include "src/app/schema.h"
 #include "src/log/pending_snapshots.h"
 #include "src/log/tables.h"
 #include "tests/support/status_matchers.h"
@@ -29,7 +30,7 @@ class EventLogTest : public ::testing::Test {
     db_options.path = dir_.File("sheetlog.db");
     db_options.clock = &clock_;
     db_options.sync = SyncMode::kOff;
-    auto db = Database::Open(db_options);
+    auto db = OpenSheetlogDatabase(db_options);
     ASSERT_OK(db);
     db_ = std::move(db).value();
     log_ = std::make_unique<EventLog>(db_.get(), &clock_, &faults_, options);

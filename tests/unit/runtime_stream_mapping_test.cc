@@ -14,6 +14,7 @@
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/runtime/function_runtime.h"
+#include "src/app/schema.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog {
@@ -143,7 +144,7 @@ class StreamMappingTest : public ::testing::Test {
     Database::Options options;
     options.path = dir_.File("sheetlog.db");
     options.clock = &clock_;
-    auto db = Database::Open(options);
+    auto db = OpenSheetlogDatabase(options);
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     db_ = std::move(db).value();
     feed_ = std::make_unique<ChangeFeed>(db_.get(), &clock_);

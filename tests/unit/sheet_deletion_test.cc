@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "emulator/sqlite/database.h"
+#include "src/app/schema.h"
 #include "src/log/sheet_blobs.h"
 #include "tests/support/blob_fixture.h"
 #include "tests/support/status_matchers.h"
@@ -24,7 +25,7 @@ class SheetDeletionTest : public ::testing::Test {
   void SetUp() override {
     Database::Options options;
     options.path = dir_.File("sheetlog.db");
-    Result<std::unique_ptr<Database>> db = Database::Open(options);
+    Result<std::unique_ptr<Database>> db = OpenSheetlogDatabase(options);
     ASSERT_OK(db);
     db_ = std::move(db).value();
     blobs_ = testing::OpenTestBlobStore(dir_.File("blobs"), &clock_);

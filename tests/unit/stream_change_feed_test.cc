@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <thread>
@@ -9,6 +11,7 @@
 #include "emulator/env/clock.h"
 #include "emulator/stream/change_feed.h"
 #include "emulator/stream/stream_triggers.h"
+#include "src/app/schema.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -21,7 +24,7 @@ std::unique_ptr<Database> OpenDb(const testing::TempDir& dir, Clock* clock) {
   Database::Options options;
   options.path = dir.File("sheetlog.db");
   options.clock = clock;
-  auto db = Database::Open(options);
+  auto db = OpenSheetlogDatabase(options);
   EXPECT_OK(db);
   return std::move(db).value();
 }
@@ -401,6 +404,53 @@ TEST(ChangeFeedTest, ShardCountComesFromTheConfigRow) {
   ChangeFeed none(db.get(), &clock, "missing");
   EXPECT_TRUE(none.Config().status().IsNotFound());
   EXPECT_EQ(feed.Read(0, 0, 0).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Databases created before the application attached `entry` with AttachStream keep the
+// hand-written triggers of the old schema/007 (tests/data/legacy_entry_triggers.sql):
+// both must write the same records, or old and new data directories would feed the
+// snapshot pipeline and the live updates differently.
+TEST(ChangeFeedTest, AttachedEntryTriggersWriteWhatTheLegacyOnesWrote) {
+  auto records_of = [](bool legacy) {
+    testing::TempDir dir;
+    ManualClock clock;
+    auto db = OpenDb(dir, &clock);
+    if (legacy) {
+      std::ifstream file(std::string(SHEETLOG_SOURCE_DIR) +
+                         "/tests/data/legacy_entry_triggers.sql");
+      const std::string sql((std::istreambuf_iterator<char>(file)),
+                            std::istreambuf_iterator<char>());
+      EXPECT_NE(sql.find("CREATE TRIGGER"), std::string::npos);
+      EXPECT_OK(db->Write([&](Connection& c) -> Status {
+        for (const char* event : {"insert", "update", "delete"}) {
+          RETURN_IF_ERROR(c.Exec(std::string("DROP TRIGGER stream_entry_") + event));
+        }
+        return c.Exec(sql);
+      }));
+    }
+    EXPECT_OK(Insert(*db, "sheet-a", 0, 0, "Snapshot"));
+    EXPECT_OK(db->Write([](Connection& c) {
+      return InsertEntry(c, "sheet-a", 0, 1, "SetCell", std::string("entries/x"));
+    }));
+    EXPECT_OK(db->Write([](Connection& c) -> Status {
+      RETURN_IF_ERROR(c.Exec("UPDATE entry SET snapshot_root = 'r' WHERE num = 0"));
+      RETURN_IF_ERROR(c.Exec(R"(UPDATE entry SET metadata = '{"snapshot":"s"}')"));
+      RETURN_IF_ERROR(c.Exec("UPDATE entry SET type = type"));  // no change: no record
+      return c.Exec("DELETE FROM entry WHERE num = 1");
+    }));
+    ChangeFeed feed(db.get(), &clock);
+    std::vector<StreamRecord> all = ReadAll(feed, ShardOf(*db, "sheet-a", 0));
+    nlohmann::json out = nlohmann::json::array();
+    for (const StreamRecord& r : all) {
+      out.push_back({static_cast<int>(r.event_name), r.sequence, r.keys, r.new_image,
+                     r.old_image, r.created_micros});
+    }
+    return out;
+  };
+  const nlohmann::json attached = records_of(false);
+  ASSERT_EQ(attached.size(), 6u);  // 2 inserts, 3 modifies (root, 2 metadata), 1 remove
+  EXPECT_EQ(attached[3][3]["metadata"], R"({"snapshot":"s"})");
+  EXPECT_EQ(records_of(true), attached);
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+// The application's schema, handed to the emulator's Database by the composition root:
+// the migrations of schema/ (the event log's tables, uploads, sheet deletion; the
+// emulator applies its own from emulator/schema/ in the same version order) and the
+// change-feed attachment of `entry`, the stream seed 000's snapshot pipeline and the
+// live updates read.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "emulator/sqlite/database.h"
+#include "emulator/sqlite/migrations.h"
+#include "emulator/status.h"
+
+namespace sheetlog {
+
+// schema/*.sql in version order. Defined in generated code (cmake/embed_schema.cmake).
+const std::vector<Migration>& SheetlogMigrations();
+
+// Attaches the `entry` table to the change feed (4 shards by (sheet_id, segment), so a
+// segment's entries are in one shard in order; 24 hours of retention; every column in
+// the images). A no-op when attached already.
+// REQUIRES: `conn` is in a write transaction.
+Status AttachEntryStream(Connection& conn);
+
+// Database::Open with the application's migrations, then AttachEntryStream: the
+// database every sheetlog process (and every test of the layers above the emulator)
+// works on. `options.migrations` is replaced.
+Result<std::unique_ptr<Database>> OpenSheetlogDatabase(Database::Options options);
+
+}  // namespace sheetlog
