@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 
 #include "emulator/status.h"
 #include "src/sheet/a1.h"
@@ -84,8 +85,17 @@ std::string ShiftFormula(std::string_view formula, int64_t rows, int64_t cols) {
       out.append(token);
       continue;
     }
-    const int64_t new_col = *col + (col_fixed ? 0 : cols);
-    const int64_t new_row = *row + (row_fixed ? 0 : rows);
+    // The row number may have up to 19 digits: a sum past int64 is off the grid too
+    // (and adding would overflow). Both numbers parsed are >= 0.
+    const int64_t col_shift = col_fixed ? 0 : cols;
+    const int64_t row_shift = row_fixed ? 0 : rows;
+    if ((col_shift > 0 && *col > INT64_MAX - col_shift) ||
+        (row_shift > 0 && *row > INT64_MAX - row_shift)) {
+      out.append("#REF!");
+      continue;
+    }
+    const int64_t new_col = *col + col_shift;
+    const int64_t new_row = *row + row_shift;
     if (new_col < 1 || new_col > kXlsxMaxColumns || new_row < 1 ||
         new_row > kXlsxMaxRows) {
       out.append("#REF!");

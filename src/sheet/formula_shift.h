@@ -21,8 +21,8 @@ namespace sheetlog {
 //                the digits, whole-column and whole-row references ("A:A", "1:1"),
 //                R1C1 references, and a row number too long for int64.
 //   off the grid a reference that lands outside XLSX's grid (A..XFD, 1..1048576) —
-//                or was outside it and still is (column XFE, row 0) — becomes "#REF!",
-//                as spreadsheet tools do.
+//                or was outside it and still is (column XFE, row 0), or whose shifted
+//                row or column is past int64 — becomes "#REF!", as spreadsheet tools do.
 // An unterminated literal runs to the end and is kept as it is.
 std::string ShiftFormula(std::string_view formula, int64_t rows, int64_t cols);
 

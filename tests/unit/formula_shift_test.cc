@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace sheetlog {
 namespace {
 
@@ -94,6 +96,17 @@ TEST(FormulaShiftTest, AReferenceOutsideTheGridIsRefErrorEvenUnmoved) {
 TEST(FormulaShiftTest, RowNumbersAreWrittenWithoutLeadingZeros) {
   EXPECT_EQ(ShiftFormula("A01", 0, 0), "A1");
   EXPECT_EQ(ShiftFormula("A009", 1, 0), "A10");
+}
+
+// A row number that fits int64 but overflows it once shifted (a hostile file's shared
+// formula): off the grid, no signed overflow.
+TEST(FormulaShiftTest, AShiftPastInt64IsRefError) {
+  EXPECT_EQ(ShiftFormula("A9223372036854775807", 1, 0), "#REF!");
+  EXPECT_EQ(ShiftFormula("A9223372036854775807", 0, 0), "#REF!");
+  EXPECT_EQ(ShiftFormula("A1", INT64_MAX, 0), "#REF!");
+  EXPECT_EQ(ShiftFormula("B1", 0, INT64_MAX), "#REF!");
+  // An anchored row is not moved (nothing to overflow) but is off the grid.
+  EXPECT_EQ(ShiftFormula("A$9223372036854775807", 1, 1), "#REF!");
 }
 
 TEST(FormulaShiftTest, ARowNumberTooLongForInt64IsLeftAlone) {

@@ -181,6 +181,23 @@ TEST_F(XlsxImportTest, SharedInlineErrorAndSharedFormulaCells) {
   EXPECT_EQ(ours["A4"]["value"], 3);
 }
 
+// A hostile shared formula: the master's row number fits int64, moved one row down it
+// does not. The moved reference is off the grid (#REF!), not a signed overflow.
+TEST_F(XlsxImportTest, SharedFormulaMovedPastInt64IsRefError) {
+  const std::string sheet = R"(<?xml version="1.0"?>
+<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>
+<row r="1"><c r="A1"><f t="shared" ref="A1:A2" si="0">B9223372036854775807+B1</f></c></row>
+<row r="2"><c r="A2"><f t="shared" si="0"/></c></row>
+</sheetData></worksheet>)";
+  const std::string path = dir_.File("overflow.xlsx");
+  ASSERT_EQ(PythonZip(path, MinimalXlsxParts(sheet)), "");
+  Status status;
+  json ours = OurCells(path, "", &status);
+  ASSERT_OK(status);
+  EXPECT_EQ(ours["A1"]["value"], "=B9223372036854775807+B1");
+  EXPECT_EQ(ours["A2"]["value"], "=#REF!+B2");
+}
+
 TEST_F(XlsxImportTest, TruncatedZipIsRefused) {
   const std::string path = dir_.File("whole.xlsx");
   ASSERT_EQ(OpenpyxlWrite(path, SampleCells()), "");
