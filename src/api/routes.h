@@ -23,11 +23,11 @@ void RegisterSheetRoutes(Router& router, App& app);
 void RegisterAdminControlRoutes(Router& router, App& app);
 void RegisterBlobRoutes(Router& router, App& app);
 void RegisterSpreadsheetRoutes(Router& router, App& app);
-void RegisterAdminStateRoutes(Router& router, App& app);
+void RegisterPipelineRoutes(Router& router, App& app);
 void RegisterMaintenanceRoutes(Router& router, App& app);
 // GET /v1/sheets/{id}/events (Server-Sent Events). The returned object runs the
 // streams: keep it until the HTTP server has stopped.
-std::shared_ptr<void> RegisterEventRoutes(Router& router, App& app);
+std::shared_ptr<void> RegisterLiveUpdateRoutes(Router& router, App& app);
 // The web console's files under /console/ (no token), and "/" redirecting there.
 void RegisterConsoleRoutes(Router& router);
 // Charges a request on a sheet's routes (or one that created a sheet) to that sheet's

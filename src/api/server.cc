@@ -58,9 +58,9 @@ void ApiServer::RegisterRoutes() {
   RegisterAdminControlRoutes(*router_, *app_);
   RegisterBlobRoutes(*router_, *app_);
   RegisterSpreadsheetRoutes(*router_, *app_);
-  RegisterAdminStateRoutes(*router_, *app_);
+  RegisterPipelineRoutes(*router_, *app_);
   RegisterMaintenanceRoutes(*router_, *app_);
-  events_ = RegisterEventRoutes(*router_, *app_);
+  events_ = RegisterLiveUpdateRoutes(*router_, *app_);
   RegisterConsoleRoutes(*router_);
 }
 

@@ -81,7 +81,7 @@ QueueOptions ExistingQueue(App& app, const std::string& name) {
 
 }  // namespace
 
-void RegisterAdminStateRoutes(Router& router, App& app) {
+void RegisterPipelineRoutes(Router& router, App& app) {
   RouteOptions admin{/*auth=*/true, /*storage=*/false};
 
   router.Get(

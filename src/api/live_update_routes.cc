@@ -386,7 +386,7 @@ class SheetEventStreams {
 
 }  // namespace
 
-std::shared_ptr<void> RegisterEventRoutes(Router& router, App& app) {
+std::shared_ptr<void> RegisterLiveUpdateRoutes(Router& router, App& app) {
   auto streams = std::make_shared<SheetEventStreams>(app);
   SheetEventStreams* events = streams.get();
   router.Get(
