@@ -3,7 +3,7 @@
 #include "src/log/tables.h"
 #include "src/ops/replay.h"
 #include "src/sheet/delta.h"
-#include "src/snapshot/build_factory.h"
+#include "src/snapshot/sheet_plan.h"
 #include "src/snapshot/snapshot_id.h"
 #include "src/snapshot/snapshot_reader.h"
 

@@ -1,6 +1,6 @@
 #include "src/ops/replay.h"
 
-#include "src/snapshot/build_factory.h"
+#include "src/snapshot/sheet_plan.h"
 
 namespace sheetlog {
 

@@ -6,7 +6,7 @@
 #include "src/log/uploads.h"
 #include "src/ops/replay.h"
 #include "src/sheet/sheet.h"
-#include "src/snapshot/build_factory.h"
+#include "src/snapshot/sheet_plan.h"
 #include "src/snapshot/snapshot_reader.h"
 
 namespace sheetlog {

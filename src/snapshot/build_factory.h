@@ -7,11 +7,6 @@
 #include "src/snapshot/snapshot_builder.h"
 #include "src/snapshot/worker.h"
 
-// Not used here: src/ops/ and src/app/ still reach PlanSheet, EditsOfEntries and
-// BlobPayloadSource through this header; they should include these two themselves.
-#include "src/snapshot/blob_payload_source.h"
-#include "src/snapshot/sheet_plan.h"
-
 namespace sheetlog {
 
 // Builds write to `blobs` with `options` (tests shrink the chunk size to make a small

@@ -9,7 +9,7 @@
 #include "emulator/env/faults.h"
 #include "src/log/tables.h"
 #include "src/sheet/a1.h"
-#include "src/snapshot/build_factory.h"
+#include "src/snapshot/sheet_plan.h"
 #include "tests/support/blob_fixture.h"
 #include "tests/support/random_edits.h"
 #include "tests/support/status_matchers.h"

@@ -15,6 +15,7 @@
 #include "src/log/tables.h"
 #include "src/sheet/sheet.h"
 #include "src/snapshot/build_factory.h"
+#include "src/snapshot/sheet_plan.h"
 #include "src/snapshot/sheet_view.h"
 #include "src/snapshot/snapshot_reader.h"
 #include "src/snapshot/worker.h"
