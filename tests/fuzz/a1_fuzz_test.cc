@@ -10,12 +10,12 @@
 namespace sheetlog::testing {
 namespace {
 
-constexpr size_t kMaxMessageBytes = 1024;
+constexpr size_t kMaxA1MessageBytes = 1024;
 
 void ExpectRefusal(const Status& status, const std::string& what) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << what << status.ToString();
   EXPECT_FALSE(status.message().empty());
-  EXPECT_LE(status.message().size(), kMaxMessageBytes) << what;
+  EXPECT_LE(status.message().size(), kMaxA1MessageBytes) << what;
 }
 
 void CheckText(std::string_view text) {

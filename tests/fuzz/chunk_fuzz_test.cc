@@ -20,11 +20,11 @@
 namespace sheetlog::testing {
 namespace {
 
-constexpr size_t kMaxMessageBytes = 1024;
+constexpr size_t kMaxChunkMessageBytes = 1024;
 
 void ExpectRefusal(const Status& status) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
-  EXPECT_LE(status.message().size(), kMaxMessageBytes);
+  EXPECT_LE(status.message().size(), kMaxChunkMessageBytes);
 }
 
 // Decodes one tile, bounded: a tile of n cells takes at least n bytes.

@@ -13,7 +13,7 @@
 namespace sheetlog::testing {
 namespace {
 
-constexpr size_t kMaxMessageBytes = 1024;
+constexpr size_t kMaxCsvMessageBytes = 1024;
 
 struct Parsed {
   Status status;
@@ -41,7 +41,7 @@ void CheckCsv(const std::string& bytes) {
     EXPECT_EQ(whole.status.code(), StatusCode::kInvalidArgument)
         << whole.status.ToString();
     EXPECT_EQ(whole.status.message().rfind("CSV line ", 0), 0u) << whole.status.message();
-    EXPECT_LE(whole.status.message().size(), kMaxMessageBytes);
+    EXPECT_LE(whole.status.message().size(), kMaxCsvMessageBytes);
   }
   EXPECT_LE(whole.cells.size(), bytes.size() + 1);
   for (size_t i = 0; i < whole.cells.size(); ++i) {

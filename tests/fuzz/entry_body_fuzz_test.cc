@@ -23,7 +23,7 @@ constexpr const char* kBuiltinTypes[] = {
 // An error message quotes the field and the offending text. Today it quotes an unknown
 // field's name whole (sheet_edit.cc, cell.cc), so the bound is the input's size plus a
 // sentence: an error must never amplify what the client sent.
-constexpr size_t kMaxMessageOverhead = 1024;
+constexpr size_t kMaxBodyMessageOverhead = 1024;
 
 FuzzDictionary JsonDictionary() {
   FuzzDictionary d;
@@ -77,7 +77,7 @@ void CheckBody(std::string_view type, const json& body, size_t input_bytes) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument)
         << type << ": " << status.ToString();
     EXPECT_FALSE(status.message().empty());
-    EXPECT_LE(status.message().size(), input_bytes + kMaxMessageOverhead)
+    EXPECT_LE(status.message().size(), input_bytes + kMaxBodyMessageOverhead)
         << status.message().substr(0, 300);
     return;
   }

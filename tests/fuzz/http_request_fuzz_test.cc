@@ -26,7 +26,7 @@ constexpr size_t kMaxInflated = 256 << 10;
 // A refusal quotes what it refuses (an unknown content coding whole), so the bound is
 // the input's size plus a sentence: an error must never amplify what the client sent
 // (the server bounds the head itself).
-constexpr size_t kMaxMessageOverhead = 1024;
+constexpr size_t kMaxHeadMessageOverhead = 1024;
 constexpr int kMaxPipelined = 8;
 
 // FindHeadEnd over growing prefixes, resuming each search where the last one stopped,
@@ -75,7 +75,7 @@ Decoded DecodeBody(const RequestHead& head, std::string_view input, size_t piece
   if (out.state == BodyDecoder::State::kError) {
     out.error = decoder.error();
     EXPECT_FALSE(out.error.empty());
-    EXPECT_LE(out.error.size(), input.size() + kMaxMessageOverhead);
+    EXPECT_LE(out.error.size(), input.size() + kMaxHeadMessageOverhead);
   }
   return out;
 }
@@ -97,7 +97,7 @@ void CheckRequests(const std::string& bytes) {
       static const std::set<int> kStatuses = {400, 413, 414, 415, 431, 501, 505};
       EXPECT_TRUE(kStatuses.count(error.status)) << error.status << " " << error.message;
       EXPECT_FALSE(error.message.empty());
-      EXPECT_LE(error.message.size(), rest.size() + kMaxMessageOverhead);
+      EXPECT_LE(error.message.size(), rest.size() + kMaxHeadMessageOverhead);
       return;  // the connection answers and closes
     }
     EXPECT_FALSE(head.request.method.empty());

@@ -20,7 +20,7 @@ using nlohmann::json;
 
 // A parse error quotes nlohmann's last token whole ("last read: '...'"), so the bound is
 // the input's size plus a sentence: an error must never amplify what the client sent.
-constexpr size_t kMaxMessageOverhead = 1024;
+constexpr size_t kMaxJsonMessageOverhead = 1024;
 
 void CheckUtf8Functions(const std::string& bytes) {
   const bool valid = api::IsValidUtf8(bytes);
@@ -43,7 +43,7 @@ void CheckJson(const std::string& bytes) {
     EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument)
         << parsed.status().ToString();
     EXPECT_TRUE(api::IsValidUtf8(parsed.status().message()));
-    EXPECT_LE(parsed.status().message().size(), bytes.size() + kMaxMessageOverhead)
+    EXPECT_LE(parsed.status().message().size(), bytes.size() + kMaxJsonMessageOverhead)
         << parsed.status().message().substr(0, 300);
     return;
   }

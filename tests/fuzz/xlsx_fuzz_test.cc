@@ -23,7 +23,7 @@ namespace {
 // deflated .rels part ("the package has no part '...'") can be longer than the file, so
 // the bound is absolute; the corpus' mutants stay far below it unless a message grows
 // with the inflated data without limit.
-constexpr size_t kMaxMessageBytes = 64 << 10;
+constexpr size_t kMaxXlsxMessageBytes = 64 << 10;
 
 using Parts = std::vector<std::pair<std::string, std::string>>;  // name -> bytes
 
@@ -102,7 +102,7 @@ void CheckXlsx(const std::string& bytes) {
   if (!status.ok()) {
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
     EXPECT_FALSE(status.message().empty());
-    EXPECT_LE(status.message().size(), kMaxMessageBytes)
+    EXPECT_LE(status.message().size(), kMaxXlsxMessageBytes)
         << status.message().substr(0, 300);
   }
   EXPECT_LE(cells, static_cast<int64_t>(bytes.size()) * 64 + 64) << "cells from nothing";

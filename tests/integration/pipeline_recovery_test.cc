@@ -31,7 +31,7 @@ std::string CreateSheet(httplib::Client& client, int snapshot_every) {
   return r.body.value("id", "");
 }
 
-void Append(httplib::Client& client, const std::string& sheet, int i) {
+void AppendCell(httplib::Client& client, const std::string& sheet, int i) {
   JsonResponse r =
       Post(client, "/v1/sheets/" + sheet + "/entries",
            json{{"type", "SetCell"},
@@ -105,7 +105,7 @@ TEST(PipelineRecoveryTest, SnapshotKilledMidBuildCompletesAfterRestartByItself) 
   const std::string sheet = CreateSheet(client, 0);
   std::string stuck;
   ASSERT_GE(DrainSnapshots(client, sheet, kRecoveryBudgetSeconds, 5, &stuck), 0) << stuck;
-  for (int i = 0; i < 35; ++i) Append(client, sheet, i);
+  for (int i = 0; i < 35; ++i) AppendCell(client, sheet, i);
   ASSERT_EQ(Post(client, "/v1/admin/faults",
                  json{{"point", "snapshot.after_chunk"}, {"kind", "crash"}})
                 .status,
@@ -139,7 +139,7 @@ TEST(PipelineRecoveryTest, BurstOfSnapshotsDrainsWithoutDeadLetters) {
   for (int w = 0; w < 16; ++w) {
     writers.emplace_back([&, w] {
       httplib::Client mine = server.Client();
-      for (int i = 0; i < 20; ++i) Append(mine, sheet, w * 100 + i);
+      for (int i = 0; i < 20; ++i) AppendCell(mine, sheet, w * 100 + i);
     });
   }
   for (std::thread& t : writers) t.join();

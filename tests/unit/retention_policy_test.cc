@@ -8,7 +8,7 @@
 namespace sheetlog {
 namespace {
 
-constexpr int64_t kDay = 24 * 3600;
+constexpr int64_t kDaySeconds = 24 * 3600;
 
 // Four segments of 10 entries each, created at day 0, 10, 20 and 30.
 std::vector<SegmentInfo> FourSegments() {
@@ -17,14 +17,14 @@ std::vector<SegmentInfo> FourSegments() {
     SegmentInfo s;
     s.num = num;
     s.first_seq = num * 10;
-    s.created = num * 10 * kDay;
+    s.created = num * 10 * kDaySeconds;
     segments.push_back(s);
   }
   return segments;
 }
 
 TEST(RetentionPolicyTest, OffKeepsEverything) {
-  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 100 * kDay, RetentionOptions{}), 0);
+  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 100 * kDaySeconds, RetentionOptions{}), 0);
 }
 
 TEST(RetentionPolicyTest, RetainSegmentsKeepsTheNewestN) {
@@ -44,21 +44,21 @@ TEST(RetentionPolicyTest, RetainDaysKeepsEverySegmentWithARecentEntry) {
   options.retain_days = 15;
   // At day 36 the horizon is day 21: segment 1 ended at day 20 (segment 2's creation),
   // segment 2 ended at day 30, after the horizon: segments 2 and 3 stay.
-  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 36 * kDay, options), 20);
+  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 36 * kDaySeconds, options), 20);
   // At day 35 the horizon is day 20 exactly: segment 1's last entry may be from day 20.
-  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 35 * kDay, options), 10);
+  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 35 * kDaySeconds, options), 10);
   // Long after: only the newest segment is left to keep (Truncate never drops it).
-  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 1000 * kDay, options), 30);
+  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 1000 * kDaySeconds, options), 30);
 }
 
 TEST(RetentionPolicyTest, BothLimitsKeepWhatEitherKeeps) {
   RetentionOptions options;
   options.retain_segments = 1;
   options.retain_days = 15;
-  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 36 * kDay, options), 20);
+  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 36 * kDaySeconds, options), 20);
   options.retain_segments = 3;
   options.retain_days = 1;
-  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 36 * kDay, options), 10);
+  EXPECT_EQ(RetentionCutoffSeq(FourSegments(), 36 * kDaySeconds, options), 10);
 }
 
 }  // namespace

@@ -21,10 +21,10 @@ namespace sheetlog {
 namespace {
 
 using namespace std::chrono_literals;
-constexpr auto kPatience = 30s;  // real-time bound on waiting for background threads
+constexpr auto kWaitBound = 30s;  // real-time bound on waiting for background threads
 
 // Everything the runtime reported, awaitable.
-class EventLog {
+class RuntimeEventLog {
  public:
   void Add(const RuntimeEvent& e) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -34,7 +34,7 @@ class EventLog {
   template <typename Pred>
   bool WaitFor(Pred pred) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kPatience, [&] { return pred(events_); });
+    return cv_.wait_for(lock, kWaitBound, [&] { return pred(events_); });
   }
   bool WaitForCheckpoint(const std::string& mapping, int shard, int64_t sequence) {
     return WaitFor([&](const std::vector<RuntimeEvent>& events) {
@@ -89,7 +89,7 @@ class Calls {
   }
   bool WaitForCount(size_t n) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kPatience, [&] { return calls_.size() >= n; });
+    return cv_.wait_for(lock, kWaitBound, [&] { return calls_.size() >= n; });
   }
   // Sequences of `shard` in delivery order (every invocation, failed ones included).
   std::vector<int64_t> Delivered(int shard) {
@@ -108,7 +108,7 @@ class Calls {
 };
 
 // A gate a handler waits at until the test opens it.
-class Gate {
+class StreamGate {
  public:
   void Arrive() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -118,7 +118,7 @@ class Gate {
   }
   bool WaitForArrivals(int n) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kPatience, [&] { return waiting_ >= n; });
+    return cv_.wait_for(lock, kWaitBound, [&] { return waiting_ >= n; });
   }
   void Open() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -232,7 +232,7 @@ class StreamMappingTest : public ::testing::Test {
   FaultInjector faults_{&clock_};
   std::unique_ptr<Database> db_;
   std::unique_ptr<ChangeFeed> feed_;
-  EventLog events_;
+  RuntimeEventLog events_;
   Calls calls_;
   std::unique_ptr<FunctionRuntime> runtime_;
 };
@@ -655,7 +655,7 @@ TEST_F(StreamMappingTest, ReplayRerunsTheRecordOfADeadInvocationsStartedRow) {
 TEST_F(StreamMappingTest, ShardsRunInParallelAndStopDrainsTheInFlightBatch) {
   auto [slow, fast] = SheetsInTwoShards();
   const int slow_shard = ShardOf(slow), fast_shard = ShardOf(fast);
-  Gate gate;
+  StreamGate gate;
   FunctionRuntime& rt = NewRuntime(/*workers=*/2);
   ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
                   if (batch.front().shard == slow_shard) gate.Arrive();

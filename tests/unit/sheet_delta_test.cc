@@ -7,8 +7,8 @@
 namespace sheetlog {
 namespace {
 
-Cell Num(double v) { return Cell{CellValue::Number(v), ""}; }
-CellRef Ref(std::string_view a1) { return *ParseCellRef(a1); }
+Cell Number(double v) { return Cell{CellValue::Number(v), ""}; }
+CellRef A1(std::string_view a1) { return *ParseCellRef(a1); }
 
 std::string Dump(const std::vector<PlacedCell>& cells) {
   std::string out;
@@ -34,24 +34,24 @@ TEST(SheetDeltaTest, NothingHappenedIsANoop) {
   delta.Apply(SkippedEdit{"Comment", 1, false});
   EXPECT_TRUE(delta.IsNoop());
   EXPECT_EQ(delta.stats().skipped_unknown, 1);
-  std::vector<PlacedCell> old{{Ref("A1"), Num(1)}};
+  std::vector<PlacedCell> old{{A1("A1"), Number(1)}};
   EXPECT_EQ(delta.ApplyTo(old), old);
 }
 
 TEST(SheetDeltaTest, AWriteMovesWithALaterInsert) {
   SheetDelta delta;
-  delta.Apply(SetCellEdit{Ref("B2"), Num(1)});
+  delta.Apply(SetCellEdit{A1("B2"), Number(1)});
   delta.Apply(InsertRowsEdit{1, 3, {}});
   delta.Apply(InsertColumnsEdit{0, 1});
   EXPECT_EQ(DumpOverlay(delta.overlay()), "C5=1");  // keyed by the final position
-  EXPECT_EQ(delta.transform().Forward(Ref("B2")), Ref("C5"));
-  EXPECT_EQ(delta.transform().Forward(Ref("A1")), Ref("B1"));
+  EXPECT_EQ(delta.transform().Forward(A1("B2")), A1("C5"));
+  EXPECT_EQ(delta.transform().Forward(A1("A1")), A1("B1"));
 }
 
 TEST(SheetDeltaTest, AWriteIntoALaterDeletedRowIsGone) {
   SheetDelta delta;
-  delta.Apply(SetCellEdit{Ref("A3"), Num(3)});
-  delta.Apply(SetCellEdit{Ref("A5"), Num(5)});
+  delta.Apply(SetCellEdit{A1("A3"), Number(3)});
+  delta.Apply(SetCellEdit{A1("A5"), Number(5)});
   delta.Apply(DeleteRowsEdit{2, 2});
   EXPECT_EQ(DumpOverlay(delta.overlay()), "A3=5");
   delta.Apply(DeleteColumnsEdit{1, 1});
@@ -60,33 +60,33 @@ TEST(SheetDeltaTest, AWriteIntoALaterDeletedRowIsGone) {
 
 TEST(SheetDeltaTest, ClearsAreRecordedAndRemoveOldCells) {
   SheetDelta delta;
-  delta.Apply(SetCellEdit{Ref("A1"), Cell{}});
+  delta.Apply(SetCellEdit{A1("A1"), Cell{}});
   EXPECT_EQ(DumpOverlay(delta.overlay()), "A1=clear");
   delta.Apply(InsertRowsEdit{0, 1, {}});
   EXPECT_EQ(DumpOverlay(delta.overlay()), "A2=clear");
   // The old A1 moved to A2 and was cleared there; the old B1 moved to B2.
-  EXPECT_EQ(Dump(delta.ApplyTo({{Ref("A1"), Num(1)}, {Ref("B1"), Num(2)}})), "B2=2");
+  EXPECT_EQ(Dump(delta.ApplyTo({{A1("A1"), Number(1)}, {A1("B1"), Number(2)}})), "B2=2");
 }
 
 TEST(SheetDeltaTest, InsertRowValuesLandInTheFirstInsertedRow) {
   SheetDelta delta;
-  delta.Apply(InsertRowsEdit{2, 2, {{1, Num(7)}, {3, Num(8)}}});
+  delta.Apply(InsertRowsEdit{2, 2, {{1, Number(7)}, {3, Number(8)}}});
   EXPECT_EQ(DumpOverlay(delta.overlay()), "A3=7 C3=8");
-  EXPECT_EQ(Dump(delta.ApplyTo({{Ref("A3"), Num(1)}})), "A3=7 C3=8 A5=1");
+  EXPECT_EQ(Dump(delta.ApplyTo({{A1("A3"), Number(1)}})), "A3=7 C3=8 A5=1");
 }
 
 TEST(SheetDeltaTest, ReplacingImportDropsEverythingOlder) {
   SheetDelta delta;
-  delta.Apply(SetCellEdit{Ref("A1"), Num(1)});
+  delta.Apply(SetCellEdit{A1("A1"), Number(1)});
   ImportEdit replace;
-  replace.at = Ref("B2");
-  replace.cells = std::make_shared<ImportedCells>(ImportedCells{{{1, 1}, Num(9)}});
+  replace.at = A1("B2");
+  replace.cells = std::make_shared<ImportedCells>(ImportedCells{{{1, 1}, Number(9)}});
   delta.Apply(replace);
   EXPECT_TRUE(delta.replaced());
   EXPECT_EQ(DumpOverlay(delta.overlay()), "B2=9");
   EXPECT_TRUE(delta.transform().rows().pieces().empty());
   delta.Apply(InsertRowsEdit{0, 1, {}});
-  EXPECT_EQ(Dump(delta.ApplyTo({{Ref("A1"), Num(1)}, {Ref("C3"), Num(3)}})), "B3=9");
+  EXPECT_EQ(Dump(delta.ApplyTo({{A1("A1"), Number(1)}, {A1("C3"), Number(3)}})), "B3=9");
   delta.Reset();
   EXPECT_TRUE(delta.IsNoop());
 }
@@ -95,41 +95,42 @@ TEST(SheetDeltaTest, MergingImportWritesOverAndClips) {
   SheetDelta delta(/*row_limit=*/3, /*col_limit=*/3);
   ImportEdit merge;
   merge.mode = ImportEdit::Mode::kMerge;
-  merge.at = Ref("B2");
+  merge.at = A1("B2");
   merge.cells = std::make_shared<ImportedCells>(
-      ImportedCells{{{1, 1}, Num(1)}, {{3, 1}, Num(2)}, {{1, 3}, Num(3)}});
+      ImportedCells{{{1, 1}, Number(1)}, {{3, 1}, Number(2)}, {{1, 3}, Number(3)}});
   delta.Apply(merge);
   EXPECT_FALSE(delta.replaced());
   EXPECT_EQ(DumpOverlay(delta.overlay()), "B2=1");  // the other two are off the grid
-  EXPECT_EQ(Dump(delta.ApplyTo({{Ref("A1"), Num(0)}, {Ref("B2"), Num(5)}})), "A1=0 B2=1");
+  EXPECT_EQ(Dump(delta.ApplyTo({{A1("A1"), Number(0)}, {A1("B2"), Number(5)}})),
+            "A1=0 B2=1");
 }
 
 TEST(SheetDeltaTest, MergerStreamsInOrderWithOverlayInterleaved) {
   SheetDelta delta;
-  delta.Apply(InsertRowsEdit{1, 1, {{2, Num(20)}}});  // B2 = 20 in a new row 2
-  delta.Apply(SetCellEdit{Ref("A1"), Num(10)});       // over an old cell
-  delta.Apply(SetCellEdit{Ref("C9"), Num(90)});       // after every old cell
+  delta.Apply(InsertRowsEdit{1, 1, {{2, Number(20)}}});  // B2 = 20 in a new row 2
+  delta.Apply(SetCellEdit{A1("A1"), Number(10)});        // over an old cell
+  delta.Apply(SetCellEdit{A1("C9"), Number(90)});        // after every old cell
   std::vector<std::string> seen;
   DeltaMerger merger(delta, [&](const CellRef& ref, const Cell& cell) {
     seen.push_back(FormatCellRef(ref) + "=" + cell.DebugString());
   });
-  merger.Add(Ref("A1"), Num(1));
-  merger.Add(Ref("B1"), Num(2));
-  merger.Add(Ref("A2"), Num(3));
+  merger.Add(A1("A1"), Number(1));
+  merger.Add(A1("B1"), Number(2));
+  merger.Add(A1("A2"), Number(3));
   merger.Finish();
   EXPECT_EQ(seen, (std::vector<std::string>{"A1=10", "B1=2", "B2=20", "A3=3", "C9=90"}));
 }
 
 TEST(OverlayTest, SizeCountsWritesAndClears) {
   Overlay overlay(10, 10);
-  overlay.Set(Ref("A1"), Num(1));
-  overlay.Set(Ref("A1"), Num(2));  // replaces
-  overlay.Set(Ref("B1"), Cell{});  // a clear
-  overlay.Set(Ref("K1"), Num(3));  // outside a 10-column grid: ignored
+  overlay.Set(A1("A1"), Number(1));
+  overlay.Set(A1("A1"), Number(2));  // replaces
+  overlay.Set(A1("B1"), Cell{});     // a clear
+  overlay.Set(A1("K1"), Number(3));  // outside a 10-column grid: ignored
   EXPECT_EQ(overlay.size(), 2u);
-  EXPECT_EQ(*overlay.Find(Ref("A1")), Num(2));
-  EXPECT_TRUE(overlay.Find(Ref("B1"))->empty());
-  EXPECT_EQ(overlay.Find(Ref("C1")), nullptr);
+  EXPECT_EQ(*overlay.Find(A1("A1")), Number(2));
+  EXPECT_TRUE(overlay.Find(A1("B1"))->empty());
+  EXPECT_EQ(overlay.Find(A1("C1")), nullptr);
   overlay.InsertColumns(0, 9);  // B1 falls off, A1 -> J1
   EXPECT_EQ(DumpOverlay(overlay), "J1=2");
   EXPECT_EQ(overlay.size(), 1u);

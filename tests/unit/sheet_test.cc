@@ -42,7 +42,7 @@ Sheet Grid(std::initializer_list<std::pair<const char*, Cell>> cells,
 
 // Each hand case runs twice: with the default compaction bounds (edits stay in the
 // delta) and compacting after every edit (edits land in the base at once).
-class SheetTest : public testing::TestWithParam<bool> {
+class SheetTest : public ::testing::TestWithParam<bool> {
  protected:
   Sheet::Options Options() const {
     Sheet::Options o;
@@ -265,8 +265,8 @@ TEST_P(SheetTest, UsedRangeAndOrder) {
   EXPECT_EQ(order, (std::vector<CellRef>{Ref("B2"), Ref("F3"), Ref("C5")}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Compaction, SheetTest, testing::Bool(),
-                         [](const testing::TestParamInfo<bool>& info) {
+INSTANTIATE_TEST_SUITE_P(Compaction, SheetTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "CompactEveryEdit" : "DeferredShifts";
                          });
 

@@ -11,7 +11,7 @@ namespace {
 using Piece = AxisMap::Piece;
 
 // The map as a table old -> new (0 = deleted) over 1..limit, for small limits.
-std::vector<int64_t> Table(const AxisMap& map) {
+std::vector<int64_t> Positions(const AxisMap& map) {
   std::vector<int64_t> out;
   for (int64_t p = 1; p <= map.limit(); ++p) out.push_back(map.Forward(p).value_or(0));
   return out;
@@ -37,7 +37,7 @@ TEST(AxisMapTest, IdentityAndAllDeleted) {
 TEST(AxisMapTest, InsertAtTopMovesEverythingDown) {
   AxisMap map = AxisMap::Identity(10);
   map.Insert(0, 3);
-  EXPECT_EQ(Table(map), (std::vector<int64_t>{4, 5, 6, 7, 8, 9, 10, 0, 0, 0}));
+  EXPECT_EQ(Positions(map), (std::vector<int64_t>{4, 5, 6, 7, 8, 9, 10, 0, 0, 0}));
   EXPECT_EQ(map.Backward(1), std::nullopt);  // inserted
   EXPECT_EQ(map.Backward(3), std::nullopt);
   EXPECT_EQ(map.Backward(4), 1);
@@ -58,7 +58,7 @@ TEST(AxisMapTest, InsertInTheMiddleSplitsOnePiece) {
 TEST(AxisMapTest, DeleteMovesTheRestUp) {
   AxisMap map = AxisMap::Identity(10);
   map.Delete(3, 2);
-  EXPECT_EQ(Table(map), (std::vector<int64_t>{1, 2, 0, 0, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(Positions(map), (std::vector<int64_t>{1, 2, 0, 0, 3, 4, 5, 6, 7, 8}));
   EXPECT_EQ(map.Backward(3), 5);
   EXPECT_EQ(map.Backward(9), std::nullopt);  // nothing old is below row 8 any more
 }
@@ -66,13 +66,13 @@ TEST(AxisMapTest, DeleteMovesTheRestUp) {
 TEST(AxisMapTest, DeleteAtTheEdgesAndBeyond) {
   AxisMap map = AxisMap::Identity(10);
   map.Delete(9, 5);  // overlaps the end: clipped
-  EXPECT_EQ(Table(map), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 0, 0}));
+  EXPECT_EQ(Positions(map), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 0, 0}));
   map.Delete(11, 3);  // wholly beyond the grid: no-op
   map.Delete(0, 3);   // invalid: no-op
   map.Delete(1, 0);   // invalid: no-op
-  EXPECT_EQ(Table(map), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 0, 0}));
+  EXPECT_EQ(Positions(map), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 0, 0}));
   map.Delete(1, 1);
-  EXPECT_EQ(Table(map), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 0, 0}));
+  EXPECT_EQ(Positions(map), (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 0, 0}));
   map.Delete(1, 100);
   EXPECT_TRUE(map.pieces().empty());
 }
@@ -83,7 +83,7 @@ TEST(AxisMapTest, InsertPastTheLimitIsANoop) {
   map.Insert(9, 1);
   EXPECT_TRUE(map.IsIdentity());
   map.Insert(4, 7);  // only the last position moves, and falls off
-  EXPECT_EQ(Table(map), (std::vector<int64_t>{1, 2, 3, 4, 0}));
+  EXPECT_EQ(Positions(map), (std::vector<int64_t>{1, 2, 3, 4, 0}));
 }
 
 TEST(AxisMapTest, DeleteOfInsertedRowsRestoresIdentity) {

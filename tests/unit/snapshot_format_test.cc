@@ -32,7 +32,7 @@ std::unique_ptr<BlobStore> OpenStore(const testing::TempDir& dir, Clock* clock) 
   return std::move(store).value();
 }
 
-Cell Value(CellValue v, std::string format = "") { return Cell{std::move(v), format}; }
+Cell CellOf(CellValue v, std::string format = "") { return Cell{std::move(v), format}; }
 
 // Cells in strictly increasing order with every kind of value.
 std::vector<PlacedCell> RandomCells(std::mt19937_64& rng, int count, int64_t max_row_step,
@@ -257,12 +257,12 @@ TEST(ChunkCodecTest, RespectsTheChunkLimitAndAdmitsOneOversizedCell) {
   EXPECT_EQ(decoded, cells);
 
   // A single cell larger than the limit makes a chunk of its own.
-  PlacedCell big{{5, 5}, Value(CellValue::String(std::string(5000, 'x')))};
-  ASSERT_TRUE(encoder.TryAdd(PlacedCell{{1, 1}, Value(CellValue::Number(1))}));
+  PlacedCell big{{5, 5}, CellOf(CellValue::String(std::string(5000, 'x')))};
+  ASSERT_TRUE(encoder.TryAdd(PlacedCell{{1, 1}, CellOf(CellValue::Number(1))}));
   EXPECT_FALSE(encoder.TryAdd(big));
   encoder.Finish(&tiles);
   ASSERT_TRUE(encoder.TryAdd(big));
-  EXPECT_FALSE(encoder.TryAdd(PlacedCell{{6, 1}, Value(CellValue::Number(2))}));
+  EXPECT_FALSE(encoder.TryAdd(PlacedCell{{6, 1}, CellOf(CellValue::Number(2))}));
   std::string alone = encoder.Finish(&tiles);
   EXPECT_GT(static_cast<int64_t>(alone.size()), layout.chunk_bytes);
   EXPECT_EQ(DecodeWhole(alone), std::vector<PlacedCell>{big});
@@ -271,7 +271,7 @@ TEST(ChunkCodecTest, RespectsTheChunkLimitAndAdmitsOneOversizedCell) {
 TEST(ChunkCodecTest, RefusesDamage) {
   SnapshotLayout layout;
   ChunkEncoder encoder(layout);
-  ASSERT_TRUE(encoder.TryAdd(PlacedCell{{3, 4}, Value(CellValue::String("hello"))}));
+  ASSERT_TRUE(encoder.TryAdd(PlacedCell{{3, 4}, CellOf(CellValue::String("hello"))}));
   std::vector<TileInfo> tiles;
   std::string object = encoder.Finish(&tiles);
   for (size_t i = 0; i < object.size(); ++i) {
@@ -379,7 +379,7 @@ TEST_F(SnapshotReaderTest, RangeReadsFetchOnlyCoveringChunks) {
   std::vector<PlacedCell> cells;
   for (int64_t r = 1; r <= 3000; ++r) {
     for (int64_t c = 1; c <= 12; ++c) {
-      cells.push_back(PlacedCell{{r, c}, Value(CellValue::Number(r * 100 + c))});
+      cells.push_back(PlacedCell{{r, c}, CellOf(CellValue::Number(r * 100 + c))});
     }
   }
   SnapshotLayout layout;
@@ -447,7 +447,7 @@ TEST_F(SnapshotReaderTest, NarrowColumnReadsOfAWideSheetSkipOtherColumns) {
   std::vector<PlacedCell> cells;
   for (int64_t r = 1; r <= 8; ++r) {
     for (int64_t c = 1; c <= 6000; ++c) {
-      cells.push_back(PlacedCell{{r, c}, Value(CellValue::Number(c))});
+      cells.push_back(PlacedCell{{r, c}, CellOf(CellValue::Number(c))});
     }
   }
   SnapshotLayout layout;

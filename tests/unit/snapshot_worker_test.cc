@@ -36,7 +36,7 @@ constexpr int64_t kFarDeadline = INT64_MAX / 2;
 
 // Small chunks and tiles, so a few hundred cells span many chunks (and many
 // checkpoints) without making the test slow.
-SnapshotBuilder::Options SmallLayout() {
+SnapshotBuilder::Options SmallBuilderOptions() {
   SnapshotBuilder::Options options;
   options.layout.chunk_bytes = 1024;
   options.layout.tile_bytes = 256;
@@ -85,7 +85,8 @@ class SnapshotWorkerTest : public ::testing::Test {
   std::unique_ptr<SnapshotWorker> MakeWorker(SnapshotWorker::Options options) {
     return std::make_unique<SnapshotWorker>(
         log_.get(), &clock_, &faults_,
-        MakeSnapshotBuildFactory(blobs_.get(), SmallLayout()), std::move(options));
+        MakeSnapshotBuildFactory(blobs_.get(), SmallBuilderOptions()),
+        std::move(options));
   }
 
   // Appends SetCell entries writing `count` cells (rows of 3 columns) with long text,
@@ -526,7 +527,8 @@ TEST_F(SnapshotWorkerTest, HandsOffNearTheTimeBudgetAndTheNextInvocationResumes)
   EntryRecord entry = EntryOf(job);
   auto since = log_->Read(sheet_, 1, entry.seq, 100000, nullptr);
   ASSERT_OK(since);
-  SnapshotBuildFactory factory = MakeSnapshotBuildFactory(other.get(), SmallLayout());
+  SnapshotBuildFactory factory =
+      MakeSnapshotBuildFactory(other.get(), SmallBuilderOptions());
   auto build = factory(job, entry.seq, EntryOf({sheet_, 0, 0}).snapshot_root,
                        since->entries, nullptr);
   ASSERT_OK(build);
