@@ -1,5 +1,9 @@
 #include "emulator/sqlite/database.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <exception>
@@ -106,9 +110,9 @@ Connection::~Connection() {
 }
 
 Result<Statement> Connection::Prepare(std::string_view sql) {
-  std::string key(sql);
-  auto it = cache_.find(key);
+  auto it = cache_.find(sql);
   if (it != cache_.end()) return Statement(db_, it->second);
+  std::string key(sql);
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v3(db_, key.data(), static_cast<int>(key.size()),
                               SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
@@ -150,12 +154,29 @@ void HashFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv) {
   sqlite3_result_int64(ctx, static_cast<int64_t>(h & 0x7fffffffffffffffULL));
 }
 
-// sheetlog_now_micros(): the injected clock, so triggers timestamp stream records with
-// the same time the rest of the system sees (a ManualClock in tests).
-void NowFunction(sqlite3_context* ctx, int, sqlite3_value**) {
-  auto* clock = static_cast<Clock*>(sqlite3_user_data(ctx));
-  sqlite3_result_int64(ctx, clock->NowMicros());
+// Futex wait and wake on a writer's state word (Linux): a follower sleeps on its own
+// word, so waking it takes no shared lock (no convoy on write_mu_ after a commit).
+void FutexWait(std::atomic<int>* word, int expected) {
+  syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
 }
+void FutexWake(std::atomic<int>* word) {
+  syscall(SYS_futex, reinterpret_cast<int*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr,
+          nullptr, 0);
+}
+
+}  // namespace
+
+// sheetlog_now_micros(): the injected clock, so triggers timestamp stream records with
+// the same time the rest of the system sees (a ManualClock in tests). Only the
+// change-feed triggers call it: the call also marks the batch as having fed the feed.
+void Database::NowFunction(sqlite3_context* ctx, int, sqlite3_value**) {
+  auto* context = static_cast<SqlContext*>(sqlite3_user_data(ctx));
+  context->feed_written.store(true, std::memory_order_relaxed);
+  sqlite3_result_int64(ctx, context->clock->NowMicros());
+}
+
+namespace {
 
 const char* SyncPragma(SyncMode mode) {
   switch (mode) {
@@ -172,19 +193,27 @@ const char* SyncPragma(SyncMode mode) {
 }  // namespace
 
 struct PendingWrite {
+  enum : int { kQueued = 0, kDone = 1, kLead = 2 };
   const Database::WorkFn* work;
-  Status status;
-  bool done = false;
-  std::condition_variable cv;
+  Status status;  // written by the leader before it stores kDone
+  // kQueued until the leader that committed this write stores kDone (release), or the
+  // previous leader hands over the lead with kLead. Waited on with a futex.
+  std::atomic<int> state{kQueued};
 };
 
 Database::Database(const Options& options) : options_(options) {
   if (options_.clock == nullptr) options_.clock = SystemClock::Default();
+  sql_context_.clock = options_.clock;
 }
 
 Database::~Database() = default;
 
 Result<std::unique_ptr<Database>> Database::Open(const Options& options) {
+  // SQLite's memory statistics (sqlite3_memory_used, which sheetlog never reads) take
+  // a process-wide mutex around every allocation of every connection: off, before the
+  // library initializes (a later call is refused, harmlessly).
+  static const int kNoMemStatus = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  (void)kNoMemStatus;
   std::unique_ptr<Database> db(new Database(options));
   RETURN_IF_ERROR(db->Init());
   return db;
@@ -202,7 +231,7 @@ Result<std::unique_ptr<Connection>> Database::OpenConnection(bool writer) {
                              SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS,
                              nullptr, HashFunction, nullptr, nullptr, nullptr);
   sqlite3_create_function_v2(raw, "sheetlog_now_micros", 0,
-                             SQLITE_UTF8 | SQLITE_INNOCUOUS, options_.clock, NowFunction,
+                             SQLITE_UTF8 | SQLITE_INNOCUOUS, &sql_context_, NowFunction,
                              nullptr, nullptr, nullptr);
   RETURN_IF_ERROR(conn->Exec("PRAGMA busy_timeout=10000"));
   RETURN_IF_ERROR(conn->Exec("PRAGMA temp_store=MEMORY"));
@@ -238,36 +267,69 @@ Status Database::Init() {
   return Status::OK();
 }
 
+namespace {
+
+// Runs one cached transaction-control statement (BEGIN, SAVEPOINT, COMMIT ...): prepared
+// once per connection instead of parsed by sqlite3_exec on every call.
+Status Control(Connection& conn, std::string_view sql) {
+  Result<Statement> stmt = conn.Prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  return stmt->Run();
+}
+
+// The work function of one write, exceptions turned into Internal.
+Status RunWork(const Database::WorkFn& work, Connection& conn) {
+  try {
+    return work(conn);
+  } catch (const std::exception& e) {
+    return Internal(std::string("write failed with exception: ") + e.what());
+  }
+}
+
+}  // namespace
+
 Status Database::CommitBatch(std::vector<PendingWrite*>& batch) {
   Connection& conn = *writer_;
-  RETURN_IF_ERROR(conn.Exec("BEGIN IMMEDIATE"));
-  for (PendingWrite* w : batch) {
-    Status status = conn.Exec("SAVEPOINT sheetlog_write");
-    if (status.ok()) {
-      try {
-        status = (*w->work)(conn);
-      } catch (const std::exception& e) {
-        status = Internal(std::string("write failed with exception: ") + e.what());
+  RETURN_IF_ERROR(Control(conn, "BEGIN IMMEDIATE"));
+  if (batch.size() == 1) {
+    // A batch of one needs no savepoint: if the work fails, the whole transaction is
+    // its own and is rolled back.
+    PendingWrite* w = batch.front();
+    w->status = RunWork(*w->work, conn);
+    if (!w->status.ok()) {
+      Status undo = Control(conn, "ROLLBACK");
+      // After SQLITE_FULL SQLite has already rolled the transaction back: the write
+      // failed for the work's reason, a full disk.
+      if (!undo.ok()) {
+        return w->status.code() == StatusCode::kInsufficientStorage ? w->status : undo;
       }
+      return Status::OK();
+    }
+  } else {
+    for (PendingWrite* w : batch) {
+      Status status = Control(conn, "SAVEPOINT sheetlog_write");
       if (status.ok()) {
-        status = conn.Exec("RELEASE sheetlog_write");
-      } else {
-        Status undo = conn.Exec("ROLLBACK TO sheetlog_write");
-        if (undo.ok()) undo = conn.Exec("RELEASE sheetlog_write");
-        if (!undo.ok()) {
-          // The transaction is in an unknown state: fail the whole batch. After
-          // SQLITE_FULL SQLite has already rolled the transaction back (savepoint
-          // included): the batch failed for the work's reason, a full disk.
-          (void)conn.Exec("ROLLBACK");
-          return status.code() == StatusCode::kInsufficientStorage ? status : undo;
+        status = RunWork(*w->work, conn);
+        if (status.ok()) {
+          status = Control(conn, "RELEASE sheetlog_write");
+        } else {
+          Status undo = Control(conn, "ROLLBACK TO sheetlog_write");
+          if (undo.ok()) undo = Control(conn, "RELEASE sheetlog_write");
+          if (!undo.ok()) {
+            // The transaction is in an unknown state: fail the whole batch. After
+            // SQLITE_FULL SQLite has already rolled the transaction back (savepoint
+            // included): the batch failed for the work's reason, a full disk.
+            (void)Control(conn, "ROLLBACK");
+            return status.code() == StatusCode::kInsufficientStorage ? status : undo;
+          }
         }
       }
+      w->status = status;
     }
-    w->status = status;
   }
-  Status commit = conn.Exec("COMMIT");
+  Status commit = Control(conn, "COMMIT");
   if (!commit.ok()) {
-    (void)conn.Exec("ROLLBACK");
+    (void)Control(conn, "ROLLBACK");
     return commit;
   }
   return Status::OK();
@@ -278,33 +340,55 @@ Status Database::Write(const WorkFn& work) {
   self.work = &work;
   std::unique_lock<std::mutex> lock(write_mu_);
   writers_.push_back(&self);
-  while (!self.done && &self != writers_.front()) self.cv.wait(lock);
-  if (self.done) return self.status;
+  if (leader_active_) {
+    // Another writer leads: wait until it committed this write, or handed the lead here.
+    lock.unlock();
+    int state;
+    while ((state = self.state.load(std::memory_order_acquire)) ==
+           PendingWrite::kQueued) {
+      FutexWait(&self.state, PendingWrite::kQueued);
+    }
+    if (state == PendingWrite::kDone) return self.status;
+    lock.lock();
+  } else {
+    leader_active_ = true;
+  }
 
-  // This writer leads: it commits itself and everyone queued behind it (up to a bound).
+  // This writer leads (and is at the front): it commits itself and everyone queued
+  // behind it (up to a bound).
   std::vector<PendingWrite*> batch;
-  for (PendingWrite* w : writers_) {
-    batch.push_back(w);
-    if (static_cast<int>(batch.size()) >= options_.max_batch) break;
+  while (!writers_.empty() && static_cast<int>(batch.size()) < options_.max_batch) {
+    batch.push_back(writers_.front());
+    writers_.pop_front();
   }
   lock.unlock();
+  sql_context_.feed_written.store(false, std::memory_order_relaxed);
   Status batch_status = CommitBatch(batch);
+  const bool fed = sql_context_.feed_written.exchange(false, std::memory_order_relaxed);
   lock.lock();
-
   ++stats_.batches;
   stats_.writes += static_cast<int64_t>(batch.size());
-  for (PendingWrite* w : batch) {
-    writers_.pop_front();
-    if (!batch_status.ok()) w->status = batch_status;
-    if (w != &self) {
-      w->done = true;
-      w->cv.notify_one();
-    }
+  PendingWrite* next = nullptr;
+  if (writers_.empty()) {
+    leader_active_ = false;
+  } else {
+    next = writers_.front();  // keeps leader_active_ for it
   }
-  if (!writers_.empty()) writers_.front()->cv.notify_one();
   lock.unlock();
 
-  if (batch_status.ok()) {
+  // Wake the followers outside the lock: each sleeps on its own word.
+  for (PendingWrite* w : batch) {
+    if (!batch_status.ok()) w->status = batch_status;
+    if (w == &self) continue;
+    w->state.store(PendingWrite::kDone, std::memory_order_release);
+    FutexWake(&w->state);  // the word may be gone already; a futex wake never reads it
+  }
+  if (next != nullptr) {
+    next->state.store(PendingWrite::kLead, std::memory_order_release);
+    FutexWake(&next->state);
+  }
+
+  if (batch_status.ok() && fed) {
     std::vector<std::function<void()>> listeners;
     {
       std::lock_guard<std::mutex> guard(listeners_mu_);
@@ -323,15 +407,15 @@ Status Database::Read(const WorkFn& work) {
     conn = std::move(idle_readers_.back());
     idle_readers_.pop_back();
   }
-  Status status = conn->Exec("BEGIN");
+  Status status = Control(*conn, "BEGIN");
   if (status.ok()) {
     try {
       status = work(*conn);
     } catch (const std::exception& e) {
       status = Internal(std::string("read failed with exception: ") + e.what());
     }
-    Status end = conn->Exec("COMMIT");
-    if (!end.ok()) (void)conn->Exec("ROLLBACK");
+    Status end = Control(*conn, "COMMIT");
+    if (!end.ok()) (void)Control(*conn, "ROLLBACK");
   }
   {
     std::lock_guard<std::mutex> lock(read_mu_);

@@ -11,6 +11,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -91,8 +92,15 @@ class Connection {
   sqlite3* raw() { return db_; }
 
  private:
+  // Looked up by string_view: no key copy per Prepare of a cached statement.
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view sql) const {
+      return std::hash<std::string_view>()(sql);
+    }
+  };
   sqlite3* db_;
-  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
 };
 
 // Translates a SQLite result code into a Status.
@@ -142,7 +150,11 @@ class Database final : public Transactions {
   Status Read(const WorkFn& work) override;
 
   // Called (on the committing thread, outside any lock) after every committed write
-  // batch. Used by the change feed to wake its readers.
+  // batch that wrote a change-feed record. Used by the change feed to wake its readers.
+  // A batch counts as such when one of its statements called sheetlog_now_micros(),
+  // which only the change-feed triggers do (emulator/stream/stream_triggers.h, and the
+  // hand-written entry triggers older data directories keep): batches that touch no
+  // stream-fed table (checkpoints, queues, history) wake nobody.
   void AddCommitListener(std::function<void()> listener);
 
   // Current schema version.
@@ -160,14 +172,26 @@ class Database final : public Transactions {
   Status Init();
   Result<std::unique_ptr<Connection>> OpenConnection(bool writer);
   Status CommitBatch(std::vector<struct PendingWrite*>& batch);
+  static void NowFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv);
 
   Options options_;
   int schema_version_ = 0;
   std::unique_ptr<Connection> writer_;
 
-  // Group commit queue (leveldb style): the writer at the front leads a batch.
+  // What the SQL functions of every connection see (user data of sheetlog_now_micros).
+  struct SqlContext {
+    Clock* clock = nullptr;
+    // Set when a statement called sheetlog_now_micros() (a change-feed trigger fired);
+    // read and cleared by the leader after each batch.
+    std::atomic<bool> feed_written{false};
+  };
+  SqlContext sql_context_;
+
+  // Group commit queue (leveldb style): one writer at a time leads, taking the queued
+  // writers into its batch; when it is done it hands the lead to the next in line.
   std::mutex write_mu_;
   std::deque<struct PendingWrite*> writers_;  // GUARDED_BY(write_mu_)
+  bool leader_active_ = false;                // GUARDED_BY(write_mu_)
   Stats stats_;                               // GUARDED_BY(write_mu_)
 
   std::mutex read_mu_;

@@ -234,6 +234,7 @@ void RegisterSheetRoutes(Router& router, App& app) {
     request.version = version;
     request.expect_seq = expect_seq;
     request.metadata = metadata;
+    request.read_last_snapshot = true;
     PrepareEntryBody(app, *type, version, entry_body.value_or(json(nullptr)), &request,
                      &call.meter);
     int64_t next_seq = -1;
@@ -245,7 +246,9 @@ void RegisterSheetRoutes(Router& router, App& app) {
     // after it, so a client appends again without reading first.
     out["next_seq"] = result->entry.seq + 1 + (result->snapshot_appended ? 1 : 0) +
                       (result->segment_created ? 2 : 0);
-    out["last_snapshot"] = LastSnapshotJson(Must(log.LastSnapshot(id, &call.meter)));
+    out["last_snapshot"] = LastSnapshotJson(
+        result->last_snapshot_read ? result->last_snapshot
+                                   : Must(log.LastSnapshot(id, &call.meter)));
     call.Reply(201, out);
   });
 

@@ -61,6 +61,12 @@ Status SheetChangeHub::Start() {
   ASSIGN_OR_RETURN(cursors_, feed_->LatestSequences());
   feed_subscription_ = feed_->Subscribe([this] {
     std::lock_guard<std::mutex> lock(mu_);
+    if (subscriptions_.empty()) {
+      // Nobody to tell: no wake-up and no read per commit (appends with no event
+      // stream open pay nothing here); the first subscriber catches up (Loop).
+      stale_ = true;
+      return;
+    }
     wake_ = true;
     cv_.notify_all();
   });
@@ -83,6 +89,10 @@ int SheetChangeHub::Subscribe(const std::string& sheet_id, Listener listener) {
   std::lock_guard<std::mutex> lock(mu_);
   const int id = next_id_++;
   subscriptions_[id] = Subscription{sheet_id, std::move(listener)};
+  if (stale_) {
+    wake_ = true;
+    cv_.notify_all();
+  }
   return id;
 }
 
@@ -108,6 +118,7 @@ void SheetChangeHub::Dispatch(const SheetChange& change) {
 
 void SheetChangeHub::Loop() {
   while (true) {
+    bool reset = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
       // The feed wakes the hub on every commit; the bound re-reads after a missed
@@ -117,9 +128,24 @@ void SheetChangeHub::Loop() {
       }
       if (stopping_) return;
       wake_ = false;
+      reset = stale_;
+      stale_ = false;
     }
     Result<std::map<int, int64_t>> heads = feed_->LatestSequences();
-    if (!heads.ok()) continue;
+    if (!heads.ok()) {
+      if (reset) {
+        std::lock_guard<std::mutex> lock(mu_);
+        stale_ = true;
+      }
+      continue;
+    }
+    if (reset) {
+      // Records went by unread while nobody listened: skip them, and have every
+      // subscriber re-read what it follows (one may have subscribed meanwhile).
+      for (const auto& [shard, head] : *heads) cursors_[shard] = head;
+      Dispatch(SheetChange{SheetChange::Kind::kResync, "", -1, false, false});
+      continue;
+    }
     for (const auto& [shard, head] : *heads) {
       int64_t& cursor = cursors_[shard];
       while (cursor < head) {

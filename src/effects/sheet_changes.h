@@ -74,7 +74,10 @@ class SheetChangeHub {
   std::condition_variable cv_;
   bool stopping_ = false;  // GUARDED_BY(mu_)
   bool wake_ = false;      // GUARDED_BY(mu_)
-  int next_id_ = 1;        // GUARDED_BY(mu_)
+  // Commits went by while nobody was subscribed: the hub neither woke nor read them,
+  // so cursors_ lag. The next turn moves them to the heads and sends kResync instead.
+  bool stale_ = false;  // GUARDED_BY(mu_)
+  int next_id_ = 1;     // GUARDED_BY(mu_)
   struct Subscription {
     std::string sheet_id;
     Listener listener;

@@ -75,6 +75,11 @@ constexpr int kSegmentReadAttempts = 4;
 // Page size of the whole-partition reads (verify, the cost report).
 constexpr int kStorageScanPage = 1000;
 
+// LastSnapshot's reads on one connection (defined with the reading helpers below).
+Result<std::optional<SnapshotRef>> ReadLastSnapshot(
+    Connection& conn, const std::string& sheet_id, const Item& sheet,
+    const std::optional<SegmentInfo>& newest, UnitMeter* meter);
+
 }  // namespace
 
 EntryRecord EntryFromItem(const Item& item) {
@@ -243,6 +248,9 @@ EventLog::AppendAttempt EventLog::AppendOnce(const AppendRequest& request,
   AppendAttempt attempt;
   attempt.outcome = Outcome::kWritten;
   const bool is_snapshot = request.type == kSnapshotType;
+  // What the plan read, for the last-snapshot read after the put.
+  std::optional<Item> sheet_read;
+  std::optional<SegmentInfo> head_segment;
 
   // Steps 1-2 (and the checks that depend on the head): decide what to write. A
   // refusal is returned as an error only to roll the transaction back; `attempt`
@@ -256,6 +264,8 @@ EventLog::AppendAttempt EventLog::AppendOnce(const AppendRequest& request,
     const int64_t snapshot_every = IntOr(*sheet, "snapshot_every", 0);
 
     ASSIGN_OR_RETURN(Head head, ReadHead(conn, request.sheet_id, consistency, meter));
+    sheet_read = *sheet;
+    head_segment = head.segment;
     const int64_t next = head.entry.seq + 1;
     if (request.expect_seq && *request.expect_seq != next) {
       attempt.outcome = Outcome::kExpectMismatch;
@@ -313,9 +323,20 @@ EventLog::AppendAttempt EventLog::AppendOnce(const AppendRequest& request,
   };
 
   if (options_.reads_in_write_transaction) {
+    // With a client snapshot in this entry's metadata the sheet item changed in the
+    // put: the caller reads LastSnapshot() afterwards instead.
+    const bool read_last_snapshot = request.read_last_snapshot && !is_snapshot &&
+                                    !HasClientSnapshot(request.metadata);
     attempt.status = db_->Write([&](Connection& conn) -> Status {
       RETURN_IF_ERROR(plan(conn, Consistency::kStrong));
-      return put(conn);
+      RETURN_IF_ERROR(put(conn));
+      if (read_last_snapshot) {
+        ASSIGN_OR_RETURN(
+            attempt.result.last_snapshot,
+            ReadLastSnapshot(conn, request.sheet_id, *sheet_read, head_segment, meter));
+        attempt.result.last_snapshot_read = true;
+      }
+      return Status::OK();
     });
   } else {
     // The seed's literal form: eventually consistent reads, then a conditional write.
@@ -478,6 +499,73 @@ Result<std::vector<SegmentInfo>> QuerySegments(Connection& conn,
     query.exclusive_start = page.last_evaluated;
   }
   return segments;
+}
+
+// LastSnapshot() on `conn`: the newer of the newest completed Snapshot entry and the
+// newest retained entry with a client-set "snapshot". `sheet` is the sheet's item;
+// `newest` the newest segment when the caller has read it (else it is queried).
+Result<std::optional<SnapshotRef>> ReadLastSnapshot(
+    Connection& conn, const std::string& sheet_id, const Item& sheet,
+    const std::optional<SegmentInfo>& newest, UnitMeter* meter) {
+  std::vector<SegmentInfo> segments;  // oldest first; read only when needed
+  bool have_segments = false;
+  auto load_segments = [&]() -> Status {
+    if (have_segments) return Status::OK();
+    ASSIGN_OR_RETURN(segments, QuerySegments(conn, sheet_id, meter));
+    have_segments = true;
+    if (segments.empty()) return NotFound("no sheet " + sheet_id);
+    return Status::OK();
+  };
+  // The newest completed Snapshot entry: in the newest segment that has one.
+  std::optional<SegmentInfo> holder;
+  if (newest && newest->last_snapshot) {
+    holder = newest;
+  } else {
+    RETURN_IF_ERROR(load_segments());
+    for (auto it = segments.rbegin(); it != segments.rend(); ++it) {
+      if (it->last_snapshot) {
+        holder = *it;
+        break;
+      }
+    }
+  }
+  std::optional<SnapshotRef> out;
+  if (holder) {
+    ASSIGN_OR_RETURN(
+        std::optional<Item> item,
+        EntryTable().Get(conn, Key{{sheet_id, holder->num}, {*holder->last_snapshot}},
+                         Consistency::kEventual, meter));
+    if (item) {
+      EntryRecord server = EntryFromItem(*item);
+      if (server.snapshot_root) out = SnapshotRef{server.seq, server.snapshot_root, {}};
+    }
+  }
+  std::optional<int64_t> client_seq = OptionalInt(sheet, "client_snapshot_seq");
+  if (client_seq && *client_seq < IntOr(sheet, "first_seq", 0)) client_seq.reset();
+  if (!client_seq || (out && *client_seq < out->seq)) return out;
+  // The entry at client_seq, in the segment that holds it.
+  std::optional<SegmentInfo> segment;
+  if (newest && newest->first_seq <= *client_seq) {
+    segment = newest;
+  } else {
+    RETURN_IF_ERROR(load_segments());
+    for (const SegmentInfo& s : segments) {
+      if (s.first_seq <= *client_seq) segment = s;
+    }
+  }
+  if (!segment) return out;
+  ASSIGN_OR_RETURN(
+      std::optional<Item> item,
+      EntryTable().Get(conn,
+                       Key{{sheet_id, segment->num}, {*client_seq - segment->first_seq}},
+                       Consistency::kEventual, meter));
+  if (!item) return out;
+  EntryRecord entry = EntryFromItem(*item);
+  if (entry.seq != *client_seq || !HasClientSnapshot(entry.metadata)) return out;
+  nlohmann::json metadata = ParseJson(*entry.metadata);
+  if (!out || out->seq != *client_seq) out = SnapshotRef{*client_seq, {}, {}};
+  out->snapshot = metadata["snapshot"].get<std::string>();
+  return out;
 }
 
 // Repeated paged Query over one segment: entries with num in [from_num, to_num]
@@ -797,33 +885,15 @@ Result<EntryRecord> EventLog::SetMetadata(const std::string& sheet_id, int64_t s
 
 Result<std::optional<SnapshotRef>> EventLog::LastSnapshot(const std::string& sheet_id,
                                                           UnitMeter* meter) {
-  ASSIGN_OR_RETURN(std::optional<EntryRecord> server,
-                   LastCompletedSnapshot(sheet_id, meter));
-  std::optional<int64_t> client_seq;
+  std::optional<SnapshotRef> out;
   RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
     ASSIGN_OR_RETURN(
         std::optional<Item> sheet,
         SheetTable().Get(conn, Key{{sheet_id}, {}}, Consistency::kEventual, meter));
     if (!sheet) return NotFound("no sheet " + sheet_id);
-    client_seq = OptionalInt(*sheet, "client_snapshot_seq");
-    if (client_seq && *client_seq < IntOr(*sheet, "first_seq", 0)) client_seq.reset();
+    ASSIGN_OR_RETURN(out, ReadLastSnapshot(conn, sheet_id, *sheet, std::nullopt, meter));
     return Status::OK();
   }));
-  std::optional<SnapshotRef> out;
-  if (server && server->snapshot_root) {
-    out = SnapshotRef{server->seq, server->snapshot_root, std::nullopt};
-  }
-  if (client_seq && (!out || *client_seq >= out->seq)) {
-    Result<EntryRecord> entry = GetEntry(sheet_id, *client_seq, meter);
-    if (entry.ok() && HasClientSnapshot(entry->metadata)) {
-      nlohmann::json metadata = ParseJson(*entry->metadata);
-      if (!out || out->seq != *client_seq) out = SnapshotRef{*client_seq, {}, {}};
-      out->snapshot = metadata["snapshot"].get<std::string>();
-    } else if (!entry.ok() && !entry.status().IsNotFound() &&
-               entry.status().code() != StatusCode::kGone) {
-      return entry.status();
-    }
-  }
   return out;
 }
 

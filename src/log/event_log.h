@@ -100,6 +100,9 @@ struct AppendRequest {
   // Metadata written with the entry: a JSON object text of string fields (see
   // EntryRecord::metadata); nullopt for none.
   std::optional<std::string> metadata;
+  // Also read what LastSnapshot() would answer, in the append's own transaction
+  // (AppendResult::last_snapshot), instead of in read transactions afterwards.
+  bool read_last_snapshot = false;
   // Set only by the system, to append Snapshot entries.
   bool allow_reserved = false;
   // For a Snapshot entry: write it only if the sheet's snapshot_every says one is due
@@ -117,6 +120,11 @@ struct AppendResult {
   // The policies after the append (best effort; their failures do not fail the append).
   bool snapshot_appended = false;
   bool segment_created = false;
+  // With AppendRequest::read_last_snapshot: LastSnapshot() as of the append's commit,
+  // when the append could read it in its transaction (last_snapshot_read); callers
+  // ask LastSnapshot() otherwise.
+  bool last_snapshot_read = false;
+  std::optional<SnapshotRef> last_snapshot = std::nullopt;
 };
 
 struct ReadRange {
