@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Appends over HTTP at default durability (bench/README.md "Appends: CPU and context
+# switches per append"): a server on a fresh data directory (--sync normal, the
+# default), one sheet with snapshot_every 0, wrk keep-alive appends (one SetCell each)
+# at 1 and 16 connections; for each: appends/s, p50/p99, and the server's CPU time and
+# context switches per append (perf stat over the run, warm-up excluded), with the load
+# average. Then 16 connections appending with expect_seq (bench/http/append_expect.lua:
+# each wrk thread sends the next seq its connections last learned, from a 201 or a 409)
+# and the acknowledged appends per second (next_seq before and after).
+# Usage: bench/http/appends.sh [path/to/sheetlog] [seconds per run]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${1:-build/release/sheetlog}
+SECONDS_PER_RUN=${2:-8}
+DATA=$(mktemp -d)
+PORT_FILE=$(mktemp -u)
+mkfifo "$PORT_FILE"
+ulimit -n "$(ulimit -Hn)"
+"$BIN" serve --data-dir "$DATA" --listen 127.0.0.1:0 --port-file "$PORT_FILE" \
+  --log-level warn &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null; rm -rf "$PORT_FILE" "$DATA"' EXIT
+PORT=$(head -1 "$PORT_FILE")
+URL="http://127.0.0.1:$PORT"
+new_sheet() {
+  curl -s -XPOST "$URL/v1/sheets" -d '{"snapshot_every":0}' |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'
+}
+next_seq() {
+  curl -s "$URL/v1/sheets/$SHEET" | python3 -c 'import json,sys; print(json.load(sys.stdin)["next_seq"])'
+}
+STAT=$(mktemp)
+for connections in 1 16; do
+  export SHEET
+  SHEET=$(new_sheet)
+  threads=2
+  [ "$connections" -lt 2 ] && threads=1
+  wrk -t$threads -c$connections -d1s -s bench/http/append.lua "$URL" >/dev/null
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  perf stat -e context-switches,task-clock -p $SERVER -o "$STAT" &
+  PERF=$!
+  out=$(wrk -t$threads -c$connections -d${SECONDS_PER_RUN}s --latency \
+    -s bench/http/append.lua "$URL")
+  kill -INT $PERF
+  wait $PERF || true
+  requests=$(echo "$out" | awk '/requests in/ {print $1}')
+  rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+  p50=$(echo "$out" | awk '$1 == "50%" {print $2}')
+  p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+  cs=$(awk '/context-switches/ {gsub(",","",$1); print $1}' "$STAT")
+  ms=$(awk '/task-clock/ {gsub(",","",$1); print $1}' "$STAT")
+  python3 -c "print('appends c=$connections: $rps/s p50 $p50 p99 $p99; server %.0f us CPU and %.1f context switches per append; load $load' % ($ms * 1000 / $requests, $cs / $requests))"
+done
+SHEET=$(new_sheet)
+export SHEET
+load=$(cut -d' ' -f1 /proc/loadavg)
+before=$(next_seq)
+out=$(wrk -t2 -c16 -d${SECONDS_PER_RUN}s -s bench/http/append_expect.lua "$URL")
+after=$(next_seq)
+rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
+python3 -c "print('expect_seq c=16: $rps requests/s, %.0f acknowledged/s; load $load' % (($after - $before) / $SECONDS_PER_RUN))"
+rm -f "$STAT"
