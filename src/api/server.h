@@ -77,7 +77,8 @@ class ApiServer : private http::HttpHandler {
   std::shared_ptr<http::HttpServer> http_;
   // Route handlers refer to the router (auth, metrics): it lives as long as the server.
   std::unique_ptr<Router> router_;
-  // The event streams (live_update_routes.cc): destroyed before the router and the server.
+  // The event streams (live_update_routes.cc): destroyed before the router and the
+  // server.
   std::shared_ptr<void> events_;
   std::unique_ptr<RequestPolicy> policy_;
   int bound_port_ = 0;
