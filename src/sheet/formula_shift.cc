@@ -7,20 +7,12 @@
 
 #include "emulator/status.h"
 #include "src/sheet/a1.h"
+#include "src/sheet/integer_text.h"
 #include "src/sheet/xlsx.h"
 
 namespace sheetlog {
 
 namespace {
-
-Result<int64_t> ParseInteger(std::string_view text) {
-  int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) {
-    return InvalidArgument("not an integer: '" + std::string(text) + "'");
-  }
-  return value;
-}
 
 bool IsNameChar(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||

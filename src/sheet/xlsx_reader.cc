@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/sheet/formula_shift.h"
+#include "src/sheet/integer_text.h"
 #include "src/sheet/xlsx.h"
 #include "src/sheet/xlsx_package.h"
 
@@ -20,15 +21,6 @@ using xlsx_package::Attribute;
 using xlsx_package::ParsePart;
 using xlsx_package::XmlHandler;
 using xlsx_package::ZipPackage;
-
-Result<int64_t> ParseInteger(std::string_view text) {
-  int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) {
-    return InvalidArgument("not an integer: '" + std::string(text) + "'");
-  }
-  return value;
-}
 
 // ---- Workbook: which part holds the worksheet. ----
 
