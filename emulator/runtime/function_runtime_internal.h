@@ -86,6 +86,23 @@ Status CallHandler(const Handler& handler, const Batch& batch, InvocationContext
   }
 }
 
+// One invocation of a mapping's handler, as both mapping kinds run it: the
+// "runtime.before_handler" fault point, the handler (CallHandler), then Lambda's
+// timeout — a handler that returned OK after `deadline` failed all the same.
+template <typename Handler, typename Batch>
+Status InvokeWithinBudget(const Handler& handler, const Batch& batch,
+                          InvocationContext& ctx, Clock* clock, FaultInjector* faults,
+                          int64_t deadline, int64_t time_budget_micros) {
+  Status status =
+      faults != nullptr ? faults->Hit("runtime.before_handler") : Status::OK();
+  if (status.ok()) status = CallHandler(handler, batch, ctx);
+  if (status.ok() && clock->NowMicros() > deadline) {
+    status = Unavailable("invocation exceeded its time budget of " +
+                         std::to_string(time_budget_micros / 1000000) + " s");
+  }
+  return status;
+}
+
 inline bool IsBusy(const Claim& claim) {
   return claim.outcome == BeginOutcome::kRunningElsewhere ||
          claim.outcome == BeginOutcome::kLostRace;

@@ -12,7 +12,7 @@
 
 namespace sheetlog {
 
-using runtime_internal::CallHandler;
+using runtime_internal::InvokeWithinBudget;
 using runtime_internal::IsBusy;
 using runtime_internal::RunningCount;
 using runtime_internal::TakesOverAbandoned;
@@ -124,13 +124,8 @@ void FunctionRuntime::ProcessMessages(QueueState& mapping,
 
   InvocationContext ctx(clock_, m.name, invocation_id, deadline, keys);
   mapping.invocations.fetch_add(1);
-  Status status =
-      faults_ != nullptr ? faults_->Hit("runtime.before_handler") : Status::OK();
-  if (status.ok()) status = CallHandler(m.handler, to_run, ctx);
-  if (status.ok() && clock_->NowMicros() > deadline) {
-    status = Unavailable("invocation exceeded its time budget of " +
-                         std::to_string(m.time_budget_micros / 1000000) + " s");
-  }
+  Status status = InvokeWithinBudget(m.handler, to_run, ctx, clock_, faults_, deadline,
+                                     m.time_budget_micros);
   if (faults_ != nullptr && !faults_->Hit("runtime.after_handler_before_history").ok()) {
     return;  // as if the process died here: the messages reappear after their timeout
   }
