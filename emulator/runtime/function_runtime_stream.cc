@@ -83,7 +83,7 @@ void FunctionRuntime::DispatchLoop() {
     }
 
     int64_t next_wake = std::min(next_prune, heads_retry_at);
-    bool scheduled = false;
+    int scheduled = 0;
     for (auto& s : streams_) {
       for (const auto& [shard, head] : s->heads) {
         auto [it, inserted] = s->shards.try_emplace(shard);
@@ -100,10 +100,12 @@ void FunctionRuntime::DispatchLoop() {
         }
         st.in_flight = true;
         tasks_.push_back(Task{s.get(), shard, head});
-        scheduled = true;
+        ++scheduled;
       }
     }
-    if (scheduled) work_cv_.notify_all();
+    // One worker per new task: waking them all would send the rest straight back to
+    // sleep (a context switch each, after every commit).
+    for (int i = 0; i < scheduled; ++i) work_cv_.notify_one();
     if (wake_ || heads_dirty_) continue;
     if (next_wake == INT64_MAX) {
       dispatch_cv_.wait(lock);
