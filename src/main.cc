@@ -51,6 +51,9 @@ serve flags:
   --retain-days D       keep segments with entries from the last D days (default 0 = all)
   --retain-archive      archive dropped segments to the blob store first
   --retention-period S  seconds between retention runs (default 3600)
+  --batching-window MS  side effects of appends (snapshots, upload untags) wait up to
+                        MS milliseconds to be handled together (default 5; 0 = each
+                        commit at once)
   --prices NAME=USD,...  prices of GET .../cost (per million requests or units, per
                         GB-month): dynamodb_wru, dynamodb_rru, dynamodb_gb_month, s3_put,
                         s3_get, s3_gb_month, sqs (defaults: seed 001's on-demand prices)
@@ -159,6 +162,11 @@ int Serve(int argc, char** argv) {
     return Fail("--retention-period must be a positive integer (seconds)");
   }
   app_options.retention_period_seconds = number;
+  if (!ParseInt64(flags.Get("batching-window", "5"), &number) || number < 0 ||
+      number > 10000) {
+    return Fail("--batching-window must be in 0..10000 (milliseconds)");
+  }
+  app_options.batching_window_micros = number * 1000;
   if (Status prices = app_options.prices.Override(flags.Get("prices", ""));
       !prices.ok()) {
     return Fail("--prices: " + prices.message());

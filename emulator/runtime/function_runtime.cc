@@ -130,6 +130,7 @@ Status FunctionRuntime::Start() {
     s->subscription = s->config.feed->Subscribe([this] {
       std::lock_guard<std::mutex> guard(mu_);
       heads_dirty_ = true;
+      if (in_batching_window_) return;  // the dispatcher reads the heads at its end
       wake_ = true;
       dispatch_cv_.notify_one();
     });

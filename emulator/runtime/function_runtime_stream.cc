@@ -37,11 +37,32 @@ void FunctionRuntime::DispatchLoop() {
                            ? clock_->NowMicros() + options_.prune_interval_micros
                            : INT64_MAX;
   int64_t heads_retry_at = INT64_MAX;
+  const int64_t window = options_.batching_window_micros;
+  Clock* window_clock = options_.batching_window_clock != nullptr
+                            ? options_.batching_window_clock
+                            : SystemClock::Default();
+  int64_t last_heads_read = INT64_MIN;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     wake_ = false;
     int64_t now = clock_->NowMicros();
     if (heads_dirty_ || now >= heads_retry_at) {
+      if (window > 0) {
+        // Wait out the batching window that began with the last read of the heads:
+        // commits meanwhile only mark the heads dirty (in_batching_window_). A clock
+        // that went back ends the window.
+        in_batching_window_ = true;
+        while (!stopping_ && last_heads_read != INT64_MIN) {
+          const int64_t window_now = window_clock->NowMicros();
+          if (window_now >= last_heads_read + window || window_now < last_heads_read) {
+            break;
+          }
+          window_clock->WaitUntil(dispatch_cv_, lock, last_heads_read + window);
+        }
+        in_batching_window_ = false;
+        if (stopping_) break;
+        last_heads_read = window_clock->NowMicros();
+      }
       heads_dirty_ = false;
       heads_retry_at = INT64_MAX;
       lock.unlock();

@@ -194,11 +194,17 @@ const char* SyncPragma(SyncMode mode) {
 
 struct PendingWrite {
   enum : int { kQueued = 0, kDone = 1, kLead = 2 };
-  const Database::WorkFn* work;
+  const Database::WorkFn* work = nullptr;
   Status status;  // written by the leader before it stores kDone
   // kQueued until the leader that committed this write stores kDone (release), or the
   // previous leader hands over the lead with kLead. Waited on with a futex.
   std::atomic<int> state{kQueued};
+  // WriteAsync: the write owns its work, nobody waits on `state`, and `done` is told
+  // the outcome; the leader deletes it after `done`.
+  Database::WorkFn owned_work;
+  std::function<void(Status)> done;
+
+  bool is_async() const { return static_cast<bool>(done); }
 };
 
 Database::Database(const Options& options) : options_(options) {
@@ -206,7 +212,15 @@ Database::Database(const Options& options) : options_(options) {
   sql_context_.clock = options_.clock;
 }
 
-Database::~Database() = default;
+Database::~Database() {
+  std::unique_lock<std::mutex> lock(write_mu_);
+  committer_stopping_ = true;
+  committer_cv_.notify_all();
+  lock.unlock();
+  // The committer finishes what was handed to it (every queued asynchronous write)
+  // before it exits.
+  if (committer_.joinable()) committer_.join();
+}
 
 Result<std::unique_ptr<Database>> Database::Open(const Options& options) {
   // SQLite's memory statistics (sqlite3_memory_used, which sheetlog never reads) take
@@ -353,9 +367,25 @@ Status Database::Write(const WorkFn& work) {
   } else {
     leader_active_ = true;
   }
-
   // This writer leads (and is at the front): it commits itself and everyone queued
   // behind it (up to a bound).
+  LeadBatch(lock, &self);
+  return self.status;
+}
+
+void Database::WriteAsync(WorkFn work, std::function<void(Status)> done) {
+  auto* write = new PendingWrite;
+  write->owned_work = std::move(work);
+  write->work = &write->owned_work;
+  write->done = std::move(done);
+  std::unique_lock<std::mutex> lock(write_mu_);
+  writers_.push_back(write);
+  if (leader_active_) return;  // the leader, or the one it hands over to, commits it
+  leader_active_ = true;
+  LeadBatch(lock, nullptr);
+}
+
+void Database::LeadBatch(std::unique_lock<std::mutex>& lock, PendingWrite* self) {
   std::vector<PendingWrite*> batch;
   while (!writers_.empty() && static_cast<int>(batch.size()) < options_.max_batch) {
     batch.push_back(writers_.front());
@@ -369,23 +399,43 @@ Status Database::Write(const WorkFn& work) {
   ++stats_.batches;
   stats_.writes += static_cast<int64_t>(batch.size());
   PendingWrite* next = nullptr;
-  if (writers_.empty()) {
-    leader_active_ = false;
-  } else {
+  bool wake_committer = false;
+  if (!writers_.empty() && !writers_.front()->is_async()) {
     next = writers_.front();  // keeps leader_active_ for it
+  } else {
+    // The lead is released while `done` callbacks run, so that one may write (a
+    // synchronous Write from a callback would otherwise wait for a lead its own thread
+    // holds). Nobody waits on an asynchronous write to take the lead: the committer
+    // thread is told to, unless a new writer takes it first.
+    leader_active_ = false;
+    if (!writers_.empty()) {
+      committer_has_work_ = true;
+      wake_committer = true;
+      if (!committer_.joinable()) committer_ = std::thread([this] { CommitterLoop(); });
+    }
   }
   lock.unlock();
 
   // Wake the followers outside the lock: each sleeps on its own word.
+  std::vector<PendingWrite*> finished_async;
   for (PendingWrite* w : batch) {
     if (!batch_status.ok()) w->status = batch_status;
-    if (w == &self) continue;
+    if (w->is_async()) {
+      finished_async.push_back(w);
+      continue;
+    }
+    if (w == self) continue;
     w->state.store(PendingWrite::kDone, std::memory_order_release);
     FutexWake(&w->state);  // the word may be gone already; a futex wake never reads it
   }
   if (next != nullptr) {
     next->state.store(PendingWrite::kLead, std::memory_order_release);
     FutexWake(&next->state);
+  }
+  if (wake_committer) committer_cv_.notify_one();
+  for (PendingWrite* w : finished_async) {
+    w->done(w->status);
+    delete w;
   }
 
   if (batch_status.ok() && fed) {
@@ -396,7 +446,20 @@ Status Database::Write(const WorkFn& work) {
     }
     for (auto& listener : listeners) listener();
   }
-  return self.status;
+}
+
+void Database::CommitterLoop() {
+  std::unique_lock<std::mutex> lock(write_mu_);
+  while (true) {
+    committer_cv_.wait(lock, [&] { return committer_has_work_ || committer_stopping_; });
+    if (!committer_has_work_) return;  // stopping, and nothing left to it
+    committer_has_work_ = false;
+    // A writer that arrived meanwhile may lead already; it passes the work on again.
+    if (leader_active_ || writers_.empty()) continue;
+    leader_active_ = true;
+    LeadBatch(lock, nullptr);
+    lock.lock();
+  }
 }
 
 Status Database::Read(const WorkFn& work) {

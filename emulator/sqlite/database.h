@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -145,6 +146,16 @@ class Database final : public Transactions {
   // OK once the transaction is durable. `work` may run on another caller's thread.
   Status Write(const WorkFn& work) override;
 
+  // Transactions::WriteAsync. A caller that finds no commit in progress commits its own
+  // batch on its thread (no hand-off for a lone writer); otherwise its write is queued
+  // and it returns at once. When an asynchronous write is next in line after a batch,
+  // the database's committer thread (started on first use) takes the lead, so batches
+  // follow each other back to back and no caller is held to lead; a synchronous Write
+  // next in line is handed the lead as before. `done` runs outside every lock, after
+  // the lead has passed on (so it may write), and must not throw. The destructor waits
+  // for the writes left to the committer.
+  void WriteAsync(WorkFn work, std::function<void(Status)> done) override;
+
   // Runs `work` in a read transaction on a pooled read connection: it sees one
   // consistent committed state, never the writer's uncommitted changes.
   Status Read(const WorkFn& work) override;
@@ -172,6 +183,14 @@ class Database final : public Transactions {
   Status Init();
   Result<std::unique_ptr<Connection>> OpenConnection(bool writer);
   Status CommitBatch(std::vector<struct PendingWrite*>& batch);
+  // REQUIRES: `lock` holds write_mu_ and the caller leads. Commits one batch from the
+  // front of the queue, passes the lead on (to the next synchronous writer in line, or
+  // releases it and leaves the rest to the committer thread), then, with no lock held,
+  // wakes the batch's synchronous writers (except `self`, the caller's own) and runs
+  // the asynchronous writers' `done`, then the commit listeners. Returns unlocked.
+  void LeadBatch(std::unique_lock<std::mutex>& lock, struct PendingWrite* self);
+  // The committer thread: leads whenever writes were left to it and nobody else leads.
+  void CommitterLoop();
   static void NowFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv);
 
   Options options_;
@@ -193,6 +212,12 @@ class Database final : public Transactions {
   std::deque<struct PendingWrite*> writers_;  // GUARDED_BY(write_mu_)
   bool leader_active_ = false;                // GUARDED_BY(write_mu_)
   Stats stats_;                               // GUARDED_BY(write_mu_)
+  // Asynchronous writes were left queued with the lead released: the committer thread
+  // takes the lead unless another writer has.
+  bool committer_has_work_ = false;  // GUARDED_BY(write_mu_)
+  bool committer_stopping_ = false;  // GUARDED_BY(write_mu_)
+  std::condition_variable committer_cv_;
+  std::thread committer_;  // started by the first hand-off to it
 
   std::mutex read_mu_;
   std::condition_variable read_cv_;

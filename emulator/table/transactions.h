@@ -26,6 +26,16 @@ class Transactions {
   // consistent. `work` may run on another caller's thread.
   virtual Status Write(const Work& work) = 0;
 
+  // Write without waiting: queues `work` for the same group commit and returns; `done`
+  // is called with what Write would have returned, once the transaction is durable (or
+  // the work failed), on whichever thread committed it — possibly the caller's own,
+  // before WriteAsync returns. `done` may itself call Write or WriteAsync. This default
+  // runs Write on the caller's thread; the SQLite implementation does not block a
+  // caller that finds another commit in progress (its write joins the next batch).
+  virtual void WriteAsync(Work work, std::function<void(Status)> done) {
+    done(Write(work));
+  }
+
   // Runs `work` in a read transaction: it sees one consistent committed state, never
   // a writer's uncommitted changes (eventually consistent reads).
   virtual Status Read(const Work& work) = 0;

@@ -34,6 +34,76 @@ void Call::Reply(int status, const json& body) {
   res.set_content(DumpJsonSafely(body), "application/json");
 }
 
+std::shared_ptr<DeferredReply> Call::Defer() {
+  if (router_ == nullptr) throw std::logic_error("Call::Defer outside a router");
+  if (!deferred_) deferred_.reset(new DeferredReply(*this, res.Defer()));
+  return deferred_;
+}
+
+DeferredReply::DeferredReply(Call& call, std::shared_ptr<http::ResponseSender> sender)
+    : router_(call.router_),
+      route_(call.route_),
+      started_micros_(call.started_micros_),
+      meter_(call.meter),
+      sender_(std::move(sender)) {
+  request_.method = call.req.method;
+  request_.path = call.req.path;
+  request_.matches = call.req.matches;
+  std::lock_guard lock(router_->deferred_mu_);
+  ++router_->deferred_alive_;
+}
+
+DeferredReply::~DeferredReply() {
+  Fail(ApiError(500, "InternalError", "the request ended without a reply"));
+  const Router* router = router_;
+  std::lock_guard lock(router->deferred_mu_);
+  if (--router->deferred_alive_ == 0) router->deferred_done_.notify_all();
+}
+
+void DeferredReply::Reply(int status, const json& body) {
+  {
+    std::lock_guard lock(mu_);
+    if (sent_) return;
+    sent_ = true;
+  }
+  response_.status = status;
+  response_.set_content(DumpJsonSafely(body), "application/json");
+  Send();
+}
+
+void DeferredReply::Fail(const ApiError& error) {
+  {
+    std::lock_guard lock(mu_);
+    if (sent_) return;
+    sent_ = true;
+  }
+  WriteError(response_, error);
+  Send();
+}
+
+void DeferredReply::Complete(const std::function<void()>& reply) {
+  try {
+    reply();
+  } catch (const ApiError& e) {
+    Fail(e);
+  } catch (const std::exception& e) {
+    spdlog::error("{} {} failed: {}", request_.method, request_.path, e.what());
+    Fail(ApiError(500, "InternalError", std::string("unexpected failure: ") + e.what()));
+  }
+}
+
+void DeferredReply::Send() {
+  Call call(request_, response_);
+  call.meter = meter_;
+  router_->Finish(*static_cast<const Router::Route*>(route_), call, started_micros_);
+  sender_->Send(std::move(response_));
+}
+
+void Router::WaitForDeferredReplies() const {
+  std::unique_lock lock(deferred_mu_);
+  deferred_done_.wait(lock, [&] { return deferred_alive_ == 0; });
+}
+
 FieldReader::FieldReader(const json& value, std::string what)
     : value_(value), what_(std::move(what)) {
   if (!value_.is_object()) throw ApiError::Validation(what_ + " must be a JSON object");
@@ -206,6 +276,9 @@ void Router::Handle(int index, http::Request& req, http::Response& res,
   // Latency is real time on purpose: it measures the server, whatever the sheet clock.
   const int64_t started = SystemClock::Default()->NowMicros();
   Call call(req, res);
+  call.router_ = this;
+  call.route_ = &route;
+  call.started_micros_ = started;
   try {
     if (route.streaming) {
       static const http::ContentReader kNoBody = [](http::ContentReceiver) {
@@ -216,12 +289,27 @@ void Router::Handle(int index, http::Request& req, http::Response& res,
       route.handler(call);
     }
   } catch (const ApiError& e) {
+    if (call.deferred_) {
+      call.deferred_->Fail(e);
+      return;
+    }
     WriteError(res, e);
   } catch (const std::exception& e) {
     spdlog::error("{} {} failed: {}", req.method, req.path, e.what());
-    WriteError(res, ApiError(500, "InternalError",
-                             std::string("unexpected failure: ") + e.what()));
+    ApiError error(500, "InternalError", std::string("unexpected failure: ") + e.what());
+    if (call.deferred_) {
+      call.deferred_->Fail(error);
+      return;
+    }
+    WriteError(res, error);
   }
+  // A deferred reply is counted when it is sent.
+  if (call.deferred_) return;
+  Finish(route, call, started);
+}
+
+void Router::Finish(const Route& route, const Call& call, int64_t started) const {
+  http::Response& res = call.res;
   if (route.options.storage) {
     res.set_header("X-Request-Units", "wru=" + FormatUnits(call.meter.write_units) +
                                           ", rru=" + FormatUnits(call.meter.read_units));

@@ -4,7 +4,10 @@
 // routes carry X-Request-Units.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -20,6 +23,9 @@
 namespace sheetlog::api {
 
 using json = nlohmann::json;
+
+class Router;
+class DeferredReply;
 
 // One request being served.
 class Call {
@@ -42,6 +48,54 @@ class Call {
 
   void Reply(int status, const json& body);
   void NoContent() { res.status = 204; }
+
+  // For a handler that answers after it returns (e.g. once a write it queued has
+  // committed): the reply is sent, and the request counted, through the returned
+  // object; `res` and `meter` are no longer used. Only for buffered-body routes.
+  std::shared_ptr<DeferredReply> Defer();
+
+ private:
+  friend class Router;
+  friend class DeferredReply;
+  const Router* router_ = nullptr;
+  const void* route_ = nullptr;  // the Router's route being served
+  int64_t started_micros_ = 0;
+  std::shared_ptr<DeferredReply> deferred_;
+};
+
+// A reply sent after the handler returned (Call::Defer), from any thread.
+//
+// Contract: Reply or Fail once (later calls are ignored); Complete runs a function that
+// replies and turns what it throws into the error reply, as a handler's throw would.
+// Dropped without a reply, it sends a 500. The request's units and metrics are
+// recorded when the reply is sent. The router outlives every DeferredReply
+// (Router::WaitForDeferredReplies).
+class DeferredReply {
+ public:
+  ~DeferredReply();
+  DeferredReply(const DeferredReply&) = delete;
+  DeferredReply& operator=(const DeferredReply&) = delete;
+
+  // The request's units: pass to the work whose completion this reply waits for.
+  UnitMeter* meter() { return &meter_; }
+  void Reply(int status, const json& body);
+  void Fail(const ApiError& error);
+  void Complete(const std::function<void()>& reply);
+
+ private:
+  friend class Call;
+  DeferredReply(Call& call, std::shared_ptr<http::ResponseSender> sender);
+  void Send();
+
+  const Router* router_;
+  const void* route_;
+  int64_t started_micros_;
+  http::Request request_;  // what the observer reads: method, path, matches
+  http::Response response_;
+  UnitMeter meter_;
+  std::shared_ptr<http::ResponseSender> sender_;
+  std::mutex mu_;
+  bool sent_ = false;  // GUARDED_BY(mu_)
 };
 
 // Reads fields of a JSON object strictly: wrong types are ValidationError naming the
@@ -108,6 +162,9 @@ class Router {
               const http::ContentReader* body) const;
   // True if the request carries the right bearer token (or none is configured).
   bool Authorized(const http::Request& req) const;
+  // Blocks until every DeferredReply is gone (sent and released). Call after the HTTP
+  // server stopped, while what the handlers' completions use is still alive.
+  void WaitForDeferredReplies() const;
 
   // Called after every request with its route pattern, once the response is written
   // (for per-sheet accounting). Set before routes are added.
@@ -127,6 +184,9 @@ class Router {
            StreamingHandler streaming, RouteOptions options);
   void CountRequest(const Route& route, const std::string& method, int status,
                     int64_t started_micros, const UnitMeter* meter) const;
+  // After a handler's reply: X-Request-Units, metrics, the call observer.
+  void Finish(const Route& route, const Call& call, int64_t started_micros) const;
+  friend class DeferredReply;
 
   std::vector<Route> routes_;
   BodyLimits limits_;
@@ -135,6 +195,9 @@ class Router {
   MetricFamily* latency_ = nullptr;
   MetricFamily* units_ = nullptr;
   CallObserver observer_;
+  mutable std::mutex deferred_mu_;
+  mutable std::condition_variable deferred_done_;
+  mutable int deferred_alive_ = 0;  // GUARDED_BY(deferred_mu_)
 };
 
 // Writes `error` as the response.

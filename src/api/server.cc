@@ -88,6 +88,9 @@ Status ApiServer::Bind() {
 
 void ApiServer::Serve() {
   http_->Serve();
+  // Appends reply from the thread that commits them: let the last ones finish while
+  // the App they use is certainly alive.
+  router_->WaitForDeferredReplies();
   // The event streams' pump uses the App (its clock, its log): stop it now, while the
   // App is certainly alive, not whenever this object is destroyed.
   events_.reset();
@@ -110,6 +113,11 @@ http::Admission ApiServer::Admit(http::Request& request) {
 void ApiServer::Handle(http::Request& request, http::Response& response, int route,
                        const http::ContentReader* body) {
   router_->Handle(route, request, response, body);
+  if (response.deferred) {
+    spdlog::debug("{} {} -> answered later ({} bytes in)", request.method, request.path,
+                  request.body.size());
+    return;
+  }
   spdlog::debug("{} {} -> {} ({} bytes in, {} out)", request.method, request.path,
                 response.status, request.body.size(), response.body.size());
 }

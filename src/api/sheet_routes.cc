@@ -237,19 +237,26 @@ void RegisterSheetRoutes(Router& router, App& app) {
     request.read_last_snapshot = true;
     PrepareEntryBody(app, *type, version, entry_body.value_or(json(nullptr)), &request,
                      &call.meter);
-    int64_t next_seq = -1;
-    Result<AppendResult> result =
-        app.uploads()->Append(std::move(request), &call.meter, &next_seq);
-    if (!result.ok()) Fail(result.status(), next_seq);
-    json out = AppendResultJson(*result);
-    // The seq after this entry and any entries the server's policies appended right
-    // after it, so a client appends again without reading first.
-    out["next_seq"] = result->entry.seq + 1 + (result->snapshot_appended ? 1 : 0) +
-                      (result->segment_created ? 2 : 0);
-    out["last_snapshot"] = LastSnapshotJson(
-        result->last_snapshot_read ? result->last_snapshot
-                                   : Must(log.LastSnapshot(id, &call.meter)));
-    call.Reply(201, out);
+    // The worker does not wait for the commit: the reply is sent by whichever thread
+    // commits the entry's batch, once it is durable (EventLog::AddEntryAsync).
+    std::shared_ptr<DeferredReply> reply = call.Defer();
+    app.uploads()->AppendAsync(
+        std::move(request), reply->meter(),
+        [&log, id, reply](Result<AppendResult> result, int64_t next_seq) {
+          reply->Complete([&] {
+            if (!result.ok()) Fail(result.status(), next_seq);
+            json out = AppendResultJson(*result);
+            // The seq after this entry and any entries the server's policies appended
+            // right after it, so a client appends again without reading first.
+            out["next_seq"] = result->entry.seq + 1 +
+                              (result->snapshot_appended ? 1 : 0) +
+                              (result->segment_created ? 2 : 0);
+            out["last_snapshot"] = LastSnapshotJson(
+                result->last_snapshot_read ? result->last_snapshot
+                                           : Must(log.LastSnapshot(id, reply->meter())));
+            reply->Reply(201, out);
+          });
+        });
   });
 
   router.Get(R"(/v1/sheets/([^/]+)/entries)", [&](Call& call) {

@@ -196,6 +196,7 @@ Status App::Init() {
 
   pipeline_events_ = std::make_unique<PipelineEvents>();
   FunctionRuntime::Options runtime_options;
+  runtime_options.batching_window_micros = options_.batching_window_micros;
   runtime_options.observer = [events = pipeline_events_.get()](const RuntimeEvent& e) {
     PublishJobEvent(events, e);
   };

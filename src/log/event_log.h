@@ -229,6 +229,15 @@ class EventLog {
   Result<AppendResult> AddEntry(const AppendRequest& request, UnitMeter* meter,
                                 int64_t* next_seq_out = nullptr);
 
+  // AddEntry without holding the caller while the entry commits: `done` gets what
+  // AddEntry would have returned, and the next seq for a ConditionFailed (else -1),
+  // once the entry is durable or the append failed — on whichever thread committed it
+  // (Transactions::WriteAsync), possibly the caller's own before this returns. The
+  // policies that follow an append run inside `done`'s thread before it is called.
+  // `meter` must stay valid until `done` runs; `done` must not throw.
+  using AppendDone = std::function<void(Result<AppendResult>, int64_t next_seq)>;
+  void AddEntryAsync(AppendRequest request, UnitMeter* meter, AppendDone done);
+
   // Create New Segment (seed 001). FailedPrecondition if the current segment has no
   // completed snapshot yet.
   Result<SegmentInfo> CreateNewSegment(const std::string& sheet_id, UnitMeter* meter);
@@ -329,7 +338,13 @@ class EventLog {
     int64_t since_snapshot = 0;  // kWritten: entries since the last Snapshot entry
     bool segment_full = false;   // kWritten: the segment reached segment_entries
   };
+  struct AppendTxn;
   AppendAttempt AppendOnce(const AppendRequest& request, UnitMeter* meter);
+  static Status RefuseReserved(const AppendRequest& request);
+  // What AddEntry returns for an attempt that did not lose the race; runs the policies
+  // after a written entry.
+  Result<AppendResult> Conclude(const AppendRequest& request, const SheetConfig& config,
+                                AppendAttempt tried, int64_t* next_seq_out);
   void RunPolicies(const std::string& sheet_id, const SheetConfig& config,
                    int64_t since_snapshot, bool segment_full, AppendResult* result);
 

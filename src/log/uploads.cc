@@ -246,6 +246,18 @@ Result<AppendResult> Uploads::Append(AppendRequest request, UnitMeter* meter,
   return log_->AddEntry(request, meter, next_seq_out);
 }
 
+void Uploads::AppendAsync(AppendRequest request, UnitMeter* meter,
+                          EventLog::AppendDone done) {
+  if (request.body &&
+      static_cast<int64_t>(request.body->size()) > options_.inline_limit) {
+    int64_t next_seq = -1;
+    Result<AppendResult> appended = AppendLarge(std::move(request), meter, &next_seq);
+    done(std::move(appended), next_seq);
+    return;
+  }
+  log_->AddEntryAsync(std::move(request), meter, std::move(done));
+}
+
 Result<AppendResult> Uploads::AppendLarge(AppendRequest request, UnitMeter* meter,
                                           int64_t* next_seq_out) {
   if (!request.body) return InvalidArgument("AppendLarge needs a body");

@@ -105,6 +105,11 @@ class Uploads {
   // (EventLog::AddEntry, with its errors).
   Result<AppendResult> Append(AppendRequest request, UnitMeter* meter,
                               int64_t* next_seq_out);
+  // Append without holding the caller while an inline entry commits
+  // (EventLog::AddEntryAsync, same contract for `done` and `meter`). A body over the
+  // inline limit goes through AppendLarge on the caller's thread, and `done` runs
+  // before this returns.
+  void AppendAsync(AppendRequest request, UnitMeter* meter, EventLog::AppendDone done);
 
   // An inline body too large to keep in the entry: blob first (tagged auto-delete),
   // then the entry referencing it. `request.body` is moved to the blob.

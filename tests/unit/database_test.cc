@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -146,6 +148,132 @@ TEST(DatabaseTest, ReadersSeeOnlyCommittedState) {
   });
   ASSERT_OK(s);
   EXPECT_EQ(CountRows(*db, "t"), 1);
+}
+
+// Holds a synchronous writer inside its work, so that writes made meanwhile queue
+// behind it, until Release().
+class HeldLeader {
+ public:
+  explicit HeldLeader(Database& db) {
+    thread_ = std::thread([&db, this] {
+      status_ = db.Write([this](Connection& c) {
+        entered_.set_value();
+        release_.get_future().wait();
+        return c.Exec("INSERT INTO t VALUES (0)");
+      });
+    });
+    entered_.get_future().wait();
+  }
+  ~HeldLeader() { (void)Release(); }
+  Status Release() {
+    if (thread_.joinable()) {
+      release_.set_value();
+      thread_.join();
+    }
+    return status_;
+  }
+
+ private:
+  std::promise<void> entered_, release_;
+  std::thread thread_;
+  Status status_;
+};
+
+Database::WorkFn Insert(int x) {
+  return [x](Connection& c) {
+    ASSIGN_OR_RETURN(Statement st, c.Prepare("INSERT INTO t VALUES (?)"));
+    return st.Bind(1, x).Run();
+  };
+}
+
+std::unique_ptr<Database> OpenDbWithTable(const testing::TempDir& dir) {
+  std::unique_ptr<Database> db = OpenDb(dir);
+  EXPECT_TRUE(
+      db->Write([](Connection& c) { return c.Exec("CREATE TABLE t (x INTEGER)"); }).ok());
+  return db;
+}
+
+TEST(DatabaseTest, AsyncWriteWithNoCommitInProgressCommitsBeforeReturning) {
+  testing::TempDir dir;
+  auto db = OpenDbWithTable(dir);
+  std::optional<Status> outcome;
+  std::thread::id done_on;
+  db->WriteAsync(Insert(1), [&](Status s) {
+    outcome = s;
+    done_on = std::this_thread::get_id();
+  });
+  ASSERT_TRUE(outcome.has_value());
+  EXPECT_OK(*outcome);
+  EXPECT_EQ(done_on, std::this_thread::get_id());
+  EXPECT_EQ(CountRows(*db, "t"), 1);
+}
+
+TEST(DatabaseTest, AsyncWritesQueuedBehindALeaderReturnAtOnceAndCommitLater) {
+  testing::TempDir dir;
+  auto db = OpenDbWithTable(dir);
+  HeldLeader leader(*db);
+  std::promise<Status> first, second;
+  std::atomic<int> dones{0};
+  std::thread::id second_done_on;
+  db->WriteAsync(Insert(1), [&](Status s) {
+    ++dones;
+    first.set_value(s);
+  });
+  db->WriteAsync(
+      [](Connection& c) {
+        RETURN_IF_ERROR(c.Exec("INSERT INTO t VALUES (2)"));
+        return ConditionFailed("lost the race");
+      },
+      [&](Status s) {
+        ++dones;
+        second_done_on = std::this_thread::get_id();
+        second.set_value(s);
+      });
+  // Both calls returned while the leader still holds its transaction.
+  EXPECT_EQ(dones.load(), 0);
+  EXPECT_EQ(CountRows(*db, "t"), 0);
+  EXPECT_OK(leader.Release());
+  EXPECT_OK(first.get_future().get());
+  // A failed work rolls back only itself, and its caller hears why.
+  EXPECT_TRUE(second.get_future().get().IsConditionFailed());
+  EXPECT_NE(second_done_on, std::this_thread::get_id());
+  EXPECT_EQ(CountRows(*db, "t"), 2);  // the leader's row and the first async one
+}
+
+TEST(DatabaseTest, AsyncDoneMayWriteSynchronouslyWithoutDeadlock) {
+  testing::TempDir dir;
+  auto db = OpenDbWithTable(dir);
+  HeldLeader leader(*db);
+  std::promise<Status> nested;
+  db->WriteAsync(Insert(1), [&](Status) {
+    // Runs on the committing thread after it passed the lead on.
+    nested.set_value(db->Write(Insert(2)));
+  });
+  db->WriteAsync(Insert(3), [](Status) {});  // more work queued behind it
+  EXPECT_OK(leader.Release());
+  EXPECT_OK(nested.get_future().get());
+  // A synchronous writer queued behind asynchronous ones still gets its turn.
+  EXPECT_OK(db->Write(Insert(4)));
+  EXPECT_EQ(CountRows(*db, "t"), 5);
+}
+
+TEST(DatabaseTest, DestructorFinishesTheWritesLeftToTheCommitter) {
+  testing::TempDir dir;
+  std::atomic<int> committed{0};
+  constexpr int kWrites = 50;
+  {
+    auto db = OpenDbWithTable(dir);
+    HeldLeader leader(*db);
+    for (int i = 0; i < kWrites; ++i) {
+      db->WriteAsync(Insert(i), [&](Status s) {
+        if (s.ok()) ++committed;
+      });
+    }
+    EXPECT_OK(leader.Release());
+  }
+  EXPECT_EQ(committed.load(), kWrites);
+  auto reopened = OpenDb(dir);
+  EXPECT_EQ(CountRows(*reopened, "t"), kWrites + 1);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -240,6 +242,100 @@ TEST_F(EventLogTest, SnapshotPolicyAppendsSnapshotEntryEveryN) {
   // seq 0 from creation; then after 3 entries since the last Snapshot entry.
   EXPECT_EQ(snapshot_seqs, (std::vector<int64_t>{0, 4, 8, 12}));
   EXPECT_EQ(snapshots, 3);
+}
+
+// AddEntryAsync through its outcomes: what AddEntry returns, told to `done`.
+class AsyncAppendTest : public EventLogTest {
+ protected:
+  struct Outcome {
+    Result<AppendResult> result = Internal("done never ran");
+    int64_t next_seq = -2;
+  };
+  Outcome AppendAsync(const std::string& sheet, const std::string& type,
+                      std::optional<int64_t> expect = std::nullopt) {
+    AppendRequest request;
+    request.sheet_id = sheet;
+    request.type = type;
+    request.body = "1";
+    request.expect_seq = expect;
+    request.read_last_snapshot = true;
+    std::promise<Outcome> outcome;
+    log_->AddEntryAsync(std::move(request), nullptr,
+                        [&](Result<AppendResult> result, int64_t next_seq) {
+                          outcome.set_value(Outcome{std::move(result), next_seq});
+                        });
+    return outcome.get_future().get();
+  }
+};
+
+TEST_F(AsyncAppendTest, WritesTheNextEntryAndReadsTheLastSnapshotInItsTransaction) {
+  std::string sheet = NewSheet();
+  for (int i = 1; i <= 3; ++i) {
+    Outcome appended = AppendAsync(sheet, "Note");
+    ASSERT_OK(appended.result);
+    EXPECT_EQ(appended.result->entry.seq, i);
+    EXPECT_EQ(appended.next_seq, -1);
+    EXPECT_TRUE(appended.result->last_snapshot_read);
+  }
+  EXPECT_EQ(ReadAll(sheet).size(), 4u);
+}
+
+TEST_F(AsyncAppendTest, ExpectSeqMismatchTellsTheNextSeqAndWritesNothing) {
+  std::string sheet = NewSheet();
+  ASSERT_OK(AppendAsync(sheet, "Note", 1).result);
+  Outcome refused = AppendAsync(sheet, "Note", 1);
+  EXPECT_TRUE(refused.result.status().IsConditionFailed());
+  EXPECT_EQ(refused.next_seq, 2);
+  EXPECT_EQ(ReadAll(sheet).size(), 2u);
+}
+
+TEST_F(AsyncAppendTest, RefusalsAreTheSameAsAddEntrys) {
+  std::string sheet = NewSheet();
+  EXPECT_EQ(AppendAsync(sheet, kSnapshotType).result.status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(AppendAsync("00000000-0000-0000-0000-000000000000", "Note")
+                  .result.status()
+                  .IsNotFound());
+  EXPECT_EQ(ReadAll(sheet).size(), 1u);
+}
+
+TEST_F(AsyncAppendTest, PoliciesRunBeforeDoneIsCalled) {
+  std::string sheet = NewSheet(/*snapshot_every=*/2);
+  int snapshots = 0;
+  for (int i = 0; i < 4; ++i) {
+    Outcome appended = AppendAsync(sheet, "Note");
+    ASSERT_OK(appended.result);
+    snapshots += appended.result->snapshot_appended;
+  }
+  EXPECT_EQ(snapshots, 2);
+  std::vector<int64_t> snapshot_seqs;
+  for (const EntryRecord& e : ReadAll(sheet)) {
+    if (e.type == kSnapshotType) snapshot_seqs.push_back(e.seq);
+  }
+  EXPECT_EQ(snapshot_seqs, (std::vector<int64_t>{0, 3, 6}));
+}
+
+TEST_F(AsyncAppendTest, ConcurrentAppendsGetConsecutiveSeqsWithoutRetries) {
+  std::string sheet = NewSheet();
+  constexpr int kThreads = 4, kPerThread = 50;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::set<int64_t> seqs;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kPerThread; ++i) {
+        Outcome appended = AppendAsync(sheet, "Note");
+        ASSERT_OK(appended.result);
+        std::lock_guard lock(mu);
+        seqs.insert(appended.result->entry.seq);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  ASSERT_EQ(seqs.size(), static_cast<size_t>(kThreads * kPerThread));
+  EXPECT_EQ(*seqs.begin(), 1);
+  EXPECT_EQ(*seqs.rbegin(), kThreads * kPerThread);
+  EXPECT_EQ(log_->retries(), 0);
 }
 
 TEST_F(EventLogTest, SegmentPolicyStartsNewSegmentOnceFullAndSnapshotted) {

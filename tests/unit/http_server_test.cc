@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace sheetlog::api::http {
 namespace {
@@ -31,6 +32,12 @@ class TestHandler : public HttpHandler {
       admission.route = 3;
     } else if (request.path == "/sized") {
       admission.route = 4;
+    } else if (request.path == "/later") {
+      admission.route = 6;  // answered after the handler returns, by the test
+    } else if (request.path == "/later-now") {
+      admission.route = 7;  // answered before the handler returns
+    } else if (request.path == "/later-never") {
+      admission.route = 8;  // the sender is dropped unsent
     } else if (request.path == "/upload") {
       admission.route = 5;  // read by the handler, on its worker
       admission.streamed_body = true;
@@ -42,6 +49,24 @@ class TestHandler : public HttpHandler {
 
   void Handle(Request& request, Response& response, int route,
               const ContentReader* body) override {
+    if (route == 6) {
+      std::shared_ptr<ResponseSender> sender = response.Defer();
+      std::lock_guard lock(mu_);
+      senders_.push_back(sender);
+      changed_.notify_all();
+      return;
+    }
+    if (route == 7) {
+      Response now;
+      now.status = 201;
+      now.set_content("answered early:" + request.body, "text/plain");
+      response.Defer()->Send(std::move(now));
+      return;
+    }
+    if (route == 8) {
+      response.Defer();
+      return;
+    }
     if (route == 5) {
       // Says how much of the body arrived, and whether all of it did.
       size_t received = 0;
@@ -99,6 +124,12 @@ class TestHandler : public HttpHandler {
     changed_.wait(lock, [&] { return writer_ != nullptr; });
     return writer_;
   }
+  // The sender of the n-th request to /later (0-based), once its handler has run.
+  std::shared_ptr<ResponseSender> WaitForSender(size_t n) {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return senders_.size() > n; });
+    return senders_[n];
+  }
   void WaitForStreamClosed() {
     std::unique_lock lock(mu_);
     changed_.wait(lock, [&] { return stream_closed_; });
@@ -108,6 +139,7 @@ class TestHandler : public HttpHandler {
   std::mutex mu_;
   std::condition_variable changed_;
   std::shared_ptr<StreamWriter> writer_;
+  std::vector<std::shared_ptr<ResponseSender>> senders_;
   bool stream_closed_ = false;
 };
 
@@ -229,6 +261,79 @@ TEST_F(HttpServerTest, ProviderResponsesKeepTheConnectionAlive) {
     ASSERT_NE(response.find("\r\n\r\nhello"), std::string::npos)
         << "request " << i << ": " << response;
   }
+  close(fd);
+}
+
+Response TextResponse(int status, const std::string& text) {
+  Response response;
+  response.status = status;
+  response.set_content(text, "text/plain");
+  return response;
+}
+
+// A deferred response does not hold the worker: with one worker, two requests wait for
+// their answers at once, the answers are sent from this thread in either order, each
+// to its own connection, and the connections stay open.
+TEST_F(HttpServerTest, DeferredResponsesAreSentLaterFromAnyThreadWithoutAWorker) {
+  int first = Connect(server_->port());
+  int second = Connect(server_->port());
+  SendAll(first, "GET /later HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::shared_ptr<ResponseSender> first_sender = handler_.WaitForSender(0);
+  SendAll(second, "GET /later HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::shared_ptr<ResponseSender> second_sender = handler_.WaitForSender(1);
+
+  second_sender->Send(TextResponse(201, "second"));
+  std::string answer = ReadUntil(second, "second");
+  EXPECT_NE(answer.find("HTTP/1.1 201 Created"), std::string::npos) << answer;
+  first_sender->Send(TextResponse(200, "first"));
+  first_sender->Send(TextResponse(500, "ignored"));  // only the first Send counts
+  EXPECT_NE(ReadUntil(first, "first").find("first"), std::string::npos);
+
+  // Keep-alive: the next request on the same connection is served.
+  SendAll(first, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
+  std::string echo = ReadUntil(first, "echo:hi");
+  EXPECT_NE(echo.find("echo:hi"), std::string::npos) << echo;
+  EXPECT_EQ(echo.find("ignored"), std::string::npos) << echo;
+  close(first);
+  close(second);
+}
+
+TEST_F(HttpServerTest, DeferredResponseSentBeforeTheHandlerReturnsIsDelivered) {
+  int fd = Connect(server_->port());
+  SendAll(fd, "POST /later-now HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok");
+  std::string answer = ReadUntil(fd, "answered early:ok");
+  EXPECT_NE(answer.find("HTTP/1.1 201 Created"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("answered early:ok"), std::string::npos) << answer;
+  close(fd);
+}
+
+TEST_F(HttpServerTest, DeferredResponseDroppedUnsentIsA500) {
+  int fd = Connect(server_->port());
+  SendAll(fd, "GET /later-never HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string answer = ReadUntil(fd, "no response\n");
+  EXPECT_NE(answer.find("HTTP/1.1 500"), std::string::npos) << answer;
+  close(fd);
+}
+
+// A response sent after the server stopped is dropped, and the client, whose
+// connection the stop closed, sees the connection end.
+TEST(HttpServerStopTest, DeferredResponseAfterStopIsDropped) {
+  TestHandler handler;
+  HttpServerOptions options;
+  options.port = 0;
+  options.shutdown_grace_ms = 0;
+  auto server = std::make_unique<HttpServer>(options, &handler);
+  ASSERT_TRUE(server->Bind().ok());
+  std::thread serving([&] { server->Serve(); });
+  int fd = Connect(server->port());
+  SendAll(fd, "GET /later HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::shared_ptr<ResponseSender> sender = handler.WaitForSender(0);
+  server->Stop();
+  serving.join();
+  server.reset();
+  sender->Send(TextResponse(200, "too late"));
+  char byte;
+  EXPECT_LE(recv(fd, &byte, 1, 0), 0);
   close(fd);
 }
 

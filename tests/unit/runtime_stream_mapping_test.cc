@@ -151,9 +151,11 @@ class StreamMappingTest : public ::testing::Test {
   }
 
   // A runtime with no pruning (so nothing but commits and the test's clock moves it).
-  FunctionRuntime& NewRuntime(int workers = 4) {
+  FunctionRuntime& NewRuntime(int workers = 4, int64_t batching_window_micros = 0) {
     FunctionRuntime::Options options;
     options.stream_workers = workers;
+    options.batching_window_micros = batching_window_micros;
+    options.batching_window_clock = &window_clock_;
     options.prune_interval_micros = 0;
     options.observer = [this](const RuntimeEvent& e) { events_.Add(e); };
     runtime_ = std::make_unique<FunctionRuntime>(db_.get(), &clock_, &faults_, options);
@@ -229,6 +231,7 @@ class StreamMappingTest : public ::testing::Test {
 
   testing::TempDir dir_;
   ManualClock clock_;
+  ManualClock window_clock_;  // ends batching windows (NewRuntime) when advanced
   FaultInjector faults_{&clock_};
   std::unique_ptr<Database> db_;
   std::unique_ptr<ChangeFeed> feed_;
@@ -263,6 +266,34 @@ TEST_F(StreamMappingTest, DeliversInOrderWithoutPollingAndCheckpoints) {
   EXPECT_EQ((*rows)[1].status, ExecStatus::kSucceeded);
   EXPECT_EQ((*rows)[1].detail,
             R"({"num":2,"segment":0,"sheet_id":"s"})");  // seq 3 = num 2
+}
+
+// With a batching window, a commit after a quiet window is delivered at once; the
+// commits that follow within the window wake nobody and are delivered together when it
+// ends (the window's own clock moves only when the test advances it).
+TEST_F(StreamMappingTest, BatchingWindowGathersTheCommitsWithinItIntoOneInvocation) {
+  constexpr int64_t kWindow = 5000;
+  FunctionRuntime& rt = NewRuntime(/*workers=*/4, kWindow);
+  ASSERT_TRUE(rt.AddStreamMapping(Recording()).ok());
+  ASSERT_TRUE(rt.Start().ok());
+  const int shard = ShardOf("s");
+  // Whenever the start read the heads, one window later the first commit is read.
+  Insert("s", 0);
+  window_clock_.Advance(kWindow);
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 1));
+  // After a quiet window a commit is read at once, which starts a new window...
+  window_clock_.Advance(kWindow);
+  Insert("s", 1);
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 2));
+  // ...and the commits within it are read when it ends, together.
+  for (int num = 2; num <= 4; ++num) Insert("s", num);
+  window_clock_.Advance(kWindow);
+  ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 5));
+  std::vector<Invocation> calls = calls_.Get();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].sequences, (std::vector<int64_t>{1}));
+  EXPECT_EQ(calls[1].sequences, (std::vector<int64_t>{2}));
+  EXPECT_EQ(calls[2].sequences, (std::vector<int64_t>{3, 4, 5}));
 }
 
 TEST_F(StreamMappingTest, FilterDeliversOnlyMatchingRecordsAndSkipsTheRest) {

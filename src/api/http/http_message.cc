@@ -75,6 +75,41 @@ std::shared_ptr<StreamWriter> Response::StartStream(const std::string& content_t
   return stream;
 }
 
+std::shared_ptr<ResponseSender> Response::Defer() {
+  deferred = std::make_shared<ResponseSender>();
+  return deferred;
+}
+
+ResponseSender::~ResponseSender() {
+  // No lock: the last owner is going away, so no other thread can Send or Attach.
+  if (!sent_ && deliver_) deliver_(std::nullopt);
+}
+
+void ResponseSender::Send(Response response) {
+  Deliver deliver;
+  {
+    std::lock_guard lock(mu_);
+    if (sent_) return;
+    sent_ = true;
+    if (!deliver_) {
+      early_ = std::move(response);
+      return;
+    }
+    deliver = deliver_;
+  }
+  deliver(std::move(response));
+}
+
+void ResponseSender::Attach(Deliver deliver) {
+  std::optional<Response> early;
+  {
+    std::lock_guard lock(mu_);
+    deliver_ = deliver;
+    early.swap(early_);
+  }
+  if (early) deliver(std::move(early));
+}
+
 const char* StatusReason(int status) {
   switch (status) {
     case 100:

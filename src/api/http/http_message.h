@@ -17,6 +17,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -107,6 +109,7 @@ class StreamWriter {
 };
 
 class ResponseChannel;
+class ResponseSender;
 
 struct Response {
   int status = 200;
@@ -129,6 +132,10 @@ struct Response {
   // unsent. The returned writer outlives the handler: keep it and write from any thread.
   std::shared_ptr<StreamWriter> StartStream(const std::string& content_type,
                                             size_t buffer_limit = 1 << 20);
+  // Makes the response deferred: the handler returns without it and completes it
+  // later, from any thread, with the returned sender (e.g. once a write it queued has
+  // committed). Whatever this Response holds when the handler returns is dropped.
+  std::shared_ptr<ResponseSender> Defer();
 
   // For the server: how the body is produced.
   enum class BodyKind { kString, kSized, kChunked, kStream };
@@ -136,7 +143,40 @@ struct Response {
   size_t content_length = 0;  // kSized
   ContentProvider sized_provider;
   ChunkedContentProvider chunked_provider;
-  std::shared_ptr<ResponseChannel> stream;  // kStream
+  std::shared_ptr<ResponseChannel> stream;   // kStream
+  std::shared_ptr<ResponseSender> deferred;  // set by Defer()
+};
+
+// The sending side of a deferred response (Response::Defer).
+//
+// Contract:
+//  - Send() delivers the response, with a string body (set_content; a provider or a
+//    stream is answered 500), from any thread, and never blocks on the network. Only
+//    the first Send counts.
+//  - Sending before the handler has returned is allowed: the response is delivered
+//    once it has.
+//  - A sender dropped without Send() answers 500 (text/plain): a request is never left
+//    without a response. Layers above send their own error before that happens.
+//  - After the server stopped, a response is dropped.
+class ResponseSender {
+ public:
+  ResponseSender() = default;
+  ResponseSender(const ResponseSender&) = delete;
+  ResponseSender& operator=(const ResponseSender&) = delete;
+  ~ResponseSender();
+
+  void Send(Response response);
+
+  // For the server, once the handler returned: `deliver` gets the response (nullopt:
+  // dropped unsent), at once if Send already ran.
+  using Deliver = std::function<void(std::optional<Response>)>;
+  void Attach(Deliver deliver);
+
+ private:
+  std::mutex mu_;
+  std::optional<Response> early_;  // sent before Attach
+  Deliver deliver_;
+  bool sent_ = false;
 };
 
 // The reason phrase of an HTTP status ("Not Found"); "Unknown" for others.

@@ -202,6 +202,35 @@ struct Mailbox {
   }
 };
 
+// Hands a response with a string body to the loop.
+void PostStringResponse(Mailbox& mailbox, Completion completion, const Response& response,
+                        bool head_only, bool close_after) {
+  completion.close_after = close_after;
+  completion.bytes =
+      SerializeHead(response, static_cast<int64_t>(response.body.size()), close_after);
+  if (!head_only) completion.bytes += response.body;
+  mailbox.Post(std::move(completion));
+}
+
+// Makes `sender` deliver to connection `id` through `mailbox` alone, so that a response
+// sent after the server is gone is merely dropped (Mailbox::closed).
+void AttachDeferred(ResponseSender& sender, std::shared_ptr<Mailbox> mailbox, uint64_t id,
+                    bool head_only, bool close_after) {
+  sender.Attach([mailbox = std::move(mailbox), id, head_only,
+                 close_after](std::optional<Response> reply) {
+    if (!reply || reply->body_kind != Response::BodyKind::kString) {
+      // The layers above always send a string body; this is the last resort.
+      reply.emplace();
+      reply->status = 500;
+      reply->set_content("the request's handler gave no response\n",
+                         "text/plain; charset=utf-8");
+    }
+    Completion completion;
+    completion.connection = id;
+    PostStringResponse(*mailbox, std::move(completion), *reply, head_only, close_after);
+  });
+}
+
 // DataSink over a ResponseChannel, counting what was written.
 class ChannelSink : public DataSink {
  public:
@@ -963,6 +992,11 @@ class HttpServer::Impl {
     auto task = [this, id, head, route, close_after] {
       Response response;
       RunHandler(head->request, response, route, nullptr);
+      if (response.deferred) {
+        AttachDeferred(*response.deferred, mailbox_, id, head->request.method == "HEAD",
+                       close_after);
+        return;
+      }
       Respond(id, head->request, response, close_after, Completion{});
     };
     if (!workers_->TrySubmit(std::move(task))) {
@@ -995,6 +1029,12 @@ class HttpServer::Impl {
       };
       Response response;
       RunHandler(head->request, response, route, &read_body);
+      if (response.deferred) {
+        // The socket goes back to the loop with the response; a deferred one would
+        // need the body read to its end first. No streamed route defers.
+        response = handler_->ErrorResponse(
+            500, "a route that reads its body as a stream cannot answer later");
+      }
       Completion completion;
       completion.returns_socket = true;
       const bool complete = reader.complete();
@@ -1038,14 +1078,10 @@ class HttpServer::Impl {
     const bool head_only = request.method == "HEAD";
     completion.connection = id;
     switch (response.body_kind) {
-      case Response::BodyKind::kString: {
-        completion.close_after = close_after;
-        completion.bytes = SerializeHead(
-            response, static_cast<int64_t>(response.body.size()), close_after);
-        if (!head_only) completion.bytes += response.body;
-        mailbox_->Post(std::move(completion));
+      case Response::BodyKind::kString:
+        PostStringResponse(*mailbox_, std::move(completion), response, head_only,
+                           close_after);
         return;
-      }
       case Response::BodyKind::kStream: {
         completion.close_after = true;
         completion.bytes = SerializeHead(response, -1, true);
