@@ -391,6 +391,13 @@ void Database::LeadBatch(std::unique_lock<std::mutex>& lock, PendingWrite* self)
     batch.push_back(writers_.front());
     writers_.pop_front();
   }
+  if (self != nullptr && std::find(batch.begin(), batch.end(), self) == batch.end()) {
+    // A synchronous writer that found no leader but asynchronous writes left queued
+    // (for the committer) leads from behind them: its own write must be in the batch
+    // it commits, or it would return before its write ran.
+    writers_.erase(std::find(writers_.begin(), writers_.end(), self));
+    batch.push_back(self);
+  }
   lock.unlock();
   sql_context_.feed_written.store(false, std::memory_order_relaxed);
   Status batch_status = CommitBatch(batch);

@@ -257,6 +257,47 @@ TEST(DatabaseTest, AsyncDoneMayWriteSynchronouslyWithoutDeadlock) {
   EXPECT_EQ(CountRows(*db, "t"), 5);
 }
 
+// A synchronous writer that finds no leader while more asynchronous writes than one
+// batch holds are queued (the committer is busy in a `done`) leads from behind them:
+// its own write is in the batch it commits before it returns.
+TEST(DatabaseTest, SyncWriterLeadingFromBehindQueuedAsyncWritesCommitsItsOwnWrite) {
+  testing::TempDir dir;
+  Database::Options options;
+  options.path = dir.File("sheetlog.db");
+  options.max_batch = 2;
+  auto opened = Database::Open(options);
+  ASSERT_OK(opened);
+  std::unique_ptr<Database> db = std::move(opened).value();
+  ASSERT_OK(
+      db->Write([](Connection& c) { return c.Exec("CREATE TABLE t (x INTEGER)"); }));
+  std::promise<void> in_done, gate;
+  std::shared_future<void> gate_open = gate.get_future().share();
+  std::atomic<int> dones{0};
+  {
+    HeldLeader leader(*db);
+    db->WriteAsync(Insert(1), [&](Status) {
+      in_done.set_value();
+      gate_open.wait();  // holds the committer, with the lead released
+      ++dones;
+    });
+    for (int x = 2; x <= 5; ++x) db->WriteAsync(Insert(x), [&](Status) { ++dones; });
+    EXPECT_OK(leader.Release());
+  }
+  in_done.get_future().wait();  // writes 1 and 2 committed; 3, 4, 5 queued
+  ASSERT_OK(db->Write(Insert(100)));
+  int64_t mine = -1;
+  ASSERT_OK(db->Read([&](Connection& c) {
+    ASSIGN_OR_RETURN(Statement st, c.Prepare("SELECT COUNT(*) FROM t WHERE x = 100"));
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    mine = row ? st.ColumnInt(0) : -1;
+    return Status::OK();
+  }));
+  EXPECT_EQ(mine, 1);
+  gate.set_value();
+  db.reset();  // the committer finishes the rest
+  EXPECT_EQ(dones.load(), 5);
+}
+
 TEST(DatabaseTest, DestructorFinishesTheWritesLeftToTheCommitter) {
   testing::TempDir dir;
   std::atomic<int> committed{0};
