@@ -42,7 +42,7 @@ std::shared_ptr<DeferredReply> Call::Defer() {
 
 DeferredReply::DeferredReply(Call& call, std::shared_ptr<http::ResponseSender> sender)
     : router_(call.router_),
-      route_(call.route_),
+      route_index_(call.route_index_),
       started_micros_(call.started_micros_),
       meter_(call.meter),
       sender_(std::move(sender)) {
@@ -95,7 +95,8 @@ void DeferredReply::Complete(const std::function<void()>& reply) {
 void DeferredReply::Send() {
   Call call(request_, response_);
   call.meter = meter_;
-  router_->Finish(*static_cast<const Router::Route*>(route_), call, started_micros_);
+  router_->Finish(router_->routes_.at(static_cast<size_t>(route_index_)), call,
+                  started_micros_);
   sender_->Send(std::move(response_));
 }
 
@@ -277,7 +278,7 @@ void Router::Handle(int index, http::Request& req, http::Response& res,
   const int64_t started = SystemClock::Default()->NowMicros();
   Call call(req, res);
   call.router_ = this;
-  call.route_ = &route;
+  call.route_index_ = index;
   call.started_micros_ = started;
   try {
     if (route.streaming) {

@@ -58,7 +58,7 @@ class Call {
   friend class Router;
   friend class DeferredReply;
   const Router* router_ = nullptr;
-  const void* route_ = nullptr;  // the Router's route being served
+  int route_index_ = -1;  // the Router's route being served
   int64_t started_micros_ = 0;
   std::shared_ptr<DeferredReply> deferred_;
 };
@@ -88,7 +88,7 @@ class DeferredReply {
   void Send();
 
   const Router* router_;
-  const void* route_;
+  int route_index_;
   int64_t started_micros_;
   http::Request request_;  // what the observer reads: method, path, matches
   http::Response response_;
