@@ -25,7 +25,8 @@ Result<std::string> Build(BlobStore* blobs, const SnapshotId& id,
                           const std::vector<EntryRecord>& entries_since,
                           const SnapshotBuilder::Options& options) {
   ASSIGN_OR_RETURN(SheetPlan plan, PlanSheet(blobs, previous_root, entries_since));
-  std::unique_ptr<SnapshotBuilder> builder = NewSnapshotBuilder(blobs, id, plan, options);
+  std::unique_ptr<SnapshotBuilder> builder =
+      NewSnapshotBuilder(blobs, id, std::move(plan), options);
   while (true) {
     ASSIGN_OR_RETURN(bool done, builder->WriteNextChunk());
     if (done) break;

@@ -33,6 +33,27 @@ void Overlay::Set(const CellRef& ref, Cell cell) {
   ++size_;
 }
 
+void Overlay::SetRun(int64_t row, int64_t first_col, std::vector<Cell>&& cells) {
+  if (row < 1 || row > row_limit_ || cells.empty()) return;
+  // The columns first_col + i inside the grid: i in [begin, end).
+  const int64_t n = static_cast<int64_t>(cells.size());
+  const int64_t begin = std::max<int64_t>(0, 1 - first_col);
+  const int64_t end = std::min(n, col_limit_ - first_col + 1);
+  if (begin >= end) return;
+  Row& cols = rows_[row];
+  if (!cols.empty() && cols.back().first >= first_col + begin) {
+    for (int64_t i = begin; i < end; ++i) {
+      Set({row, first_col + i}, std::move(cells[static_cast<size_t>(i)]));
+    }
+    return;
+  }
+  cols.reserve(cols.size() + static_cast<size_t>(end - begin));
+  for (int64_t i = begin; i < end; ++i) {
+    cols.emplace_back(first_col + i, std::move(cells[static_cast<size_t>(i)]));
+  }
+  size_ += static_cast<size_t>(end - begin);
+}
+
 const Overlay::Row* Overlay::FindRow(int64_t row) const {
   auto it = rows_.find(row);
   return it == rows_.end() ? nullptr : &it->second;
@@ -196,6 +217,30 @@ void SheetDelta::Apply(const SheetEdit& edit) {
     void operator()(const SkippedEdit&) {}
   };
   std::visit(Visitor{*this}, edit);
+}
+
+void SheetDelta::Apply(SheetEdit&& edit) {
+  // The edits that carry many cells; the rest hold few (an Import's are shared).
+  if (!std::holds_alternative<SetCellsEdit>(edit) &&
+      !std::holds_alternative<SetCellEdit>(edit) &&
+      !std::holds_alternative<SetCellValueAndFormatEdit>(edit)) {
+    Apply(static_cast<const SheetEdit&>(edit));
+    return;
+  }
+  stats_.Count(edit);
+  if (auto* e = std::get_if<SetCellEdit>(&edit)) {
+    Write(e->ref, std::move(e->cell));
+  } else if (auto* e = std::get_if<SetCellValueAndFormatEdit>(&edit)) {
+    Write(e->ref, std::move(e->cell));
+  } else if (auto* e = std::get_if<SetCellsEdit>(&edit);
+             e->form == SetCellsEdit::Form::kRows) {
+    for (size_t r = 0; r < e->rows.size(); ++r) {
+      overlay_.SetRun(e->at.row + static_cast<int64_t>(r), e->at.col,
+                      std::move(e->rows[r]));
+    }
+  } else {
+    for (PlacedCell& c : e->cells) Write(c.ref, std::move(c.cell));
+  }
 }
 
 std::vector<PlacedCell> SheetDelta::ApplyTo(

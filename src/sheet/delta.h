@@ -57,6 +57,10 @@ class Overlay {
   // Records a write (an empty cell records a clear), replacing any earlier one at the
   // same position. Positions outside the grid are ignored.
   void Set(const CellRef& ref, Cell cell);
+  // The same as Set({row, first_col + i}, cells[i]) for every i in order, the cells
+  // moved out of `cells`. A run past the row's last recorded column (a block of rows
+  // written into empty or earlier-filled rows) is appended without a search per cell.
+  void SetRun(int64_t row, int64_t first_col, std::vector<Cell>&& cells);
   // The recorded write at `ref`: nullptr if none, an empty Cell for a clear.
   const Cell* Find(const CellRef& ref) const;
   // The recorded writes of one row, or nullptr.
@@ -97,6 +101,8 @@ class SheetDelta {
   // Folds one more edit in. Never fails: ParseEdit has already refused what cannot be
   // applied; positions pushed or written outside the grid are dropped.
   void Apply(const SheetEdit& edit);
+  // The same, moving the edit's cells into the overlay instead of copying them.
+  void Apply(SheetEdit&& edit);
   // Back to "nothing happened".
   void Reset();
 

@@ -161,11 +161,12 @@ Result<SheetEdit> ParseSetCells(const json& body) {
     edit.form = SetCellsEdit::Form::kMap;
     edit.cells.reserve(cells.size());
     for (const auto& [key, item] : cells.items()) {
-      std::string path = "cells." + key;
+      // The path is spelled only for an error: a body has up to millions of cells.
       auto ref = ParseCellRef(key);
-      if (!ref.ok()) return r.Wrap(path, ref.status());
-      ASSIGN_OR_RETURN(Cell cell, r.CellSpec(path, item));
-      edit.cells.push_back({*ref, std::move(cell)});
+      if (!ref.ok()) return r.Wrap("cells." + key, ref.status());
+      Result<Cell> cell = Cell::FromJson(item);
+      if (!cell.ok()) return r.Wrap("cells." + key, cell.status());
+      edit.cells.push_back({*ref, std::move(cell).value()});
     }
     std::sort(edit.cells.begin(), edit.cells.end(),
               [](const PlacedCell& a, const PlacedCell& b) { return a.ref < b.ref; });
@@ -192,22 +193,26 @@ Result<SheetEdit> ParseSetCells(const json& body) {
   edit.rows.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const json& row = rows[i];
-    std::string row_path = "rows[" + std::to_string(i) + "]";
+    auto row_path = [i] { return "rows[" + std::to_string(i) + "]"; };
     if (!row.is_array()) {
-      return r.Error(row_path, "must be an array, got " + std::string(JsonTypeName(row)));
+      return r.Error(row_path(),
+                     "must be an array, got " + std::string(JsonTypeName(row)));
     }
     if (static_cast<int64_t>(row.size()) > kMaxColumn - edit.at.col + 1) {
-      return r.Error(row_path, "has " + std::to_string(row.size()) +
-                                   " cells from column " + FormatColumn(edit.at.col) +
-                                   ", which overflows the grid (last column " +
-                                   FormatColumn(kMaxColumn) + ")");
+      return r.Error(row_path(), "has " + std::to_string(row.size()) +
+                                     " cells from column " + FormatColumn(edit.at.col) +
+                                     ", which overflows the grid (last column " +
+                                     FormatColumn(kMaxColumn) + ")");
     }
     std::vector<Cell> cells;
     cells.reserve(row.size());
     for (size_t j = 0; j < row.size(); ++j) {
-      ASSIGN_OR_RETURN(Cell cell,
-                       r.CellSpec(row_path + "[" + std::to_string(j) + "]", row[j]));
-      cells.push_back(std::move(cell));
+      // The path is spelled only for an error: a body has up to millions of cells.
+      Result<Cell> cell = Cell::FromJson(row[j]);
+      if (!cell.ok()) {
+        return r.Wrap(row_path() + "[" + std::to_string(j) + "]", cell.status());
+      }
+      cells.push_back(std::move(cell).value());
     }
     edit.rows.push_back(std::move(cells));
   }

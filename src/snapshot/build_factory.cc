@@ -33,15 +33,18 @@ SnapshotBuildFactory MakeSnapshotBuildFactory(BlobStore* blobs,
              const nlohmann::json& checkpoint) -> Result<std::unique_ptr<SnapshotBuild>> {
     ASSIGN_OR_RETURN(SheetPlan plan, PlanSheet(blobs, previous_root, entries_since));
     SnapshotId id{job.sheet_id, job.segment, job.entry, job_seq};
-    auto build =
-        std::make_unique<StreamingBuild>(NewSnapshotBuilder(blobs, id, plan, options));
+    // The builder takes the plan over: the delta holds every cell written since the
+    // previous snapshot, too many to copy.
+    auto build = std::make_unique<StreamingBuild>(
+        NewSnapshotBuilder(blobs, id, std::move(plan), options));
     if (!checkpoint.is_null()) {
       Status resumed = build->Resume(checkpoint);
       if (resumed.code() == StatusCode::kInvalidArgument) {
         // A checkpoint from another layout or a damaged one: starting over is always
-        // safe, it rewrites the same objects.
+        // safe, it rewrites the same objects. Rare: the sheet is planned again.
+        ASSIGN_OR_RETURN(SheetPlan again, PlanSheet(blobs, previous_root, entries_since));
         build = std::make_unique<StreamingBuild>(
-            NewSnapshotBuilder(blobs, std::move(id), plan, options));
+            NewSnapshotBuilder(blobs, std::move(id), std::move(again), options));
       } else {
         RETURN_IF_ERROR(resumed);
       }

@@ -103,7 +103,7 @@ Result<std::string> BuildStateBefore(EventLog* log, BlobStore* blobs,
                    PlanSheet(blobs, history.snapshot_root, history.entries));
   SnapshotId id{sheet_id, segment->num, before_seq - segment->first_seq, before_seq};
   std::unique_ptr<SnapshotBuilder> builder =
-      NewSnapshotBuilder(blobs, id, plan, SnapshotBuilder::Options{});
+      NewSnapshotBuilder(blobs, id, std::move(plan), SnapshotBuilder::Options{});
   while (true) {
     ASSIGN_OR_RETURN(bool done, builder->WriteNextChunk());
     if (done) break;

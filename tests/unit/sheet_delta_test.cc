@@ -139,5 +139,76 @@ TEST(OverlayTest, SizeCountsWritesAndClears) {
   EXPECT_TRUE(overlay.rows().empty());
 }
 
+TEST(OverlayTest, SetRunEqualsASetPerCell) {
+  // Each case: writes already recorded in row 2, then a run written into it.
+  struct Case {
+    std::vector<int64_t> recorded;  // columns
+    int64_t first_col;
+    int cells;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{}, 1, 3},      // an empty row
+           {{1, 2}, 3, 3},  // after the last recorded column: appended
+           {{2, 5}, 1, 6},  // over and between recorded columns
+           {{4}, 2, 3},     // its last cell replaces a recorded one
+           {{}, 8, 5},      // past the 10-column grid: clipped
+           {{9}, 10, 2},    // only the first cell is inside
+           {{}, -1, 4},     // starts left of the grid
+           {{1}, 11, 2},    // wholly outside: nothing, the row unchanged
+       }) {
+    Overlay run(10, 10);
+    Overlay each(10, 10);
+    for (int64_t col : c.recorded) {
+      run.Set({2, col}, Number(-col));
+      each.Set({2, col}, Number(-col));
+    }
+    std::vector<Cell> cells;
+    for (int i = 0; i < c.cells; ++i) cells.push_back(i == 1 ? Cell{} : Number(i));
+    for (int i = 0; i < c.cells; ++i) each.Set({2, c.first_col + i}, cells[i]);
+    run.SetRun(2, c.first_col, std::move(cells));
+    SCOPED_TRACE("first_col " + std::to_string(c.first_col));
+    EXPECT_EQ(DumpOverlay(run), DumpOverlay(each));
+    EXPECT_EQ(run.size(), each.size());
+    EXPECT_EQ(run, each);
+  }
+  Overlay outside(10, 10);
+  outside.SetRun(11, 1, {Number(1)});  // a row outside the grid
+  outside.SetRun(0, 1, {Number(1)});
+  outside.SetRun(3, 1, {});
+  EXPECT_TRUE(outside.empty());
+  EXPECT_TRUE(outside.rows().empty());
+}
+
+TEST(SheetDeltaTest, ApplyingAMovedEditEqualsApplyingACopy) {
+  const std::vector<SheetEdit> edits = {
+      SetCellsEdit{SetCellsEdit::Form::kRows,
+                   {},
+                   A1("B2"),
+                   {{Number(1), Number(2), Cell{}}, {}, {Number(3)}}},
+      SetCellEdit{A1("C2"), Number(4)},
+      SetCellsEdit{SetCellsEdit::Form::kMap,
+                   {{A1("A1"), Number(5)}, {A1("D2"), Number(6)}},
+                   {},
+                   {}},
+      InsertRowsEdit{1, 1, {{2, Number(7)}}},
+      SetCellValueAndFormatEdit{A1("A9"), Cell{CellValue::Number(8), "0.0"}},
+      SetCellsEdit{SetCellsEdit::Form::kRows, {}, A1("A3"), {{Number(9), Number(10)}}},
+      DeleteColumnsEdit{1, 1},
+      SkippedEdit{"Comment", 1, false},
+  };
+  SheetDelta copied;
+  SheetDelta moved;
+  for (const SheetEdit& edit : edits) {
+    copied.Apply(edit);
+    moved.Apply(SheetEdit(edit));
+  }
+  EXPECT_EQ(DumpOverlay(moved.overlay()), DumpOverlay(copied.overlay()));
+  EXPECT_EQ(DumpOverlay(moved.overlay()), "A2=7 A3=10 B3=4 C3=6 A5=3");
+  EXPECT_EQ(moved.overlay(), copied.overlay());
+  EXPECT_EQ(moved.transform(), copied.transform());
+  EXPECT_EQ(moved.stats(), copied.stats());
+  EXPECT_EQ(moved.stats().applied, 7);
+}
+
 }  // namespace
 }  // namespace sheetlog

@@ -177,6 +177,7 @@ TEST(SheetPropertyTest, ReducerDeltaAndTransformAgreeWithTheDenseModel) {
     if (rnd.OneIn(4)) options.compaction_floor = options.max_transform_pieces = 1u << 30;
     Sheet sheet = Sheet::FromCells(old_cells, options);
     SheetDelta delta(rows, cols);
+    SheetDelta moved(rows, cols);  // the same edits, moved in (what PlanSheet does)
     bool replaced = false;
     ReplayStats expected_stats;
 
@@ -188,6 +189,7 @@ TEST(SheetPropertyTest, ReducerDeltaAndTransformAgreeWithTheDenseModel) {
       model.Apply(edit);
       sheet.Apply(edit);
       delta.Apply(edit);
+      moved.Apply(SheetEdit(edit));
       expected_stats.Count(edit);
       if (const auto* e = std::get_if<ImportEdit>(&edit)) {
         replaced |= e->mode == ImportEdit::Mode::kReplace;
@@ -236,6 +238,11 @@ TEST(SheetPropertyTest, ReducerDeltaAndTransformAgreeWithTheDenseModel) {
         << delta.transform().columns().DebugString();
     ASSERT_EQ(delta.replaced(), replaced);
     ASSERT_EQ(delta.stats(), expected_stats);
+    ASSERT_EQ(moved.overlay(), delta.overlay())
+        << "moved in:" << Describe(moved.ApplyTo(old_cells));
+    ASSERT_EQ(moved.transform(), delta.transform());
+    ASSERT_EQ(moved.replaced(), replaced);
+    ASSERT_EQ(moved.stats(), expected_stats);
     delta.overlay().ForEach([&](const CellRef& ref, const Cell&) {
       ASSERT_TRUE(ref.row >= 1 && ref.row <= rows && ref.col >= 1 && ref.col <= cols);
     });
