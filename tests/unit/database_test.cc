@@ -179,7 +179,7 @@ class HeldLeader {
   Status status_;
 };
 
-Database::WorkFn Insert(int x) {
+Database::WorkFn InsertRow(int x) {
   return [x](Connection& c) {
     ASSIGN_OR_RETURN(Statement st, c.Prepare("INSERT INTO t VALUES (?)"));
     return st.Bind(1, x).Run();
@@ -198,7 +198,7 @@ TEST(DatabaseTest, AsyncWriteWithNoCommitInProgressCommitsBeforeReturning) {
   auto db = OpenDbWithTable(dir);
   std::optional<Status> outcome;
   std::thread::id done_on;
-  db->WriteAsync(Insert(1), [&](Status s) {
+  db->WriteAsync(InsertRow(1), [&](Status s) {
     outcome = s;
     done_on = std::this_thread::get_id();
   });
@@ -215,7 +215,7 @@ TEST(DatabaseTest, AsyncWritesQueuedBehindALeaderReturnAtOnceAndCommitLater) {
   std::promise<Status> first, second;
   std::atomic<int> dones{0};
   std::thread::id second_done_on;
-  db->WriteAsync(Insert(1), [&](Status s) {
+  db->WriteAsync(InsertRow(1), [&](Status s) {
     ++dones;
     first.set_value(s);
   });
@@ -245,15 +245,15 @@ TEST(DatabaseTest, AsyncDoneMayWriteSynchronouslyWithoutDeadlock) {
   auto db = OpenDbWithTable(dir);
   HeldLeader leader(*db);
   std::promise<Status> nested;
-  db->WriteAsync(Insert(1), [&](Status) {
+  db->WriteAsync(InsertRow(1), [&](Status) {
     // Runs on the committing thread after it passed the lead on.
-    nested.set_value(db->Write(Insert(2)));
+    nested.set_value(db->Write(InsertRow(2)));
   });
-  db->WriteAsync(Insert(3), [](Status) {});  // more work queued behind it
+  db->WriteAsync(InsertRow(3), [](Status) {});  // more work queued behind it
   EXPECT_OK(leader.Release());
   EXPECT_OK(nested.get_future().get());
   // A synchronous writer queued behind asynchronous ones still gets its turn.
-  EXPECT_OK(db->Write(Insert(4)));
+  EXPECT_OK(db->Write(InsertRow(4)));
   EXPECT_EQ(CountRows(*db, "t"), 5);
 }
 
@@ -275,16 +275,16 @@ TEST(DatabaseTest, SyncWriterLeadingFromBehindQueuedAsyncWritesCommitsItsOwnWrit
   std::atomic<int> dones{0};
   {
     HeldLeader leader(*db);
-    db->WriteAsync(Insert(1), [&](Status) {
+    db->WriteAsync(InsertRow(1), [&](Status) {
       in_done.set_value();
       gate_open.wait();  // holds the committer, with the lead released
       ++dones;
     });
-    for (int x = 2; x <= 5; ++x) db->WriteAsync(Insert(x), [&](Status) { ++dones; });
+    for (int x = 2; x <= 5; ++x) db->WriteAsync(InsertRow(x), [&](Status) { ++dones; });
     EXPECT_OK(leader.Release());
   }
   in_done.get_future().wait();  // writes 1 and 2 committed; 3, 4, 5 queued
-  ASSERT_OK(db->Write(Insert(100)));
+  ASSERT_OK(db->Write(InsertRow(100)));
   int64_t mine = -1;
   ASSERT_OK(db->Read([&](Connection& c) {
     ASSIGN_OR_RETURN(Statement st, c.Prepare("SELECT COUNT(*) FROM t WHERE x = 100"));
@@ -306,7 +306,7 @@ TEST(DatabaseTest, DestructorFinishesTheWritesLeftToTheCommitter) {
     auto db = OpenDbWithTable(dir);
     HeldLeader leader(*db);
     for (int i = 0; i < kWrites; ++i) {
-      db->WriteAsync(Insert(i), [&](Status s) {
+      db->WriteAsync(InsertRow(i), [&](Status s) {
         if (s.ok()) ++committed;
       });
     }
