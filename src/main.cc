@@ -66,6 +66,9 @@ serve flags:
   --body-min-rate B     bytes/s a request body must average: it must be complete
                         within --body-timeout plus 1 s per B bytes received (1024;
                         0 = no rate rule)
+  --response-min-rate B bytes/s a client must read a response at on average (event
+                        streams excepted): within --body-timeout plus 1 s per B
+                        bytes sent, or it is closed (1024; 0 = no rate rule)
   --shutdown-grace S    seconds in-flight requests get after SIGTERM (2)
   --port-file FILE      write the bound port to FILE once listening
   --log-level LEVEL     trace|debug|info|warn|error (default info)
@@ -204,6 +207,10 @@ int Serve(int argc, char** argv) {
     return Fail("--body-min-rate must be a non-negative integer (bytes/s)");
   }
   server_options.http.body_min_rate = number;
+  if (!ParseInt64(flags.Get("response-min-rate", "1024"), &number) || number < 0) {
+    return Fail("--response-min-rate must be a non-negative integer (bytes/s)");
+  }
+  server_options.http.response_min_rate = number;
   std::string port_file = flags.Get("port-file", "");
   std::string level = flags.Get("log-level", "info");
   spdlog::set_level(spdlog::level::from_str(level));

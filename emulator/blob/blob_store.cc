@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "emulator/blob/blob_files_internal.h"
 #include "emulator/blob/blob_presigner.h"
@@ -628,7 +630,8 @@ Status BlobReader::Stream(int64_t offset, int64_t length,
 // ---------------------------------------------------------------------------------
 // Delete and tags
 
-Result<std::optional<int64_t>> BlobStore::DeleteLocked(const std::string& key) {
+Result<std::optional<int64_t>> BlobStore::DeleteLocked(const std::string& key,
+                                                       bool sync) {
   const std::string dir = ObjectDir(key);
   const std::string meta_path = dir + "/" + std::string(kMetaName);
   Result<StoredMeta> meta = ReadMeta(key);
@@ -637,7 +640,7 @@ Result<std::optional<int64_t>> BlobStore::DeleteLocked(const std::string& key) {
     deleted = meta.ok() ? meta->size : 0;
     --object_count_;
     byte_count_ -= *deleted;
-    if (options_.sync) RETURN_IF_ERROR(blob_files::SyncPath(dir));
+    if (options_.sync && sync) RETURN_IF_ERROR(blob_files::SyncPath(dir));
   } else if (errno != ENOENT && errno != ENOTDIR) {
     return ErrnoStatus("unlink", meta_path, errno);
   }
@@ -651,6 +654,57 @@ Status BlobStore::Delete(const std::string& key) {
   RETURN_IF_ERROR(Fault("blob.delete"));
   std::lock_guard<std::mutex> lock(KeyMutex(key));
   return DeleteLocked(key).status();
+}
+
+std::string BlobStore::NearestExistingDir(const std::string& key) const {
+  std::string relative = key;
+  while (!relative.empty()) {
+    const std::string path = objects_dir_ + "/" + relative;
+    struct stat info;
+    if (::stat(path.c_str(), &info) == 0) return path;
+    const size_t slash = relative.rfind('/');
+    relative = slash == std::string::npos ? std::string() : relative.substr(0, slash);
+  }
+  return objects_dir_;
+}
+
+Status BlobStore::DeleteBatch(const std::vector<std::string>& keys,
+                              const std::function<Status()>& after_each) {
+  for (const std::string& key : keys) RETURN_IF_ERROR(ValidateKey(key));
+  size_t attempted = 0;
+  Status status = Status::OK();
+  for (const std::string& key : keys) {
+    status = Fault("blob.delete");
+    if (!status.ok()) break;
+    ++attempted;
+    {
+      std::lock_guard<std::mutex> lock(KeyMutex(key));
+      status = DeleteLocked(key, /*sync=*/false).status();
+    }
+    if (!status.ok()) break;
+    if (after_each) status = after_each();
+    if (!status.ok()) break;
+  }
+  if (!options_.sync) return status;
+  // What was deleted is made durable even when the batch stopped early. The directories
+  // are found once all deletions are done: a later one may remove the directory an
+  // earlier one left.
+  std::set<std::string> changed_dirs;
+  for (size_t i = 0; i < attempted; ++i) changed_dirs.insert(NearestExistingDir(keys[i]));
+  for (std::string dir : changed_dirs) {
+    Status synced = blob_files::SyncPath(dir);
+    // Removed meanwhile by another deletion (which syncs its own parent): its nearest
+    // ancestor holds the change now.
+    while (synced.code() == StatusCode::kNotFound && dir.size() > objects_dir_.size()) {
+      const std::string parent = dir.substr(0, dir.rfind('/'));
+      dir = NearestExistingDir(parent.size() > objects_dir_.size()
+                                   ? parent.substr(objects_dir_.size() + 1)
+                                   : std::string());
+      synced = blob_files::SyncPath(dir);
+    }
+    if (status.ok()) status = synced;
+  }
+  return status;
 }
 
 Result<BlobTags> BlobStore::GetTags(const std::string& key) {

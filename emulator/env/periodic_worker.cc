@@ -24,13 +24,25 @@ void PeriodicWorker::Stop() {
   running_ = false;
 }
 
+void PeriodicWorker::RunSoon() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!running_) return;
+    run_soon_ = true;
+  }
+  cv_.notify_all();
+}
+
 void PeriodicWorker::Run(int64_t period_micros, bool run_at_start) {
   int64_t next = clock_->NowMicros() + (run_at_start ? 0 : period_micros);
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      while (!stop_ && clock_->NowMicros() < next) clock_->WaitUntil(cv_, lock, next);
+      while (!stop_ && !run_soon_ && clock_->NowMicros() < next) {
+        clock_->WaitUntil(cv_, lock, next);
+      }
       if (stop_) return;
+      run_soon_ = false;
     }
     next = clock_->NowMicros() + period_micros;
     task_(stop_);

@@ -33,6 +33,10 @@ class PeriodicWorker {
   // Sets the stop flag, wakes the thread and joins it (a run in progress ends at its
   // next check of the flag). Idempotent; Start may follow.
   void Stop();
+  // Runs the task as soon as the thread is free, without waiting for the period (a run
+  // under way finishes first; calls before the next run starts make one run). The
+  // period restarts after it. No-op unless running. Thread-safe.
+  void RunSoon();
   // The flag Stop sets, for runs made outside the thread that should also stop.
   const std::atomic<bool>& stopping() const { return stop_; }
 
@@ -43,6 +47,7 @@ class PeriodicWorker {
   std::mutex mu_;
   std::condition_variable cv_;  // wakes the thread to stop
   bool running_ = false;        // GUARDED_BY(mu_)
+  bool run_soon_ = false;       // GUARDED_BY(mu_)
   std::atomic<bool> stop_{false};
   Task task_;
   std::thread thread_;

@@ -2,9 +2,11 @@
 
 #include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
+#include <strings.h>
 
 #include <charconv>
 #include <cmath>
+#include <set>
 
 #include "emulator/env/clock.h"
 #include "src/api/json_input.h"
@@ -213,17 +215,28 @@ Router::Router(std::string token, MetricsRegistry* metrics, BodyLimits limits)
 
 bool Router::Authorized(const http::Request& req) const {
   if (token_.empty()) return true;
+  // credentials = auth-scheme 1*SP token68 (RFC 9110 11.4); the scheme is
+  // case-insensitive ("bearer" is "Bearer").
   const std::string header = req.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  if (header.size() != prefix.size() + token_.size() ||
-      header.compare(0, prefix.size(), prefix) != 0) {
+  constexpr std::string_view kScheme = "bearer";
+  if (header.size() <= kScheme.size() ||
+      strncasecmp(header.data(), kScheme.data(), kScheme.size()) != 0 ||
+      header[kScheme.size()] != ' ') {
     return false;
   }
-  return CRYPTO_memcmp(header.data() + prefix.size(), token_.data(), token_.size()) == 0;
+  const size_t credentials = header.find_first_not_of(' ', kScheme.size());
+  if (credentials == std::string::npos || header.size() - credentials != token_.size()) {
+    return false;
+  }
+  return CRYPTO_memcmp(header.data() + credentials, token_.data(), token_.size()) == 0;
 }
 
 http::Admission Router::Admit(http::Request& request) const {
   http::Admission admission;
+  if (request.method == "OPTIONS") {
+    admission.refusal = std::make_unique<http::Response>(Options(request));
+    return admission;
+  }
   // HEAD is GET without the body (the server drops it).
   const std::string& method =
       request.method == "HEAD" ? std::string("GET") : request.method;
@@ -253,6 +266,34 @@ http::Admission Router::Admit(http::Request& request) const {
   WriteError(*admission.refusal,
              ApiError::NotFound("no route for " + request.method + " " + request.path));
   return admission;
+}
+
+http::Response Router::Options(http::Request& request) const {
+  // The methods of the routes at this path ("*": the server's), answered without the
+  // token: which methods exist is no secret. No CORS headers: another origin's page
+  // gets no permission from this answer.
+  std::set<std::string> methods;
+  for (const Route& route : routes_) {
+    if (request.path == "*" || route.matcher.Match(request.path, &request.matches)) {
+      methods.insert(route.method);
+    }
+  }
+  request.matches.clear();
+  http::Response response;
+  if (methods.empty()) {
+    WriteError(response, ApiError::NotFound("no route for " + request.path));
+    return response;
+  }
+  if (methods.count("GET")) methods.insert("HEAD");
+  methods.insert("OPTIONS");
+  std::string allow;
+  for (const std::string& method : methods) {
+    if (!allow.empty()) allow += ", ";
+    allow += method;
+  }
+  response.status = 204;
+  response.set_header("Allow", allow);
+  return response;
 }
 
 void Router::CountRequest(const Route& route, const std::string& method, int status,

@@ -162,6 +162,9 @@ class Router {
               const http::ContentReader* body) const;
   // True if the request carries the right bearer token (or none is configured).
   bool Authorized(const http::Request& req) const;
+  // The answer to OPTIONS: 204 with Allow (the methods of the routes at the path, or of
+  // the whole server for "*"), or 404 if no route has the path.
+  http::Response Options(http::Request& request) const;
   // Blocks until every DeferredReply is gone (sent and released). Call after the HTTP
   // server stopped, while what the handlers' completions use is still alive.
   void WaitForDeferredReplies() const;

@@ -195,14 +195,12 @@ void RegisterSheetRoutes(Router& router, App& app) {
 
   router.Delete(R"(/v1/sheets/([^/]+))", [&](Call& call) {
     std::string id = SheetId(call);
-    // The rows and the tombstone commit first; the purge of every object under the
-    // sheet's prefixes follows, and a crash midway is resumed at the next start.
+    // The rows and the tombstone commit in one transaction: from then on the sheet is
+    // gone for every client, so that is when the request is answered. The purge of
+    // every object under the sheet's prefixes runs in the background (a crash midway
+    // is resumed at the next start).
     (void)Must(log.DeleteSheet(id, &call.meter));
-    Status purged = app.purger()->Purge(id);
-    if (!purged.ok()) {
-      spdlog::warn("sheet {} deleted; its blobs are purged later: {}", id,
-                   purged.ToString());
-    }
+    app.PurgeDeletedSheets();
     call.NoContent();
   });
 

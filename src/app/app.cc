@@ -470,6 +470,17 @@ Result<App::ResetReport> App::Reset() {
   return report;
 }
 
+void App::PurgeDeletedSheets() {
+  if (started_ && options_.workers) {
+    purge_worker_->RunSoon();
+    return;
+  }
+  Result<PurgeReport> purged = purger_->PurgeAll();
+  if (!purged.ok()) {
+    spdlog::warn("purge of deleted sheets failed: {}", purged.status().ToString());
+  }
+}
+
 Status App::Start() {
   if (started_) return Status::OK();
   if (options_.workers) {

@@ -140,6 +140,10 @@ class App {
   SheetUsage* usage() { return &usage_; }
   // Deletes the blobs of deleted sheets (src/log/sheet_deletion.h).
   SheetPurger* purger() { return purger_.get(); }
+  // Purges the objects of deleted sheets now: in the background when the workers run
+  // (the caller does not wait), else here. Errors are logged: a purge that fails is
+  // retried by the next one (every minute and at every start).
+  void PurgeDeletedSheets();
 
  private:
   explicit App(const AppOptions& options);

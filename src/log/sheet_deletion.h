@@ -3,10 +3,11 @@
 // 1. One transaction (EventLog::DeleteSheet) removes the sheet's rows — entries,
 //    segments, pending snapshots, and its `upload` rows (RecordSheetDeletion) — and
 //    writes a tombstone (schema/008). From the commit on the sheet is gone for clients.
-// 2. SheetPurger::Purge then deletes every object under the sheet's prefixes in all four
-//    server areas (sheet_blobs.h) — not only the objects rows referenced: also chunks of
-//    a snapshot build that never completed, payloads of uploads never completed, and
-//    anything a crash orphaned earlier.
+// 2. SheetPurger::Purge then deletes, in the background (the DELETE is answered once the
+//    tombstone commits), every object under the sheet's prefixes in all four server
+//    areas (sheet_blobs.h), a page at a time with one fsync per directory — not only the
+//    objects rows referenced: also chunks of a snapshot build that never completed,
+//    payloads of uploads never completed, and anything a crash orphaned earlier.
 // 3. The purge runs again at every start (a kill -9 midway resumes by itself) and every
 //    period, so objects a snapshot build still running at the delete writes afterwards
 //    go too. The tombstone is dropped only when it is older than `grace_seconds` (the

@@ -145,6 +145,14 @@ void ServerProcess::Kill() {
   pid_ = -1;
 }
 
+bool ServerProcess::Exited() {
+  if (pid_ <= 0) return true;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+  pid_ = -1;
+  return true;
+}
+
 httplib::Client ServerProcess::Client() const {
   httplib::Client client("127.0.0.1", port_);
   client.set_keep_alive(true);

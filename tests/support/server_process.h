@@ -47,6 +47,8 @@ class ServerProcess {
   // SIGKILL and wait: a crash.
   void Kill();
   bool running() const { return pid_ > 0; }
+  // True once the process has ended by itself (a crash fault, an exit); reaps it.
+  bool Exited();
 
   int port() const { return port_; }
   pid_t pid() const { return pid_; }

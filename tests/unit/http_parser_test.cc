@@ -1,14 +1,10 @@
 // The HTTP/1.1 request parser of src/api/http/ (heads, chunked bodies, bounded gzip
-// inflation), the route matcher, and the response channel streams are built on.
+// inflation) and the route matcher.
 #include "src/api/http/http_parser.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
 
-#include <atomic>
-#include <thread>
-
-#include "src/api/http/response_channel.h"
 #include "src/api/route_pattern.h"
 
 namespace sheetlog::api::http {
@@ -46,47 +42,116 @@ TEST(HttpParserTest, ParsesRequestLineHeadersAndQuery) {
 }
 
 TEST(HttpParserTest, FramingAndConnectionRules) {
-  EXPECT_EQ(Parse("POST / HTTP/1.1\r\nContent-Length: 12\r\n\r\n").content_length, 12);
-  EXPECT_TRUE(Parse("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n").chunked);
-  EXPECT_FALSE(Parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n").keep_alive);
+  EXPECT_EQ(
+      Parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 12\r\n\r\n").content_length,
+      12);
+  EXPECT_TRUE(
+      Parse("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n").chunked);
+  EXPECT_FALSE(
+      Parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n").keep_alive);
   EXPECT_FALSE(Parse("GET / HTTP/1.0\r\n\r\n").keep_alive);
   EXPECT_TRUE(Parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive);
-  EXPECT_TRUE(Parse("POST / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n").expect_continue);
-  EXPECT_TRUE(Parse("POST / HTTP/1.1\r\nContent-Encoding: gzip\r\n\r\n").gzip);
+  EXPECT_TRUE(Parse("POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n\r\n")
+                  .expect_continue);
+  EXPECT_TRUE(Parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Encoding: gzip\r\n\r\n").gzip);
 }
 
 TEST(HttpParserTest, RefusesMalformedAndAmbiguousHeads) {
   // Request smuggling: both framings, or two different lengths.
-  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nContent-Length: 5\r\n"
+  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n"
                     "Transfer-Encoding: chunked\r\n\r\n"),
             400);
-  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"),
-            400);
-  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"), 400);
-  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n"), 400);
-  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), 501);
-  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nContent-Encoding: br\r\n\r\n"), 415);
+  EXPECT_EQ(
+      Refusal(
+          "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"),
+      400);
+  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1x\r\n\r\n"), 400);
+  EXPECT_EQ(
+      Refusal("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"),
+      501);
+  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nHost: h\r\nContent-Encoding: br\r\n\r\n"), 415);
   EXPECT_EQ(Refusal("GET / HTTP/2.0\r\n\r\n"), 505);
   EXPECT_EQ(Refusal("GET / FTP/1.1\r\n\r\n"), 400);
   EXPECT_EQ(Refusal("GET  / HTTP/1.1\r\n\r\n"), 400);
-  EXPECT_EQ(Refusal("GET http://x/ HTTP/1.1\r\n\r\n"), 400);
-  EXPECT_EQ(Refusal("G@T / HTTP/1.1\r\n\r\n"), 400);
-  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nNo colon\r\n\r\n"), 400);
-  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nA: 1\r\n folded\r\n\r\n"), 400);
-  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nBad Name: 1\r\n\r\n"), 400);
-  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nA: x\x01y\r\n\r\n"), 400);
-  std::string many = "GET / HTTP/1.1\r\n";
-  for (int i = 0; i < 5; ++i) many += "H" + std::to_string(i) + ": v\r\n";
+  EXPECT_EQ(Refusal("GET ftp://x/ HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("GET http://user@x/ HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("GET x:80 HTTP/1.1\r\nHost: h\r\n\r\n"), 400);  // CONNECT's form
+  EXPECT_EQ(Refusal("GET * HTTP/1.1\r\nHost: h\r\n\r\n"), 400);     // '*' is OPTIONS'
+  EXPECT_EQ(Refusal("GET / HTTP/1.10\r\nHost: h\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("G@T / HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nHost: h\r\nNo colon\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\n folded\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nHost: h\r\nBad Name: 1\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nHost: h\r\nA: x\x01y\r\n\r\n"), 400);
+  std::string many = "GET / HTTP/1.1\r\nHost: h\r\n";
+  for (int i = 0; i < 4; ++i) many += "H" + std::to_string(i) + ": v\r\n";
   EXPECT_EQ(Refusal(many + "\r\n", 4), 431);
   EXPECT_EQ(Refusal(many + "\r\n", 5), 0);
 }
 
 TEST(HttpParserTest, FindsTheEndOfAHeadAcrossReads) {
   std::string buffer = "GET / HTTP/1.1\r\nA: b\r";
-  EXPECT_EQ(FindHeadEnd(buffer), std::string::npos);
+  EXPECT_EQ(ScanHead(buffer).end, std::string::npos);
+  EXPECT_FALSE(ScanHead(buffer).bare_lf);
   size_t scanned = buffer.size();
   buffer += "\n\r\nGET /next";
-  EXPECT_EQ(FindHeadEnd(buffer, scanned), buffer.find("GET /next"));
+  EXPECT_EQ(ScanHead(buffer, scanned).end, buffer.find("GET /next"));
+}
+
+// RFC 9112 2.2: a bare LF may be refused. It is, as soon as it arrives, instead of
+// waiting for a CRLF CRLF that a client ending its lines in LF never sends.
+TEST(HttpParserTest, ABareLfInTheHeadIsSeenAtOnce) {
+  EXPECT_TRUE(ScanHead("GET / HTTP/1.1\nHost: h\n\n").bare_lf);
+  EXPECT_TRUE(ScanHead("GET / HTTP/1.1\r\nHost: h\n").bare_lf);
+  const std::string split = "GET / HTTP/1.1\r\nHost: h\r";
+  EXPECT_FALSE(ScanHead(split).bare_lf);
+  EXPECT_TRUE(ScanHead(split + "x\n", split.size()).bare_lf);
+  // The body after the head is not the head's business.
+  EXPECT_FALSE(ScanHead("POST / HTTP/1.1\r\nHost: h\r\n\r\nline\n").bare_lf);
+}
+
+TEST(HttpParserTest, RequestTargetsInEveryForm) {
+  RequestHead absolute = Parse(
+      "GET HTTP://Example.test:8787/v1/sheets?limit=2 HTTP/1.1\r\nHost: other\r\n\r\n");
+  EXPECT_EQ(absolute.request.path, "/v1/sheets");
+  EXPECT_EQ(absolute.request.target, "/v1/sheets?limit=2");
+  EXPECT_EQ(absolute.request.get_param_value("limit"), "2");
+  EXPECT_EQ(absolute.request.headers.count("Host"), 1u);
+  EXPECT_EQ(absolute.request.get_header_value("Host"), "Example.test:8787");
+  RequestHead bare = Parse("GET http://h HTTP/1.1\r\n\r\n");  // no Host needed
+  EXPECT_EQ(bare.request.path, "/");
+  RequestHead asterisk = Parse("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(asterisk.request.path, "*");
+  RequestHead later = Parse("GET / HTTP/1.7\r\nHost: h\r\n\r\n");
+  EXPECT_EQ(later.minor_version, 1);
+}
+
+TEST(HttpParserTest, HostIsRequiredOnceAndListFieldsAreReadWhole) {
+  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"), 400);
+  EXPECT_EQ(Refusal("GET / HTTP/1.0\r\n\r\n"), 0);  // 1.0 may omit it
+  EXPECT_EQ(Refusal("GET / HTTP/1.1\r\nHost: h\r\nContent-Type: a\r\nContent-Type: a"
+                    "\r\n\r\n"),
+            0);  // the same value twice
+  for (const char* singleton : {"Origin", "Authorization", "Content-Type", "Range"}) {
+    EXPECT_EQ(Refusal(std::string("GET / HTTP/1.1\r\nHost: h\r\n") + singleton +
+                      ": a\r\n" + singleton + ": b\r\n\r\n"),
+              400)
+        << singleton;
+  }
+  EXPECT_FALSE(Parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\n"
+                     "Connection: close\r\n\r\n")
+                   .keep_alive);
+  EXPECT_FALSE(Parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\nConnection: close"
+                     "\r\n\r\n")
+                   .keep_alive);
+  EXPECT_TRUE(Parse("POST / HTTP/1.1\r\nHost: h\r\nExpect: x\r\nExpect: 100-continue"
+                    "\r\n\r\n")
+                  .expect_continue);
+  EXPECT_EQ(Refusal("POST / HTTP/1.1\r\nHost: h\r\nContent-Encoding: gzip\r\n"
+                    "Content-Encoding: gzip\r\n\r\n"),
+            415);
 }
 
 // Feeds `wire` to a chunked decoder `step` bytes at a time.
@@ -125,7 +190,10 @@ TEST(HttpParserTest, RefusesMalformedChunks) {
   for (const std::string& wire :
        {std::string("zz\r\nab\r\n"), std::string("2\r\nabc\r\n0\r\n\r\n"),
         std::string("2\nab\r\n"), std::string("1234567890abcdef0\r\n"),
-        std::string(5000, '1')}) {
+        std::string(5000, '1'), std::string(" 2\r\nab\r\n0\r\n\r\n"),
+        std::string("2 \r\nab\r\n0\r\n\r\n"), std::string("2;a=\rb\r\nab\r\n"),
+        std::string("2;a\0b\r\nab\r\n", 10), std::string("2\r\nab\r\n0\r\nbad\r\n\r\n"),
+        std::string("2\r\nab\r\n0\r\nA: x\x01\r\n\r\n")}) {
     BodyDecoder::State state;
     size_t used = 0;
     DecodeChunked(wire, 7, &state, &used);
@@ -211,52 +279,6 @@ TEST(RoutePatternTest, MatchesLikeRegexMatch) {
   EXPECT_TRUE(exact.Match("/v1/sheets", &captures));
   EXPECT_FALSE(exact.Match("/v1/sheets/", &captures));
   EXPECT_THROW(RoutePattern("/a(b|c)"), std::logic_error);
-}
-
-TEST(ResponseChannelTest, StreamWriterReportsAFullBufferAndNeverBlocks) {
-  auto channel = std::make_shared<ResponseChannel>(16, /*chunked=*/true);
-  StreamWriter& writer = *channel;
-  EXPECT_EQ(writer.Write("0123456789"), StreamWriter::WriteResult::kQueued);  // 15 B
-  EXPECT_EQ(writer.Write("xx"), StreamWriter::WriteResult::kFull);
-  std::string out;
-  EXPECT_FALSE(channel->Take(&out));
-  EXPECT_EQ(out, "a\r\n0123456789\r\n");
-  EXPECT_EQ(writer.Write("y"), StreamWriter::WriteResult::kQueued);
-  int closed_calls = 0;
-  writer.OnClose([&] { ++closed_calls; });
-  writer.Close("bye");
-  EXPECT_EQ(writer.Write("z"), StreamWriter::WriteResult::kClosed);
-  out.clear();
-  EXPECT_TRUE(channel->Take(&out));  // complete
-  EXPECT_EQ(out, "1\r\ny\r\n3\r\nbye\r\n0\r\n\r\n");
-  channel->Break();  // the loop ends the response
-  channel->Break();
-  EXPECT_EQ(closed_calls, 1);
-}
-
-// The event loop tells a finished body (wait for its wake) from a broken one (close the
-// connection) by broken(), never closed(), which is true for both.
-TEST(ResponseChannelTest, AFinishedBodyIsClosedButNotBroken) {
-  ResponseChannel channel(64, /*chunked=*/false);
-  ASSERT_TRUE(channel.WriteBlocking("body"));
-  channel.Finish();
-  EXPECT_TRUE(channel.closed());
-  EXPECT_FALSE(channel.broken());
-  channel.Break();
-  EXPECT_TRUE(channel.broken());
-}
-
-TEST(ResponseChannelTest, BlockingWriterIsReleasedWhenTheConnectionGoes) {
-  auto channel = std::make_shared<ResponseChannel>(4, /*chunked=*/false);
-  std::atomic<bool> result{true};
-  std::thread producer([&] { result = channel->WriteBlocking("0123456789"); });
-  std::string out;
-  // The first four bytes arrive; the producer then waits for room until Break.
-  while (out.empty()) channel->Take(&out);
-  EXPECT_EQ(out.substr(0, 4), "0123");
-  channel->Break();
-  producer.join();
-  EXPECT_FALSE(result.load());
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ std::shared_ptr<StreamWriter> Response::StartStream(const std::string& content_t
                                                     size_t buffer_limit) {
   body.clear();
   body_kind = BodyKind::kStream;
-  stream = std::make_shared<ResponseChannel>(buffer_limit, /*chunked=*/true);
+  stream = std::make_shared<ResponseChannel>(buffer_limit);
   set_header("Content-Type", content_type);
   set_header("Cache-Control", "no-cache");
   return stream;
@@ -156,6 +156,8 @@ const char* StatusReason(int status) {
       return "Precondition Failed";
     case 413:
       return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
     case 415:
       return "Unsupported Media Type";
     case 416:

@@ -5,8 +5,9 @@
 // Response bodies come in four kinds:
 //  - a string (set_content);
 //  - a pull provider of known length (set_content_provider) or chunked
-//    (set_chunked_content_provider): run on the worker thread that ran the handler, with
-//    backpressure — DataSink::write blocks while the connection's buffer is full;
+//    (set_chunked_content_provider): called on worker threads, one call at a time, while
+//    the connection's buffer has room; between calls the worker is free (a client that
+//    reads slowly never holds a thread);
 //  - an event stream (StartStream): any thread pushes bytes through a StreamWriter that
 //    never blocks and reports a full buffer, for long-lived responses (Server-Sent
 //    Events) that must not hold a worker thread.
@@ -59,9 +60,10 @@ struct Request {
 class DataSink {
  public:
   virtual ~DataSink() = default;
-  // Queues `size` bytes of the body. Blocks while the connection already holds its
-  // buffer's worth of unsent bytes. Returns false when the connection is gone (the
-  // client left, a write timed out, or the server is stopping): stop producing then.
+  // Queues `size` bytes of the body; never blocks (the server calls the provider again
+  // only when the connection has room, so write what one read yields per call).
+  // Returns false when the connection is gone (the client left, a write timed out, or
+  // the server is stopping): stop producing then.
   virtual bool write(const char* data, size_t size) = 0;
   // Ends a chunked body (set_chunked_content_provider). A provider of known length ends
   // when it has written that many bytes.
@@ -69,8 +71,9 @@ class DataSink {
 };
 
 // Called repeatedly with the number of bytes written so far (and, for a body of known
-// length, how many remain) until the body is complete; returning false aborts the
-// response (the connection closes, so the client sees a truncated body).
+// length, how many remain) until the body is complete, from any worker thread but one
+// call at a time; returning false (or throwing) aborts the response (the connection
+// closes, so the client sees a truncated body). Not called at all for HEAD.
 using ContentProvider = std::function<bool(size_t offset, size_t length, DataSink& sink)>;
 using ChunkedContentProvider = std::function<bool(size_t offset, DataSink& sink)>;
 
@@ -121,14 +124,15 @@ struct Response {
   bool has_header(const std::string& name) const;
   std::string get_header_value(const std::string& name) const;
   void set_content(std::string content, const std::string& content_type);
-  // A body of exactly `length` bytes pulled from `provider` on the worker thread.
+  // A body of exactly `length` bytes pulled from `provider` on worker threads.
   void set_content_provider(size_t length, const std::string& content_type,
                             ContentProvider provider);
   // A chunked body pulled from `provider` until it calls sink.done().
   void set_chunked_content_provider(const std::string& content_type,
                                     ChunkedContentProvider provider);
-  // Makes the response a stream (chunked, ends with StreamWriter::Close or when the
-  // connection closes; the connection is not reused). At most `buffer_limit` bytes wait
+  // Makes the response a stream (chunked, or close-delimited for HTTP/1.0; ends with
+  // StreamWriter::Close or when the connection closes; the connection is not reused;
+  // for HEAD it ends at once). At most `buffer_limit` bytes wait
   // unsent. The returned writer outlives the handler: keep it and write from any thread.
   std::shared_ptr<StreamWriter> StartStream(const std::string& content_type,
                                             size_t buffer_limit = 1 << 20);

@@ -5,18 +5,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <string>
 
 namespace sheetlog::api::http {
 namespace {
-
-bool IsTokenChar(char c) {
-  // RFC 9110 tchar.
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-    return true;
-  }
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -40,11 +33,37 @@ bool ListHas(std::string_view value, std::string_view token) {
   return false;
 }
 
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// A trailer field line: "Name: value", a token name, no folding, no control bytes
+// (trailers are read and dropped, but must be well-formed like header fields).
+bool ValidTrailerField(std::string_view line) {
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  const std::string_view name = line.substr(0, colon);
+  if (!std::all_of(name.begin(), name.end(), IsTokenChar)) return false;
+  for (char c : line.substr(colon + 1)) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) return false;
+  }
+  return true;
+}
+
+// The values of every `name` field line, joined with ", " (a list field's value).
+std::string JoinedValues(const Headers& headers, const std::string& name) {
+  std::string joined;
+  auto [first, last] = headers.equal_range(name);
+  for (auto it = first; it != last; ++it) {
+    if (!joined.empty()) joined += ", ";
+    joined += it->second;
+  }
+  return joined;
 }
 
 bool Refuse(ParseError* error, int status, std::string message) {
@@ -55,11 +74,18 @@ bool Refuse(ParseError* error, int status, std::string message) {
 
 }  // namespace
 
-size_t FindHeadEnd(std::string_view buffer, size_t search_from) {
+HeadScan ScanHead(std::string_view buffer, size_t search_from) {
   // Resume a little before `search_from`: the terminator may straddle it.
-  size_t start = search_from >= 3 ? search_from - 3 : 0;
-  size_t at = buffer.find("\r\n\r\n", start);
-  return at == std::string_view::npos ? std::string_view::npos : at + 4;
+  size_t at = search_from >= 3 ? search_from - 3 : 0;
+  while (true) {
+    const size_t lf = buffer.find('\n', at);
+    if (lf == std::string_view::npos) return HeadScan{};
+    if (lf == 0 || buffer[lf - 1] != '\r') return HeadScan{std::string_view::npos, true};
+    if (lf >= 3 && buffer[lf - 2] == '\n' && buffer[lf - 3] == '\r') {
+      return HeadScan{lf + 1, false};
+    }
+    at = lf + 1;
+  }
 }
 
 std::string PercentDecode(std::string_view text, bool plus_as_space) {
@@ -117,33 +143,67 @@ bool ParseRequestHead(std::string_view head, size_t max_headers, RequestHead* ou
   if (method.empty() || !std::all_of(method.begin(), method.end(), IsTokenChar)) {
     return Refuse(error, 400, "malformed request method");
   }
-  if (version.size() != 8 || version.substr(0, 7) != "HTTP/1.") {
-    if (version.substr(0, 5) == "HTTP/") {
-      return Refuse(error, 505, "only HTTP/1.0 and HTTP/1.1 are supported");
-    }
+  // HTTP-version = "HTTP/" DIGIT "." DIGIT. A later 1.x is served as 1.1 (RFC 9110
+  // 6.2: a recipient uses the highest minor version it implements).
+  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !IsDigit(version[5]) ||
+      version[6] != '.' || !IsDigit(version[7])) {
     return Refuse(error, 400, "malformed HTTP version");
   }
-  if (version[7] != '0' && version[7] != '1') {
+  if (version[5] != '1') {
     return Refuse(error, 505, "only HTTP/1.0 and HTTP/1.1 are supported");
   }
-  if (target.empty() || target.front() != '/') {
-    return Refuse(error, 400, "the request target must be a path starting with '/'");
-  }
+  out->minor_version = version[7] == '0' ? 0 : 1;
   for (char c : target) {
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
       return Refuse(error, 400, "the request target holds a control character");
     }
   }
+  // The request target (RFC 9112 3.2): origin-form "/path?query"; absolute-form
+  // "http://host/path?query", whose authority replaces the Host header (3.2.2);
+  // asterisk-form "*" for OPTIONS only. Authority-form (CONNECT) is not served.
+  std::string_view origin_form = target;
+  std::optional<std::string_view> authority;
+  if (target == "*") {
+    if (method != "OPTIONS") {
+      return Refuse(error, 400, "the request target '*' is only for OPTIONS");
+    }
+  } else if (target.empty() || target.front() != '/') {
+    const size_t scheme_end = target.find("://");
+    const std::string_view scheme = scheme_end == std::string_view::npos
+                                        ? std::string_view()
+                                        : target.substr(0, scheme_end);
+    if (!EqualsIgnoreCase(scheme, "http") && !EqualsIgnoreCase(scheme, "https")) {
+      return Refuse(error, 400,
+                    "the request target must be a path starting with '/' (or an "
+                    "absolute http URI)");
+    }
+    std::string_view rest = target.substr(scheme_end + 3);
+    const size_t path_at = rest.find_first_of("/?");
+    authority = rest.substr(0, path_at);
+    if (authority->empty() || authority->find('@') != std::string_view::npos) {
+      return Refuse(error, 400, "the request target's authority must be a host[:port]");
+    }
+    origin_form =
+        path_at == std::string_view::npos ? std::string_view() : rest.substr(path_at);
+  }
 
   Request& request = out->request;
   request.method = std::string(method);
-  request.target = std::string(target);
-  size_t question = target.find('?');
-  request.path = PercentDecode(target.substr(0, question), false);
-  if (question != std::string_view::npos) {
-    ParseQuery(target.substr(question + 1), &request.params);
+  if (target == "*") {
+    request.target = "*";
+    request.path = "*";
+  } else {
+    // An absolute-form target without a path asks for "/".
+    request.target = origin_form.empty() || origin_form.front() == '?'
+                         ? "/" + std::string(origin_form)
+                         : std::string(origin_form);
+    const std::string_view normalized = request.target;
+    const size_t question = normalized.find('?');
+    request.path = PercentDecode(normalized.substr(0, question), false);
+    if (question != std::string_view::npos) {
+      ParseQuery(normalized.substr(question + 1), &request.params);
+    }
   }
-  out->minor_version = version[7] - '0';
 
   // Header fields.
   size_t count = 0;
@@ -216,15 +276,43 @@ bool ParseRequestHead(std::string_view head, size_t max_headers, RequestHead* ou
     out->content_length = 0;
   }
 
-  std::string connection = request.get_header_value("Connection");
+  // Fields that must appear once (RFC 9110 5.3: only list-valued fields may repeat;
+  // RFC 9112 3.2 for Host): two values would be read one way here and another way by
+  // a proxy in front. Those that decide who is asking may not repeat at all; the others
+  // only with the same value (some clients repeat a Content-Type).
+  for (const char* singleton :
+       {"Host", "Authorization", "Proxy-Authorization", "Origin", "Sec-Fetch-Site"}) {
+    if (request.headers.count(singleton) > 1) {
+      return Refuse(error, 400,
+                    std::string("more than one ") + singleton + " header field");
+    }
+  }
+  for (const char* singleton : {"Content-Type", "Range", "If-Range"}) {
+    auto [first, last] = request.headers.equal_range(singleton);
+    for (auto it = first; it != last; ++it) {
+      if (it->second != first->second) {
+        return Refuse(error, 400,
+                      std::string("conflicting ") + singleton + " header fields");
+      }
+    }
+  }
+  if (authority) {
+    // RFC 9112 3.2.2: the target's authority is the host, whatever Host says.
+    request.headers.erase("Host");
+    request.headers.emplace("Host", std::string(*authority));
+  } else if (out->minor_version == 1 && !request.has_header("Host")) {
+    return Refuse(error, 400, "an HTTP/1.1 request must carry a Host header field");
+  }
+
+  // List-valued fields are read as one list, however many lines carry them.
+  const std::string connection = JoinedValues(request.headers, "Connection");
   if (out->minor_version == 0) {
-    out->keep_alive = ListHas(connection, "keep-alive");
+    out->keep_alive = ListHas(connection, "keep-alive") && !ListHas(connection, "close");
   } else {
     out->keep_alive = !ListHas(connection, "close");
   }
-  out->expect_continue =
-      EqualsIgnoreCase(request.get_header_value("Expect"), "100-continue");
-  std::string coding(Trim(request.get_header_value("Content-Encoding")));
+  out->expect_continue = ListHas(JoinedValues(request.headers, "Expect"), "100-continue");
+  std::string coding(Trim(JoinedValues(request.headers, "Content-Encoding")));
   if (coding.empty() || EqualsIgnoreCase(coding, "identity")) {
     out->gzip = false;
   } else if (EqualsIgnoreCase(coding, "gzip") || EqualsIgnoreCase(coding, "x-gzip")) {
@@ -235,6 +323,14 @@ bool ParseRequestHead(std::string_view head, size_t max_headers, RequestHead* ou
                       "' is not supported (send gzip or an unencoded body)");
   }
   return true;
+}
+
+bool IsTokenChar(char c) {
+  // RFC 9110 tchar.
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+    return true;
+  }
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 // --- BodyDecoder ---
@@ -303,20 +399,31 @@ BodyDecoder::State BodyDecoder::Decode(std::string_view input, std::string* out,
           if (!text.empty()) return finish(Fail("chunk data is longer than its size"));
           phase_ = Phase::kSizeLine;
         } else if (phase_ == Phase::kSizeLine) {
-          std::string_view size_text = Trim(text.substr(0, text.find(';')));
-          uint64_t size = 0;
-          if (size_text.empty() || size_text.size() > 15) {
+          // chunk-size [ BWS ";" chunk-ext ] (RFC 9112 7.1): hex digits first, no
+          // leading whitespace; whitespace only before an extension.
+          size_t digits = 0;
+          while (digits < text.size() && HexValue(text[digits]) >= 0) ++digits;
+          if (digits == 0 || digits > 15) return finish(Fail("malformed chunk size"));
+          std::string_view after = text.substr(digits);
+          std::string_view extension = Trim(after);
+          if (!after.empty() && (extension.empty() || extension.front() != ';')) {
             return finish(Fail("malformed chunk size"));
           }
-          for (char c : size_text) {
-            int digit = HexValue(c);
-            if (digit < 0) return finish(Fail("malformed chunk size"));
-            size = size * 16 + static_cast<uint64_t>(digit);
+          for (char c : extension) {
+            if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
+              return finish(Fail("a chunk extension holds a control character"));
+            }
+          }
+          uint64_t size = 0;
+          for (size_t i = 0; i < digits; ++i) {
+            size = size * 16 + static_cast<uint64_t>(HexValue(text[i]));
           }
           remaining_ = size;
           phase_ = size == 0 ? Phase::kTrailer : Phase::kData;
         } else if (text.empty()) {
           phase_ = Phase::kDone;  // the blank line after the (ignored) trailer fields
+        } else if (!ValidTrailerField(text)) {
+          return finish(Fail("malformed trailer field (want 'Name: value')"));
         }
         line_.clear();
         continue;

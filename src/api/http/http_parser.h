@@ -33,18 +33,36 @@ struct RequestHead {
   bool has_body() const { return chunked || content_length > 0; }
 };
 
-// The offset just past the blank line that ends a request head in `buffer`, or npos if
-// the head is not complete yet. `search_from` lets a caller resume a search (the bytes
-// before it are known not to hold the end).
-size_t FindHeadEnd(std::string_view buffer, size_t search_from = 0);
+// Where a request head ends in `buffer`, as far as it has arrived.
+struct HeadScan {
+  // The offset just past the blank line that ends the head; npos if it has not
+  // arrived (or the head is malformed).
+  size_t end = std::string_view::npos;
+  // A line of the head ends in a bare LF: the head is malformed and can be refused at
+  // once rather than waited for (RFC 9112 2.2 lets a recipient refuse it).
+  bool bare_lf = false;
+};
+// Scans `buffer` for the end of a request head. `search_from` resumes a scan (the
+// bytes before it are known to hold neither the end nor a bare LF).
+HeadScan ScanHead(std::string_view buffer, size_t search_from = 0);
 
 // Parses a complete head (request line, header lines, blank line; `head` as located by
-// FindHeadEnd). Refuses with 400 (malformed, obsolete line folding, both Content-Length
-// and Transfer-Encoding, conflicting lengths), 431 (more than `max_headers` fields),
-// 501 (a transfer coding other than chunked), 505 (not HTTP/1.0 or 1.1) or 415 (a content
-// coding other than gzip/identity). Returns false and fills *error then.
+// ScanHead).
+//  - The request target may be origin-form, absolute-form (http or https: its authority
+//    becomes the Host header and `target` its origin form) or "*" for OPTIONS.
+//  - HTTP/1.0 and 1.1 are served; a later 1.x minor version as 1.1.
+//  - Connection, Expect and Content-Encoding are read as lists over all their lines.
+// Refuses with 400 (malformed; obsolete line folding; both Content-Length and
+// Transfer-Encoding; conflicting lengths; an HTTP/1.1 request without Host; Host,
+// Authorization, Origin or Sec-Fetch-Site more than once; Content-Type, Range or
+// If-Range with two different values), 431 (more than `max_headers` fields), 501 (a
+// transfer coding other than chunked), 505 (not HTTP/1.x) or 415 (a content coding other
+// than gzip/identity). Returns false and fills *error then.
 bool ParseRequestHead(std::string_view head, size_t max_headers, RequestHead* out,
                       ParseError* error);
+
+// True for the characters of an HTTP token (RFC 9110 tchar): methods, field names.
+bool IsTokenChar(char c);
 
 // Percent-decodes `text`; with `plus_as_space`, '+' becomes ' ' (query strings).
 // Malformed escapes are kept as they are.

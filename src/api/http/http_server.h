@@ -21,12 +21,22 @@
 //    slow never take every worker from ordinary requests. The others wait in the event
 //    loop, unread, for a turn (in order); one that waits body_timeout is a 503 with
 //    Retry-After.
-//  - responses: a connection holds at most response_buffer_bytes of unsent output from
-//    a provider or a stream (writers block or are told the buffer is full); no write
-//    progress for write_timeout closes it.
+//  - responses: a body from a content provider is produced on workers a slice at a
+//    time, only while the connection holds less than response_buffer_bytes unsent
+//    (ContentPump): no worker ever waits for a client to read. A stream's writers are
+//    told when its buffer is full. A response whose client takes no byte for
+//    write_timeout, or reads it slower than response_min_rate on average, closes.
 //  - requests queued for the workers: at most max_queued_requests (503 beyond); bodies
 //    being buffered, all connections together: max_buffered_body_bytes (503 beyond).
-//    Every 503 the server answers itself carries Retry-After.
+//    Every 503 the server answers itself carries Retry-After and closes the connection.
+//
+// Framing is decided in one place for every response (response_framing.h): HEAD never
+// carries content, HTTP/1.0 gets close-delimited bodies instead of chunked ones, and
+// handlers cannot set Content-Length, Transfer-Encoding or Connection themselves.
+//
+// A connection is owned by the event loop and freed only between turns of the loop
+// (closing marks it; nothing uses a closed connection), so no request, however it is
+// framed or cut short, can make the server touch a connection it has freed.
 //
 // Requests on one connection are answered in order, one at a time (pipelined requests
 // wait in the input buffer, at most max_head_bytes + 64 KiB of it). A client that
@@ -75,13 +85,19 @@ struct HttpServerOptions {
   // worker threads (at least 1). Default: 0.
   int max_streamed_bodies = 0;
   int64_t write_timeout_ms = 30000;  // no response byte accepted. Default 30 s.
+  // The slowest a client may read a response (not an event stream) on average: it must
+  // have taken it within write_timeout_ms of its start plus one second for every
+  // response_min_rate bytes sent, judged while bytes wait for it. 0 = no rate rule.
+  // Default: 1024 bytes/s.
+  int64_t response_min_rate = 1024;
   // Stop(): how long in-flight requests may take before their connections are closed.
   int64_t shutdown_grace_ms = 2000;
   // Monotonic milliseconds for every timeout of the server. Empty: the machine's
   // steady clock. Tests pass a manual clock; the server then re-reads it at least
   // every 50 ms of real time (the event loop, and a worker waiting for body bytes).
   std::function<int64_t()> clock_ms;
-  // Unsent response bytes a provider or stream may queue per connection. Default 1 MiB.
+  // Unsent response bytes a content provider may queue per connection before it is
+  // parked (a stream's bound is its own, StartStream). Default 1 MiB.
   size_t response_buffer_bytes = 1 << 20;
   // Request body bytes being buffered by all connections together (each is also held to
   // its route's limit); a body that would pass it is a 503 (retry) and the connection

@@ -4,21 +4,8 @@
 
 namespace sheetlog::api::http {
 
-ResponseChannel::ResponseChannel(size_t buffer_limit, bool chunked)
-    : limit_(buffer_limit == 0 ? 1 : buffer_limit), chunked_(chunked) {}
-
-void ResponseChannel::AppendLocked(std::string_view data) {
-  if (data.empty()) return;
-  if (chunked_) {
-    char size_line[32];
-    int n = std::snprintf(size_line, sizeof(size_line), "%zx\r\n", data.size());
-    pending_.append(size_line, static_cast<size_t>(n));
-    pending_.append(data);
-    pending_.append("\r\n");
-  } else {
-    pending_.append(data);
-  }
-}
+ResponseChannel::ResponseChannel(size_t buffer_limit)
+    : limit_(buffer_limit == 0 ? 1 : buffer_limit) {}
 
 void ResponseChannel::Wake(bool was_empty) {
   std::function<void()> wake;
@@ -35,43 +22,37 @@ StreamWriter::WriteResult ResponseChannel::Write(std::string_view data) {
   {
     std::lock_guard lock(mu_);
     if (broken_ || finished_) return WriteResult::kClosed;
-    if (pending_.size() + data.size() > limit_) return WriteResult::kFull;
-    was_empty = pending_.empty();
-    AppendLocked(data);
+    if (buffered_ + data.size() > limit_) return WriteResult::kFull;
+    if (data.empty()) return WriteResult::kQueued;
+    was_empty = pieces_.empty();
+    pieces_.emplace_back(data);
+    buffered_ += data.size();
   }
   Wake(was_empty);
   return WriteResult::kQueued;
 }
 
-bool ResponseChannel::WriteBlocking(std::string_view data) {
-  while (!data.empty()) {
-    bool was_empty;
-    {
-      std::unique_lock lock(mu_);
-      room_.wait(lock, [&] { return broken_ || pending_.size() < limit_; });
-      if (broken_ || finished_) return false;
-      // Take what fits, so a write larger than the buffer still goes through in parts.
-      size_t piece = std::min(data.size(), limit_ - pending_.size());
-      was_empty = pending_.empty();
-      AppendLocked(data.substr(0, piece));
-      data.remove_prefix(piece);
-    }
-    Wake(was_empty);
+bool ResponseChannel::Append(std::string_view data) {
+  bool was_empty;
+  {
+    std::lock_guard lock(mu_);
+    if (broken_ || finished_) return false;
+    if (data.empty()) return true;
+    was_empty = pieces_.empty();
+    pieces_.emplace_back(data);
+    buffered_ += data.size();
   }
+  Wake(was_empty);
   return true;
 }
 
 void ResponseChannel::Finish() {
-  bool was_empty;
   {
     std::lock_guard lock(mu_);
     if (finished_ || broken_) return;
-    was_empty = pending_.empty();
-    if (chunked_) pending_.append("0\r\n\r\n");
     finished_ = true;
   }
   // The loop may be waiting for the end even when bytes are pending: always wake.
-  (void)was_empty;
   Wake(true);
 }
 
@@ -79,7 +60,10 @@ void ResponseChannel::Close(std::string_view last) {
   {
     std::lock_guard lock(mu_);
     if (finished_ || broken_) return;
-    AppendLocked(last);
+    if (!last.empty()) {
+      pieces_.emplace_back(last);
+      buffered_ += last.size();
+    }
   }
   Finish();
 }
@@ -94,6 +78,11 @@ bool ResponseChannel::broken() const {
   return broken_;
 }
 
+size_t ResponseChannel::buffered() const {
+  std::lock_guard lock(mu_);
+  return buffered_;
+}
+
 void ResponseChannel::OnClose(std::function<void()> callback) {
   {
     std::lock_guard lock(mu_);
@@ -105,33 +94,60 @@ void ResponseChannel::OnClose(std::function<void()> callback) {
   if (callback) callback();
 }
 
-void ResponseChannel::Attach(std::function<void()> wake) {
+bool ResponseChannel::ParkUntilRoom(std::function<void()> resume) {
+  std::lock_guard lock(mu_);
+  if (broken_ || buffered_ < limit_) return false;
+  resume_ = std::move(resume);
+  return true;
+}
+
+void ResponseChannel::Attach(bool chunked, std::function<void()> wake) {
   bool has_news;
   {
     std::lock_guard lock(mu_);
+    chunked_ = chunked;
     wake_ = std::move(wake);
-    has_news = !pending_.empty() || finished_;
+    has_news = !pieces_.empty() || finished_;
   }
   Wake(has_news);
 }
 
 bool ResponseChannel::Take(std::string* out) {
-  std::lock_guard lock(mu_);
-  if (!pending_.empty()) {
-    if (out->empty()) {
-      out->swap(pending_);
-    } else {
-      out->append(pending_);
-      pending_.clear();
+  std::function<void()> resume;
+  bool complete;
+  {
+    std::lock_guard lock(mu_);
+    for (std::string& piece : pieces_) {
+      if (chunked_) {
+        char size_line[32];
+        int n = std::snprintf(size_line, sizeof(size_line), "%zx\r\n", piece.size());
+        out->append(size_line, static_cast<size_t>(n));
+        out->append(piece);
+        out->append("\r\n");
+      } else if (out->empty()) {
+        out->swap(piece);
+      } else {
+        out->append(piece);
+      }
     }
-    room_.notify_all();
+    pieces_.clear();
+    buffered_ = 0;
+    if (finished_ && chunked_ && !end_taken_) {
+      out->append("0\r\n\r\n");
+      end_taken_ = true;
+    }
+    complete = finished_;
+    resume = std::move(resume_);
+    resume_ = nullptr;
   }
-  return finished_;
+  if (resume) resume();
+  return complete;
 }
 
 void ResponseChannel::Break() {
   std::function<void()> callback;
   std::function<void()> wake;
+  std::function<void()> parked;
   {
     std::lock_guard lock(mu_);
     if (broken_) return;
@@ -140,15 +156,16 @@ void ResponseChannel::Break() {
     // close the connection; when the loop itself breaks it, the wake finds nothing.
     wake = std::move(wake_);
     wake_ = nullptr;
-    pending_.clear();
-    pending_.shrink_to_fit();
+    parked = std::move(resume_);  // dropped outside the lock (it may own a provider)
+    resume_ = nullptr;
+    pieces_.clear();
+    buffered_ = 0;
     if (!close_callback_ran_) {
       close_callback_ran_ = true;
       callback = std::move(on_close_);
       on_close_ = nullptr;
     }
   }
-  room_.notify_all();
   if (wake) wake();
   if (callback) callback();
 }
