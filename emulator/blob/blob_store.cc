@@ -313,7 +313,7 @@ std::mutex& BlobStore::KeyMutex(std::string_view key) {
   return key_mutexes_[std::hash<std::string_view>{}(key) % kLockStripes];
 }
 
-Status BlobStore::Fault(const char* point) {
+Status BlobStore::Fault(FaultPoint point) {
   return faults_ == nullptr ? Status::OK() : faults_->Hit(point);
 }
 
@@ -371,7 +371,7 @@ Result<std::unique_ptr<BlobWriter>> BlobStore::BeginPut(const std::string& key,
                                                         const BlobPutOptions& options) {
   RETURN_IF_ERROR(ValidateKey(key));
   RETURN_IF_ERROR(ValidatePutOptions(options));
-  RETURN_IF_ERROR(Fault("blob.put"));
+  RETURN_IF_ERROR(Fault(FaultPoint::kBlobPut));
   ASSIGN_OR_RETURN(std::string body_id, NewBodyId());
   std::string tmp_path = tmp_dir_ + "/" + body_id + ".body";
   UniqueFd fd(::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -426,7 +426,7 @@ Result<BlobInfo> BlobStore::CommitBody(const std::string& key,
   }
   // An error here leaves the renamed body behind, exactly as a crash at this point
   // would: tests use it to check that such debris is invisible and cleaned up.
-  RETURN_IF_ERROR(Fault("blob.put.after_body"));
+  RETURN_IF_ERROR(Fault(FaultPoint::kBlobPutAfterBody));
 
   Result<StoredMeta> old = ReadMeta(key);
   StoredMeta meta;
@@ -456,7 +456,7 @@ Result<BlobInfo> BlobStore::CommitBody(const std::string& key,
   // Committed: an error from here on still leaves the new object in place (a client
   // seeing it would retry the put, which is idempotent).
   RETURN_IF_ERROR(committed);
-  RETURN_IF_ERROR(Fault("blob.put.after_commit"));
+  RETURN_IF_ERROR(Fault(FaultPoint::kBlobPutAfterCommit));
   RemoveBodiesExceptLocked(key, body_id);
   return meta.ToInfo(key);
 }
@@ -651,7 +651,7 @@ Result<std::optional<int64_t>> BlobStore::DeleteLocked(const std::string& key,
 
 Status BlobStore::Delete(const std::string& key) {
   RETURN_IF_ERROR(ValidateKey(key));
-  RETURN_IF_ERROR(Fault("blob.delete"));
+  RETURN_IF_ERROR(Fault(FaultPoint::kBlobDelete));
   std::lock_guard<std::mutex> lock(KeyMutex(key));
   return DeleteLocked(key).status();
 }
@@ -674,7 +674,7 @@ Status BlobStore::DeleteBatch(const std::vector<std::string>& keys,
   size_t attempted = 0;
   Status status = Status::OK();
   for (const std::string& key : keys) {
-    status = Fault("blob.delete");
+    status = Fault(FaultPoint::kBlobDelete);
     if (!status.ok()) break;
     ++attempted;
     {
@@ -717,7 +717,7 @@ Status BlobStore::PutTags(const std::string& key, const BlobTags& tags) {
   BlobPutOptions check;
   check.tags = tags;
   RETURN_IF_ERROR(ValidatePutOptions(check));
-  RETURN_IF_ERROR(Fault("blob.put_tags"));
+  RETURN_IF_ERROR(Fault(FaultPoint::kBlobPutTags));
   std::lock_guard<std::mutex> lock(KeyMutex(key));
   ASSIGN_OR_RETURN(StoredMeta meta, ReadMeta(key));
   if (meta.tags == tags) return Status::OK();
@@ -1042,7 +1042,7 @@ void BlobStore::SweepObject(const std::string& key, bool has_meta, int64_t body_
     ++report->kept_by_predicate;
     return;
   }
-  Status fault = Fault("blob.sweep.delete");
+  Status fault = Fault(FaultPoint::kBlobSweepDelete);
   if (!fault.ok()) {
     record_error(fault);
     return;

@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "emulator/blob/blob_key.h"
+#include "emulator/env/fault_points.h"
 #include "emulator/status.h"
 
 struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
@@ -284,7 +285,7 @@ class BlobStore {
 
   std::string ObjectDir(std::string_view key) const;
   std::mutex& KeyMutex(std::string_view key);
-  Status Fault(const char* point);
+  Status Fault(FaultPoint point);
 
   // NotFound if there is no object; Internal if the metadata is unreadable (then
   // `*unreadable` is set to true, if given) or cannot be read.

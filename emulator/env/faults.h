@@ -1,18 +1,22 @@
-// Named fault points. Code marks the steps where a crash or an error would matter with
-// `RETURN_IF_ERROR(faults->Hit("snapshot.after_chunk_write"))`; tests (or, with
+// Fault points (the list: fault_points.h). Code marks the steps where a crash
+// or an error would matter with
+// `RETURN_IF_ERROR(faults->Hit(FaultPoint::kSnapshotAfterChunk))`; tests (or,
+// with
 // --enable-faults, operators over HTTP) arm a point to make that step fail.
 //
-// Unarmed points cost one relaxed atomic load. Thread-safe.
+// A hit at an unarmed point costs one relaxed atomic load and allocates
+// nothing. Thread-safe.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "emulator/env/fault_points.h"
 #include "emulator/status.h"
 
 namespace sheetlog {
@@ -23,8 +27,10 @@ enum class FaultKind {
   kError,      // Hit() returns Unavailable("fault injected at <point>")
   kCrash,      // the process dies at once with SIGKILL, as `kill -9` would
   kDelay,      // Hit() lets `delay_micros` pass on the clock, then returns OK
-  kDuplicate,  // Hit() returns OK; ShouldDuplicate() answers true (duplicate delivery)
-  kDiskFull,   // Hit() returns InsufficientStorage, as a write to a full disk would
+  kDuplicate,  // Hit() returns OK; ShouldDuplicate() answers true (duplicate
+               // delivery)
+  kDiskFull,   // Hit() returns InsufficientStorage, as a write to a full disk
+               // would
 };
 
 struct FaultSpec {
@@ -47,28 +53,43 @@ class FaultInjector {
   explicit FaultInjector(Clock* clock = nullptr, uint64_t seed = 0x5eed);
 
   // Arms `point`, replacing any earlier arming of it.
-  void Arm(const std::string& point, FaultSpec spec);
-  void Disarm(const std::string& point);
+  void Arm(FaultPoint point, FaultSpec spec);
+  // Arms the point named `name` (fault_points.h). InvalidArgument naming the
+  // known points if there is none of that name; nothing is armed then.
+  Status Arm(std::string_view name, FaultSpec spec);
+  void Disarm(FaultPoint point);
+  // InvalidArgument, as Arm, for an unknown name.
+  Status Disarm(std::string_view name);
   void DisarmAll();
 
   // Call at a fault point. OK unless an armed error fires there.
-  Status Hit(const std::string& point);
+  Status Hit(FaultPoint point);
   // For duplicate-delivery points: true if an armed kDuplicate fires.
-  bool ShouldDuplicate(const std::string& point);
+  bool ShouldDuplicate(FaultPoint point);
 
   // How many times `point` has fired since it was armed.
-  int64_t FiredCount(const std::string& point) const;
+  int64_t FiredCount(FaultPoint point) const;
+  // The armed points, in the order of the list.
   std::vector<FaultPointState> Armed() const;
 
  private:
-  // Decides under mu_ whether an armed point fires now; returns its spec if so.
-  bool Fire(const std::string& point, FaultSpec* fired);
+  struct PointState {
+    bool armed = false;
+    FaultSpec spec;
+    int64_t fired = 0;
+  };
 
-  Clock* clock_;
-  std::atomic<int> armed_count_{0};
+  // Decides under mu_ whether an armed point fires now; returns its spec if so.
+  bool Fire(FaultPoint point, FaultSpec* fired);
+
+  Clock* const clock_;
+  // Per point: armed now. Written under mu_; read without it by Hit (a relaxed
+  // load: a hit that races an Arm may miss it, as it would a moment earlier; a
+  // true answer is checked again under mu_).
+  std::atomic<bool> armed_[kFaultPointCount] = {};
   mutable std::mutex mu_;
-  std::map<std::string, FaultPointState> armed_;  // GUARDED_BY(mu_)
-  std::mt19937_64 rng_;                           // GUARDED_BY(mu_)
+  PointState points_[kFaultPointCount];  // GUARDED_BY(mu_)
+  std::mt19937_64 rng_;                  // GUARDED_BY(mu_)
 };
 
 }  // namespace sheetlog

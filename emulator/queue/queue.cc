@@ -126,7 +126,7 @@ QueueService::QueueService(Database* db, Clock* clock, FaultInjector* faults)
 
 QueueService::~QueueService() { Shutdown(); }
 
-Status QueueService::Hit(const char* point) {
+Status QueueService::Hit(FaultPoint point) {
   if (faults_ == nullptr) return Status::OK();
   return faults_->Hit(point);
 }
@@ -256,7 +256,7 @@ Result<std::vector<std::string>> QueueService::SendMany(const std::string& queue
   if (delay_s.has_value()) {
     RETURN_IF_ERROR(ValidateRange("delay_s", *delay_s, 0, kMaxDelayS));
   }
-  RETURN_IF_ERROR(Hit("queue.send"));
+  RETURN_IF_ERROR(Hit(FaultPoint::kQueueSend));
   std::vector<std::string> ids;
   ids.reserve(count);
   for (size_t i = 0; i < count; ++i) ids.push_back(NewRandomUuid());
@@ -294,7 +294,7 @@ Result<std::vector<ReceivedMessage>> QueueService::Receive(
     RETURN_IF_ERROR(ValidateRange("visibility_timeout_s", *visibility_timeout_s, 0,
                                   kMaxVisibilityTimeoutS));
   }
-  RETURN_IF_ERROR(Hit("queue.receive"));
+  RETURN_IF_ERROR(Hit(FaultPoint::kQueueReceive));
   RETURN_IF_ERROR(PurgeExpiredIfDue());
 
   std::vector<ReceivedMessage> out;
@@ -381,7 +381,8 @@ Result<std::vector<ReceivedMessage>> QueueService::Receive(
                       "receipt = ?3, visible_at_micros = ?4 WHERE id = ?1"));
         u.Bind(1, cand.id).Bind(2, now).Bind(3, token).Bind(4, hidden_until);
         RETURN_IF_ERROR(u.Run());
-        if (faults_ != nullptr && faults_->ShouldDuplicate("queue.receive.duplicate")) {
+        if (faults_ != nullptr &&
+            faults_->ShouldDuplicate(FaultPoint::kQueueReceiveDuplicate)) {
           duplicates.push_back(cand.id);
         }
         ReceivedMessage msg;
@@ -418,7 +419,7 @@ Status QueueService::ChangeVisibility(const std::string& queue,
   RETURN_IF_ERROR(
       ValidateRange("visibility timeout", seconds, 0, kMaxVisibilityTimeoutS));
   ASSIGN_OR_RETURN(ReceiptHandle handle, ParseReceipt(receipt_handle));
-  RETURN_IF_ERROR(Hit("queue.change_visibility"));
+  RETURN_IF_ERROR(Hit(FaultPoint::kQueueChangeVisibility));
   RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
     bool gone = false;
     RETURN_IF_ERROR(CheckReceipt(c, queue, handle, &gone));
@@ -436,7 +437,7 @@ Status QueueService::ChangeVisibility(const std::string& queue,
 
 Status QueueService::Delete(const std::string& queue, const std::string& receipt_handle) {
   ASSIGN_OR_RETURN(ReceiptHandle handle, ParseReceipt(receipt_handle));
-  RETURN_IF_ERROR(Hit("queue.delete"));
+  RETURN_IF_ERROR(Hit(FaultPoint::kQueueDelete));
   return db_->Write([&](Connection& c) -> Status {
     bool gone = false;
     RETURN_IF_ERROR(CheckReceipt(c, queue, handle, &gone));

@@ -43,7 +43,7 @@
 // a body over 256 KiB is ResourceExhausted; an armed fault point returns Unavailable;
 // storage errors are passed through from the Database.
 //
-// Fault points (emulator/env/faults.h): "queue.send", "queue.receive",
+// Fault points (emulator/env/fault_points.h): "queue.send", "queue.receive",
 // "queue.change_visibility", "queue.delete" fail the call before it changes anything;
 // "queue.receive.duplicate" (kDuplicate) delivers a received message but leaves it
 // visible, so the next Receive delivers it again: SQS's occasional duplicate delivery.
@@ -64,6 +64,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/env/fault_points.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/status.h"
 
@@ -220,7 +221,7 @@ class QueueService {
   void Notify();
   // PurgeExpired(), if a minute of clock time has passed since the last purge.
   Status PurgeExpiredIfDue();
-  Status Hit(const char* point);
+  Status Hit(FaultPoint point);
   Result<std::vector<std::string>> SendMany(const std::string& queue,
                                             const std::string* bodies, size_t count,
                                             std::optional<int64_t> delay_s);

@@ -216,7 +216,7 @@ Result<std::vector<Claim>> ExecutionHistory::BeginBatch(
   }
   if (!any_to_claim) return claims;
   if (faults_ != nullptr)
-    RETURN_IF_ERROR(faults_->Hit("history.after_read_before_claim"));
+    RETURN_IF_ERROR(faults_->Hit(FaultPoint::kHistoryAfterReadBeforeClaim));
 
   // Step 3: ADD 1; only whoever gets 1 back proceeds.
   RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
@@ -245,7 +245,7 @@ Status ExecutionHistory::FinishBatch(const std::vector<Outcome>& outcomes) {
     }
   }
   if (outcomes.empty()) return Status::OK();
-  if (faults_ != nullptr) RETURN_IF_ERROR(faults_->Hit("history.finish"));
+  if (faults_ != nullptr) RETURN_IF_ERROR(faults_->Hit(FaultPoint::kHistoryFinish));
   const int64_t now = clock_->NowMicros();
   return db_->Write([&](Connection& conn) -> Status {
     for (const Outcome& o : outcomes) {

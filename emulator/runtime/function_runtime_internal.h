@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/env/faults.h"
 #include "emulator/runtime/function_runtime.h"
 
 namespace sheetlog {
@@ -94,7 +95,7 @@ Status InvokeWithinBudget(const Handler& handler, const Batch& batch,
                           InvocationContext& ctx, Clock* clock, FaultInjector* faults,
                           int64_t deadline, int64_t time_budget_micros) {
   Status status =
-      faults != nullptr ? faults->Hit("runtime.before_handler") : Status::OK();
+      faults != nullptr ? faults->Hit(FaultPoint::kRuntimeBeforeHandler) : Status::OK();
   if (status.ok()) status = CallHandler(handler, batch, ctx);
   if (status.ok() && clock->NowMicros() > deadline) {
     status = Unavailable("invocation exceeded its time budget of " +

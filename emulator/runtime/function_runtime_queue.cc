@@ -58,7 +58,8 @@ Status FunctionRuntime::ReceiveAndProcess(QueueState& mapping) {
                    m.queues->Receive(m.queue, m.batch_size, m.visibility_timeout_s));
   if (messages.empty()) return Status::OK();
   ProcessMessages(mapping, messages);
-  if (faults_ != nullptr && faults_->ShouldDuplicate("runtime.queue.duplicate")) {
+  if (faults_ != nullptr &&
+      faults_->ShouldDuplicate(FaultPoint::kRuntimeQueueDuplicate)) {
     ProcessMessages(mapping, messages);  // at-least-once delivery
   }
   return Status::OK();
@@ -126,7 +127,8 @@ void FunctionRuntime::ProcessMessages(QueueState& mapping,
   mapping.invocations.fetch_add(1);
   Status status = InvokeWithinBudget(m.handler, to_run, ctx, clock_, faults_, deadline,
                                      m.time_budget_micros);
-  if (faults_ != nullptr && !faults_->Hit("runtime.after_handler_before_history").ok()) {
+  if (faults_ != nullptr &&
+      !faults_->Hit(FaultPoint::kRuntimeAfterHandlerBeforeHistory).ok()) {
     return;  // as if the process died here: the messages reappear after their timeout
   }
 
@@ -183,9 +185,10 @@ void FunctionRuntime::ProcessMessages(QueueState& mapping,
         fail(msg, errors[i]);
         break;
       case Fate::kDelete: {
-        Status deleted = faults_ != nullptr
-                             ? faults_->Hit("runtime.queue.after_history_before_delete")
-                             : Status::OK();
+        Status deleted =
+            faults_ != nullptr
+                ? faults_->Hit(FaultPoint::kRuntimeQueueAfterHistoryBeforeDelete)
+                : Status::OK();
         if (deleted.ok()) deleted = m.queues->Delete(m.queue, msg.receipt_handle);
         if (!deleted.ok()) {
           // Stale handle (someone received it again) or an error: the history says

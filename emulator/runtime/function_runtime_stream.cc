@@ -299,7 +299,7 @@ void FunctionRuntime::RunShardStep(StreamState& mapping, int shard, ShardState& 
 
   Status status = InvokeStream(mapping, shard, batch);
   if (status.ok() && faults_ != nullptr &&
-      faults_->ShouldDuplicate("runtime.stream.duplicate")) {
+      faults_->ShouldDuplicate(FaultPoint::kRuntimeStreamDuplicate)) {
     Status again = InvokeStream(mapping, shard, batch);  // at-least-once delivery
     if (!again.ok()) {
       spdlog::info("runtime: {} shard {}: duplicate delivery failed: {}", m.name, shard,
@@ -307,7 +307,7 @@ void FunctionRuntime::RunShardStep(StreamState& mapping, int shard, ShardState& 
     }
   }
   if (status.ok() && faults_ != nullptr) {
-    status = faults_->Hit("runtime.after_handler_before_checkpoint");
+    status = faults_->Hit(FaultPoint::kRuntimeAfterHandlerBeforeCheckpoint);
   }
   if (status.ok()) {
     state.pending.pop_front();
@@ -401,7 +401,7 @@ Status FunctionRuntime::InvokeStream(StreamState& mapping, int shard,
   Status status = InvokeWithinBudget(m.handler, to_run, ctx, clock_, faults_, deadline,
                                      m.time_budget_micros);
   if (faults_ != nullptr)
-    RETURN_IF_ERROR(faults_->Hit("runtime.after_handler_before_history"));
+    RETURN_IF_ERROR(faults_->Hit(FaultPoint::kRuntimeAfterHandlerBeforeHistory));
   if (m.keep_history) {
     std::vector<ExecutionHistory::Outcome> outcomes;
     for (const Claim& c : claims) {

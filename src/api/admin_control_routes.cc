@@ -1,5 +1,6 @@
 // Test controls of api.md "Operations": the manual clock, fault points and reset. Each
 // is off unless the server was started with its flag, and then refused with 403.
+#include "emulator/env/faults.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 
@@ -132,7 +133,9 @@ void RegisterAdminControlRoutes(Router& router, App& app) {
         }
         if (delay_ms < 0) throw ApiError::Validation("delay_ms must be >= 0");
         spec.delay_micros = delay_ms * 1000;
-        app.faults()->Arm(*point, spec);
+        if (Status armed = app.faults()->Arm(*point, spec); !armed.ok()) {
+          throw ApiError::Validation(armed.message());
+        }
         call.Reply(200, json{{"armed", *point}});
       },
       control);
@@ -142,7 +145,9 @@ void RegisterAdminControlRoutes(Router& router, App& app) {
       [&, require_faults](Call& call) {
         require_faults();
         if (auto point = call.Query("point")) {
-          app.faults()->Disarm(*point);
+          if (Status disarmed = app.faults()->Disarm(*point); !disarmed.ok()) {
+            throw ApiError::Validation(disarmed.message());
+          }
         } else {
           app.faults()->DisarmAll();
         }

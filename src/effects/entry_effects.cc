@@ -1,5 +1,6 @@
 #include "src/effects/entry_effects.h"
 
+#include "emulator/env/faults.h"
 #include "src/log/tables.h"
 
 namespace sheetlog {
@@ -23,10 +24,10 @@ StreamHandler MakeEntryEffectsHandler(QueueService* queues,
         SnapshotJob job{entry.value("sheet_id", ""), entry.value("segment", int64_t{0}),
                         entry.value("num", int64_t{0})};
         RETURN_IF_ERROR(queues->Send(snapshot_queue, job.ToJson()).status());
-        RETURN_IF_ERROR(faults->Hit("effects.after_snapshot_send"));
+        RETURN_IF_ERROR(faults->Hit(FaultPoint::kEffectsAfterSnapshotSend));
       }
       if (entry.contains("external") && entry["external"].is_string()) {
-        RETURN_IF_ERROR(faults->Hit("effects.before_untag"));
+        RETURN_IF_ERROR(faults->Hit(FaultPoint::kEffectsBeforeUntag));
         RETURN_IF_ERROR(uploads->Untag(entry["external"].get<std::string>()));
       }
     }

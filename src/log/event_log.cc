@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "emulator/env/faults.h"
 #include "emulator/env/uuid.h"
 #include "emulator/json_text.h"
 #include "src/log/pending_snapshots.h"
@@ -299,7 +300,7 @@ struct EventLog::AppendTxn {
 
   // Step 3: the conditional put at head + 1.
   Status Put(Connection& conn) {
-    RETURN_IF_ERROR(log->faults_->Hit("log.add_entry.before_put"));
+    RETURN_IF_ERROR(log->faults_->Hit(FaultPoint::kLogAddEntryBeforePut));
     Status status = EntryTable().PutIfAbsent(
         conn, EntryItem(request->sheet_id, attempt.result.entry), meter);
     if (status.IsConditionFailed()) attempt.outcome = Outcome::kLostRace;
@@ -479,7 +480,7 @@ void EventLog::RunPolicies(const std::string& sheet_id, const SheetConfig& confi
                            AppendResult* result) {
   // Best effort (seed 000): a failure or a crash here only delays the policy to the next
   // append, which re-evaluates it from the log.
-  if (!faults_->Hit("log.policy.before").ok()) return;
+  if (!faults_->Hit(FaultPoint::kLogPolicyBefore).ok()) return;
   // snapshot_every 0: the client manages snapshots, and the server inserts no entry
   // after entry 0 on its own (no Snapshot entries, no segment rollover, which would
   // add EndSegment + Snapshot): seq ids are the client's alone.
@@ -1361,7 +1362,7 @@ Result<TruncateResult> EventLog::DropBefore(
       result.archives.push_back(key);
     }
   }
-  RETURN_IF_ERROR(faults_->Hit("log.truncate.before_drop"));
+  RETURN_IF_ERROR(faults_->Hit(FaultPoint::kLogTruncateBeforeDrop));
 
   // One transaction: first_seq forward (only if nobody moved it meanwhile), base_root
   // set or cleared, entries gone, archive keys on the segments, obsolete pending

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "emulator/env/faults.h"
 #include "src/log/sheet_blobs.h"
 #include "src/log/tables.h"
 #include "src/log/uploads.h"
@@ -32,7 +33,7 @@ Status SheetPurger::Purge(const std::string& sheet_id, PurgeReport* report) {
   PurgeReport local;
   if (report == nullptr) report = &local;
   ++report->sheets;
-  if (faults_ != nullptr) RETURN_IF_ERROR(faults_->Hit("sheet.purge.before"));
+  if (faults_ != nullptr) RETURN_IF_ERROR(faults_->Hit(FaultPoint::kSheetPurgeBefore));
   // Read the tombstone's age before listing: an object written after the listing is
   // then still within the grace period and found by a later purge.
   std::optional<int64_t> deleted;
@@ -59,7 +60,7 @@ Status SheetPurger::Purge(const std::string& sheet_id, PurgeReport* report) {
       // One fsync per directory of the page, not one per object.
       RETURN_IF_ERROR(blobs_->DeleteBatch(keys, [&]() -> Status {
         ++report->objects_deleted;
-        if (faults_ != nullptr) return faults_->Hit("sheet.purge.after_object");
+        if (faults_ != nullptr) return faults_->Hit(FaultPoint::kSheetPurgeAfterObject);
         return Status::OK();
       }));
     }

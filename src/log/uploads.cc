@@ -1,5 +1,6 @@
 #include "src/log/uploads.h"
 
+#include "emulator/env/faults.h"
 #include "emulator/env/uuid.h"
 
 namespace sheetlog {
@@ -268,7 +269,7 @@ Result<AppendResult> Uploads::AppendLarge(AppendRequest request, UnitMeter* mete
   put.content_type = "application/json";
   put.tags = {{kAutoDeleteTag, "true"}};
   RETURN_IF_ERROR(blobs_->Put(key, *request.body, put).status());
-  RETURN_IF_ERROR(faults_->Hit("uploads.after_blob_before_entry"));
+  RETURN_IF_ERROR(faults_->Hit(FaultPoint::kUploadsAfterBlobBeforeEntry));
 
   // 2. The linchpin: the entry and its reference row, in one transaction.
   UploadInfo u;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "emulator/env/faults.h"
 #include "emulator/json_text.h"
 #include "src/log/event_log.h"
 #include "src/log/pending_snapshots.h"
@@ -101,7 +102,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
 
   // Fault point: the message is lost before any work is done (an operator's purge, a
   // bug elsewhere): deleted, nothing written. Seed 000's manual fallback repairs it.
-  if (!faults_->Hit("snapshot.message_lost").ok()) {
+  if (!faults_->Hit(FaultPoint::kSnapshotMessageLost).ok()) {
     return done_with_message(Outcome::kMessageLost);
   }
 
@@ -258,7 +259,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
       (void)pending.Update(key, increment, SetActive(false, std::nullopt), meter);
       return fail(done.status());
     }
-    Status fault = faults_->Hit("snapshot.after_chunk");
+    Status fault = faults_->Hit(FaultPoint::kSnapshotAfterChunk);
     if (!fault.ok()) return fail(fault);
     race_point("checkpoint");
     PendingSnapshotChanges checkpointed;
@@ -283,12 +284,12 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   // deleted — in that order, so a crash between any two is repaired by a redelivery.
   Result<std::string> root = (*build)->Finish();
   if (!root.ok()) return fail(root.status());
-  Status fault = faults_->Hit("snapshot.before_complete");
+  Status fault = faults_->Hit(FaultPoint::kSnapshotBeforeComplete);
   if (!fault.ok()) return fail(fault);
   Status completed =
       log_->CompleteSnapshot(job.sheet_id, job.segment, job.entry, *root, meter);
   if (!completed.ok()) return fail(completed);
-  fault = faults_->Hit("snapshot.after_complete");
+  fault = faults_->Hit(FaultPoint::kSnapshotAfterComplete);
   if (!fault.ok()) return fail(fault);
   Status removed = pending.Delete(key, increment, meter);
   if (removed.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);

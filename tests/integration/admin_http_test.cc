@@ -283,5 +283,22 @@ TEST_F(AdminHttpTest, SnapshotMessageLostBeforeItsWorkIsRepairedByReprocess) {
   ASSERT_TRUE(Eventually([&] { return AllSnapshotsComplete(id); }));
 }
 
+// A misspelled point would never fire and leave a test passing without testing
+// anything: arming or disarming a point that is not in emulator/env/fault_points.h is a
+// 400 naming it, and nothing is armed.
+TEST_F(AdminHttpTest, ArmingAnUnknownFaultPointIsRefused) {
+  JsonResponse armed =
+      Post(*client_, "/v1/admin/faults", {{"point", "snapshot.before_compete"}});
+  EXPECT_EQ(armed.status, 400) << armed.raw;
+  EXPECT_EQ(armed.body["error"]["code"], "ValidationError");
+  EXPECT_NE(armed.body["error"]["message"].get<std::string>().find(
+                "unknown fault point 'snapshot.before_compete'"),
+            std::string::npos)
+      << armed.raw;
+  EXPECT_EQ(Get(*client_, "/v1/admin/faults").body["armed"].size(), 0u);
+  EXPECT_EQ(Request(*client_, "DELETE", "/v1/admin/faults?point=no.such.point").status,
+            400);
+}
+
 }  // namespace
 }  // namespace sheetlog::testing

@@ -157,9 +157,9 @@ TEST_F(BlobLifecycleTest, UnreadableMetadataIsNeverSwept) {
 
 TEST_F(BlobLifecycleTest, SweepRemovesDebrisOfFailedPuts) {
   Put("doc", {});
-  faults_.Arm("blob.put.after_body", FaultSpec{});
+  faults_.Arm(FaultPoint::kBlobPutAfterBody, FaultSpec{});
   EXPECT_FALSE(store_->Put("doc", "uncommitted").ok());
-  faults_.Arm("blob.put.after_body", FaultSpec{});
+  faults_.Arm(FaultPoint::kBlobPutAfterBody, FaultSpec{});
   EXPECT_FALSE(store_->Put("never/committed", "x").ok());
   auto report = store_->Sweep(LifecycleRule{}, {});
   ASSERT_OK(report);
@@ -172,7 +172,7 @@ TEST_F(BlobLifecycleTest, SweepRemovesDebrisOfFailedPuts) {
 TEST_F(BlobLifecycleTest, SweepFaultSkipsDeletionAndCountsIt) {
   Put("k", kAutoDelete);
   clock_.Advance(4 * kDay);
-  faults_.Arm("blob.sweep.delete", FaultSpec{});
+  faults_.Arm(FaultPoint::kBlobSweepDelete, FaultSpec{});
   auto report = store_->Sweep(LifecycleRule{}, {});
   ASSERT_OK(report);
   EXPECT_EQ(report->errors, 1);

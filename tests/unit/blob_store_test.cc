@@ -445,7 +445,7 @@ TEST_F(BlobStoreTest, SecondOpenOfSameDirectoryIsRefused) {
 TEST_F(BlobStoreTest, CrashBetweenBodyAndCommitLeavesOldObjectAndDebrisIsRemoved) {
   auto store = OpenStore();
   ASSERT_OK(store->Put("doc", "old"));
-  faults_.Arm("blob.put.after_body", FaultSpec{});
+  faults_.Arm(FaultPoint::kBlobPutAfterBody, FaultSpec{});
   auto failed = store->Put("doc", "new body");
   EXPECT_EQ(failed.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(store->Get("doc").value(), "old");
@@ -454,7 +454,7 @@ TEST_F(BlobStoreTest, CrashBetweenBodyAndCommitLeavesOldObjectAndDebrisIsRemoved
   EXPECT_EQ(FilesUnder(Root() + "/objects/doc").size(), 3u);
 
   // A put to a key that never existed, interrupted the same way, shows nothing.
-  faults_.Arm("blob.put.after_body", FaultSpec{});
+  faults_.Arm(FaultPoint::kBlobPutAfterBody, FaultSpec{});
   EXPECT_FALSE(store->Put("fresh/key", "never committed").ok());
   EXPECT_TRUE(store->Head("fresh/key").status().IsNotFound());
   EXPECT_TRUE(store->List({}).value().keys.size() == 1);
@@ -474,7 +474,7 @@ TEST_F(BlobStoreTest, CrashBetweenBodyAndCommitLeavesOldObjectAndDebrisIsRemoved
 TEST_F(BlobStoreTest, CrashAfterCommitKeepsNewObjectAndOldBodyIsRemoved) {
   auto store = OpenStore();
   ASSERT_OK(store->Put("doc", "old"));
-  faults_.Arm("blob.put.after_commit", FaultSpec{});
+  faults_.Arm(FaultPoint::kBlobPutAfterCommit, FaultSpec{});
   EXPECT_FALSE(store->Put("doc", "new").ok());  // the client saw an error...
   EXPECT_EQ(store->Get("doc").value(), "new");  // ...but the put had committed
   EXPECT_EQ(FilesUnder(Root() + "/objects/doc").size(), 3u);
@@ -517,11 +517,11 @@ TEST_F(BlobStoreTest, OpenRejectsBadOptions) {
 TEST_F(BlobStoreTest, FaultPointsFailWithoutChangingAnything) {
   auto store = OpenStore();
   ASSERT_OK(store->Put("k", "v", {"", {{"a", "b"}}}));
-  faults_.Arm("blob.put", FaultSpec{});
+  faults_.Arm(FaultPoint::kBlobPut, FaultSpec{});
   EXPECT_EQ(store->Put("k", "w").status().code(), StatusCode::kUnavailable);
-  faults_.Arm("blob.delete", FaultSpec{});
+  faults_.Arm(FaultPoint::kBlobDelete, FaultSpec{});
   EXPECT_EQ(store->Delete("k").code(), StatusCode::kUnavailable);
-  faults_.Arm("blob.put_tags", FaultSpec{});
+  faults_.Arm(FaultPoint::kBlobPutTags, FaultSpec{});
   EXPECT_EQ(store->PutTags("k", {}).code(), StatusCode::kUnavailable);
   EXPECT_EQ(store->Get("k").value(), "v");
   EXPECT_EQ(store->GetTags("k").value(), (BlobTags{{"a", "b"}}));

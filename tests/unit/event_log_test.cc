@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "emulator/env/faults.h"
 #include "emulator/json_text.h"
 #include "emulator/stream/change_feed.h"
 #include "src/app/schema.h"
@@ -191,7 +192,7 @@ TEST_F(EventLogTest, AddEntryGivesUpWithUnavailableAfterMaxAttempts) {
   Open(options);
   std::string sheet = NewSheet();
   // Every put fails: an armed error fault is not a lost race, so it surfaces at once.
-  faults_.Arm("log.add_entry.before_put", FaultSpec{FaultKind::kError, -1});
+  faults_.Arm(FaultPoint::kLogAddEntryBeforePut, FaultSpec{FaultKind::kError, -1});
   auto r = Append(sheet, "1");
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   faults_.DisarmAll();
@@ -744,7 +745,7 @@ TEST_F(TruncateTest, ArchivesEachDroppedSegmentFirstAndRecordsTheKey) {
   options.sync = false;
   auto blobs = BlobStore::Open(options, &clock_);
   ASSERT_OK(blobs);
-  faults_.Arm("log.truncate.before_drop", {});
+  faults_.Arm(FaultPoint::kLogTruncateBeforeDrop, {});
   auto crashed = log_->Truncate(sheet, 5, blobs->get(), nullptr);
   EXPECT_FALSE(crashed.ok()) << "the fault stops it after the archive, before the drop";
   EXPECT_EQ(ReadAll(sheet).size(), 9u);

@@ -259,7 +259,7 @@ TEST_F(ExecutionHistoryTest, ListFailedHonoursTheWindowAndTheLatestRow) {
 }
 
 TEST_F(ExecutionHistoryTest, FaultBetweenReadAndClaimClaimsNothing) {
-  faults_.Arm("history.after_read_before_claim", {});
+  faults_.Arm(FaultPoint::kHistoryAfterReadBeforeClaim, {});
   auto claim = history_->Begin({"job", "test", "", ""}, kBudget);
   EXPECT_EQ(claim.status().code(), StatusCode::kUnavailable);
   EXPECT_TRUE(Rows("job").empty());

@@ -552,7 +552,8 @@ TEST_F(QueueTest, WaitForMessagesReturnsFalseAtDeadlineOrWhenWoken) {
 TEST_F(QueueTest, InjectedDuplicateDeliveryRedeliversAndStalesTheFirstHandle) {
   Create("jobs", 30);
   std::string id = SendOk("jobs", "m");
-  faults_.Arm("queue.receive.duplicate", FaultSpec{FaultKind::kDuplicate, 1, 1.0, 0});
+  faults_.Arm(FaultPoint::kQueueReceiveDuplicate,
+              FaultSpec{FaultKind::kDuplicate, 1, 1.0, 0});
   auto first = ReceiveOk("jobs");
   auto second = ReceiveOk("jobs");
   ASSERT_EQ(first.size(), 1u);
@@ -565,7 +566,7 @@ TEST_F(QueueTest, InjectedDuplicateDeliveryRedeliversAndStalesTheFirstHandle) {
 
 TEST_F(QueueTest, InjectedSendFaultStoresNothing) {
   Create("jobs", 30);
-  faults_.Arm("queue.send", FaultSpec{});
+  faults_.Arm(FaultPoint::kQueueSend, FaultSpec{});
   EXPECT_EQ(queues_->Send("jobs", "m").status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(StatsOk("jobs").visible, 0);
   EXPECT_OK(queues_->Send("jobs", "m"));

@@ -252,7 +252,7 @@ TEST_F(QueueMappingTest, PartialBatchFailureKeepsOnlyTheFailedMessage) {
 }
 
 TEST_F(QueueMappingTest, DuplicateDeliveryIsDeletedWithoutRunningAgain) {
-  faults_.Arm("runtime.queue.duplicate", {FaultKind::kDuplicate, 1});
+  faults_.Arm(FaultPoint::kRuntimeQueueDuplicate, {FaultKind::kDuplicate, 1});
   FunctionRuntime& rt = NewRuntime();
   ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
                   recorder_.Call(msgs[0]);
@@ -262,7 +262,7 @@ TEST_F(QueueMappingTest, DuplicateDeliveryIsDeletedWithoutRunningAgain) {
   ASSERT_OK(rt.Start());
   Send("job");
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageDuplicate, 1));
-  EXPECT_EQ(faults_.FiredCount("runtime.queue.duplicate"), 1);
+  EXPECT_EQ(faults_.FiredCount(FaultPoint::kRuntimeQueueDuplicate), 1);
   EXPECT_EQ(recorder_.Calls().size(), 1u);
   EXPECT_EQ(rt.Stats()[0].duplicates, 1);
 }
@@ -395,7 +395,8 @@ TEST_F(QueueMappingTest, DeadInvocationWhoseHandlerDisposedOfItsMessageIsNotAban
       if (!sent.ok()) return sent;
       Status deleted = queues_->Delete("jobs", msgs[0].receipt_handle);
       if (!deleted.ok()) return deleted;
-      faults_.Arm("history.finish", {});  // the process "dies" before the outcome row
+      faults_.Arm(FaultPoint::kHistoryFinish,
+                  {});  // the process "dies" before the outcome row
       ctx.MarkMessageHandled(msgs[0].id);
     }
     return Status::OK();
@@ -498,7 +499,7 @@ TEST_F(QueueMappingTest, StopDrainsTheInFlightHandlerAndStartsNoNewOne) {
 }
 
 TEST_F(QueueMappingTest, FaultBeforeDeleteLeavesAMessageThatIsThenDeletedAsDuplicate) {
-  faults_.Arm("runtime.queue.after_history_before_delete", {});
+  faults_.Arm(FaultPoint::kRuntimeQueueAfterHistoryBeforeDelete, {});
   FunctionRuntime& rt = NewRuntime();
   ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
                   recorder_.Call(msgs[0]);

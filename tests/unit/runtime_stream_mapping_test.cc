@@ -555,7 +555,7 @@ TEST_F(StreamMappingTest, StartingAtLatestIgnoresEarlierRecords) {
 }
 
 TEST_F(StreamMappingTest, DuplicateDeliveryIsCaughtByTheHistory) {
-  faults_.Arm("runtime.stream.duplicate", {FaultKind::kDuplicate, -1});
+  faults_.Arm(FaultPoint::kRuntimeStreamDuplicate, {FaultKind::kDuplicate, -1});
   const int shard = ShardOf("s");
   Calls unguarded;
   FunctionRuntime& rt = NewRuntime();
@@ -571,14 +571,14 @@ TEST_F(StreamMappingTest, DuplicateDeliveryIsCaughtByTheHistory) {
   Insert("s", 0);
   ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 1));
   ASSERT_TRUE(events_.WaitForCheckpoint("no-history", shard, 1));
-  EXPECT_GE(faults_.FiredCount("runtime.stream.duplicate"), 2);
+  EXPECT_GE(faults_.FiredCount(FaultPoint::kRuntimeStreamDuplicate), 2);
   EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{1}));
   EXPECT_EQ(unguarded.Delivered(shard), (std::vector<int64_t>{1, 1}));
   EXPECT_EQ(rt.Stats()[0].duplicates, 1);
 }
 
 TEST_F(StreamMappingTest, CrashBeforeCheckpointRedeliversButDoesNotRerun) {
-  faults_.Arm("runtime.after_handler_before_checkpoint", {});
+  faults_.Arm(FaultPoint::kRuntimeAfterHandlerBeforeCheckpoint, {});
   const int shard = ShardOf("s");
   FunctionRuntime& rt = NewRuntime();
   ASSERT_TRUE(rt.AddStreamMapping(Recording()).ok());

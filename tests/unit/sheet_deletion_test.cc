@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/env/faults.h"
 #include "emulator/sqlite/database.h"
 #include "src/app/schema.h"
 #include "src/log/sheet_blobs.h"
@@ -140,7 +141,7 @@ TEST_F(SheetDeletionTest, AFailedPurgeLeavesTheTombstoneForTheNextRun) {
   PutEverywhere(kDeleted, "b");
   FaultInjector faults(&clock_);
   SheetPurger purger(db_.get(), blobs_.get(), &clock_, &faults, /*grace_seconds=*/0);
-  faults.Arm("sheet.purge.after_object", FaultSpec{});
+  faults.Arm(FaultPoint::kSheetPurgeAfterObject, FaultSpec{});
   EXPECT_FALSE(purger.PurgeAll().ok());
   EXPECT_EQ(Objects(kDeleted).size(), 7u);
   EXPECT_EQ(Count("SELECT COUNT(*) FROM sheet_deletion"), 1);

@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "emulator/blob/blob_store.h"
+#include "emulator/env/faults.h"
 #include "emulator/queue/queue.h"
 #include "src/effects/entry_effects.h"
 #include "src/log/pending_snapshots.h"
@@ -555,7 +557,7 @@ TEST_F(SnapshotWorkerTest, CrashMidBuildIsRetriedAfterTheStaleTimeoutAndResumes)
   SnapshotWorker::Options options;
   options.test_before_conditional_write = [&](const std::string& step) {
     if (step == "checkpoint" && ++checkpoints == 2)
-      faults_.Arm("snapshot.after_chunk", {});
+      faults_.Arm(FaultPoint::kSnapshotAfterChunk, {});
   };
   auto dying = MakeWorker(options);
   EXPECT_EQ(Handle(Deliver(job), kFarDeadline, dying.get()), Outcome::kFailed);
@@ -591,7 +593,7 @@ TEST_F(SnapshotWorkerTest, CrashAfterCompletingIsCleanedUpByTheRedelivery) {
   CompleteFirstSnapshot();
   AppendCells(10);
   SnapshotJob job = AppendSnapshot();
-  faults_.Arm("snapshot.after_complete", {});
+  faults_.Arm(FaultPoint::kSnapshotAfterComplete, {});
   EXPECT_EQ(Handle(Deliver(job)), Outcome::kFailed);
   ASSERT_TRUE(EntryOf(job).snapshot_root.has_value()) << "completed before the crash";
   ASSERT_TRUE(Pending(job).has_value()) << "but not cleaned up";
@@ -635,8 +637,9 @@ TEST_F(SnapshotWorkerTest, RandomHistoriesGiveReplayedCellsAtEverySnapshot) {
   const uint64_t seed = env ? std::strtoull(env, nullptr, 10) : 20261123;
   SCOPED_TRACE("SHEETLOG_PROPERTY_SEED=" + std::to_string(seed));
   testing::Random rnd(seed);
-  const char* kFaultPoints[] = {"snapshot.after_chunk", "snapshot.before_complete",
-                                "snapshot.after_complete"};
+  const FaultPoint kWorkerFaults[] = {FaultPoint::kSnapshotAfterChunk,
+                                      FaultPoint::kSnapshotBeforeComplete,
+                                      FaultPoint::kSnapshotAfterComplete};
   constexpr int kEntries = 1500;
   constexpr int64_t kRows = 40, kCols = 8;
   // Half the edits write a block of cells somewhere in the first 200 rows, so the sheet
@@ -667,16 +670,16 @@ TEST_F(SnapshotWorkerTest, RandomHistoriesGiveReplayedCellsAtEverySnapshot) {
     ASSERT_OK(received);
     if (received->empty()) return;
     ++invocations;
-    const char* fault = nullptr;
+    std::optional<FaultPoint> fault;
     if (rnd.OneIn(4)) {
-      fault = kFaultPoints[rnd.In(0, 2)];
-      faults_.Arm(fault, {});
+      fault = kWorkerFaults[rnd.In(0, 2)];
+      faults_.Arm(*fault, {});
     }
     const int64_t margin = SnapshotWorker::Options{}.handoff_margin_micros;
     const int64_t deadline =
         rnd.OneIn(3) ? clock_.NowMicros() + margin - 1 : kFarDeadline;
     Outcome outcome = Handle(received->front(), deadline);
-    if (fault) faults_.Disarm(fault);
+    if (fault) faults_.Disarm(*fault);
     if (outcome == Outcome::kFailed) {
       ++crashes;
       ASSERT_EQ(last_error_.code(), StatusCode::kUnavailable) << last_error_.ToString();
