@@ -36,10 +36,10 @@ void LifecycleSweeper::Stop() { worker_.Stop(); }
 Result<SweepReport> LifecycleSweeper::RunNow() { return SweepOnce(nullptr); }
 
 Result<SweepReport> LifecycleSweeper::SweepOnce(const std::atomic<bool>* cancel) {
-  std::lock_guard<std::mutex> sweeping(sweep_mu_);
+  MutexLock sweeping(&sweep_mu_);
   Result<SweepReport> report = store_->Sweep(options_.rule, keep_, cancel);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++counters_.sweeps;
     counters_.last_sweep_micros = clock_->NowMicros();
     if (!report.ok()) {
@@ -54,19 +54,23 @@ Result<SweepReport> LifecycleSweeper::SweepOnce(const std::atomic<bool>* cancel)
       if (!report->first_error.empty()) counters_.last_error = report->first_error;
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   return report;
 }
 
 LifecycleSweeperCounters LifecycleSweeper::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return counters_;
 }
 
 bool LifecycleSweeper::WaitForSweeps(int64_t count, int64_t real_timeout_millis) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, std::chrono::milliseconds(real_timeout_millis),
-                      [&] { return counters_.sweeps >= count; });
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(real_timeout_millis);
+  MutexLock lock(&mu_);
+  while (counters_.sweeps < count) {
+    if (!cv_.WaitUntil(mu_, deadline)) return counters_.sweeps >= count;
+  }
+  return true;
 }
 
 }  // namespace sheetlog

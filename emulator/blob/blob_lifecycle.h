@@ -13,12 +13,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 
 #include "emulator/blob/blob_store.h"
+#include "emulator/env/mutex.h"
 #include "emulator/env/periodic_worker.h"
 #include "emulator/status.h"
 
@@ -49,6 +48,8 @@ struct LifecycleSweeperCounters {
   std::string last_error;         // latest sweep error or first per-object error
 };
 
+// Thread-safe: RunNow may run from a request while the periodic sweep runs (sweeps
+// never overlap); counters() and WaitForSweeps from any thread.
 class LifecycleSweeper {
  public:
   // `store` and `clock` must outlive the sweeper. `keep` may be empty (keep nothing).
@@ -85,12 +86,12 @@ class LifecycleSweeper {
   const LifecycleSweeperOptions options_;
   const BlobKeepPredicate keep_;
 
-  std::mutex sweep_mu_;  // held for the duration of a sweep: sweeps never overlap
+  Mutex sweep_mu_;  // held for the duration of a sweep: sweeps never overlap
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;         // wakes WaitForSweeps
-  LifecycleSweeperCounters counters_;  // GUARDED_BY(mu_)
-  PeriodicWorker worker_{clock_};      // last: stopped before the rest goes
+  mutable Mutex mu_;
+  CondVar cv_;  // wakes WaitForSweeps
+  LifecycleSweeperCounters counters_ GUARDED_BY(mu_);
+  PeriodicWorker worker_{clock_};  // last: stopped before the rest goes
 };
 
 }  // namespace sheetlog

@@ -309,7 +309,7 @@ std::string BlobStore::ObjectDir(std::string_view key) const {
   return objects_dir_ + "/" + std::string(key);
 }
 
-std::mutex& BlobStore::KeyMutex(std::string_view key) {
+Mutex& BlobStore::KeyMutex(std::string_view key) {
   return key_mutexes_[std::hash<std::string_view>{}(key) % kLockStripes];
 }
 
@@ -398,7 +398,7 @@ Result<BlobInfo> BlobStore::CommitBody(const std::string& key,
                                        const std::string& body_id, int64_t size,
                                        const std::string& etag,
                                        const BlobPutOptions& options) {
-  std::lock_guard<std::mutex> lock(KeyMutex(key));
+  MutexLock lock(&KeyMutex(key));
   const std::string dir = ObjectDir(key);
   const std::string body_path = dir + "/" + std::string(kBodyPrefix) + body_id;
   // A concurrent delete of a neighbouring key may remove our (still empty) directory
@@ -652,7 +652,7 @@ Result<std::optional<int64_t>> BlobStore::DeleteLocked(const std::string& key,
 Status BlobStore::Delete(const std::string& key) {
   RETURN_IF_ERROR(ValidateKey(key));
   RETURN_IF_ERROR(Fault(FaultPoint::kBlobDelete));
-  std::lock_guard<std::mutex> lock(KeyMutex(key));
+  MutexLock lock(&KeyMutex(key));
   return DeleteLocked(key).status();
 }
 
@@ -678,7 +678,7 @@ Status BlobStore::DeleteBatch(const std::vector<std::string>& keys,
     if (!status.ok()) break;
     ++attempted;
     {
-      std::lock_guard<std::mutex> lock(KeyMutex(key));
+      MutexLock lock(&KeyMutex(key));
       status = DeleteLocked(key, /*sync=*/false).status();
     }
     if (!status.ok()) break;
@@ -718,7 +718,7 @@ Status BlobStore::PutTags(const std::string& key, const BlobTags& tags) {
   check.tags = tags;
   RETURN_IF_ERROR(ValidatePutOptions(check));
   RETURN_IF_ERROR(Fault(FaultPoint::kBlobPutTags));
-  std::lock_guard<std::mutex> lock(KeyMutex(key));
+  MutexLock lock(&KeyMutex(key));
   ASSIGN_OR_RETURN(StoredMeta meta, ReadMeta(key));
   if (meta.tags == tags) return Status::OK();
   meta.tags = tags;
@@ -999,7 +999,7 @@ void BlobStore::SweepObject(const std::string& key, bool has_meta, int64_t body_
     if (body_count == 0) return;
     // Bodies without metadata. Under the key's lock no put is between its body rename
     // and its commit, so if there is still no \meta they are debris.
-    std::lock_guard<std::mutex> lock(KeyMutex(key));
+    MutexLock lock(&KeyMutex(key));
     if (!HasMeta(ObjectDir(key))) {
       report->debris_removed += RemoveBodiesExceptLocked(key, "");
     }
@@ -1018,7 +1018,7 @@ void BlobStore::SweepObject(const std::string& key, bool has_meta, int64_t body_
     return;
   }
   if (body_count > 1) {  // an old body left by a crash after a commit
-    std::lock_guard<std::mutex> lock(KeyMutex(key));
+    MutexLock lock(&KeyMutex(key));
     Result<StoredMeta> current = ReadMeta(key);
     if (current.ok()) {
       report->debris_removed += RemoveBodiesExceptLocked(key, current->body_id);
@@ -1047,7 +1047,7 @@ void BlobStore::SweepObject(const std::string& key, bool has_meta, int64_t body_
     record_error(fault);
     return;
   }
-  std::lock_guard<std::mutex> lock(KeyMutex(key));
+  MutexLock lock(&KeyMutex(key));
   Result<StoredMeta> current = ReadMeta(key);
   if (!current.ok() || current->body_id != meta->body_id || !selected(*current) ||
       !old_enough(*current)) {

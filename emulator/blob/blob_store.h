@@ -51,7 +51,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,6 +58,7 @@
 
 #include "emulator/blob/blob_key.h"
 #include "emulator/env/fault_points.h"
+#include "emulator/env/mutex.h"
 #include "emulator/status.h"
 
 struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
@@ -284,7 +284,7 @@ class BlobStore {
   Result<bool> RecoverDir(const std::string& path, const std::string& key);
 
   std::string ObjectDir(std::string_view key) const;
-  std::mutex& KeyMutex(std::string_view key);
+  Mutex& KeyMutex(std::string_view key);
   Status Fault(FaultPoint point);
 
   // NotFound if there is no object; Internal if the metadata is unreadable (then
@@ -334,7 +334,7 @@ class BlobStore {
   int lock_fd_ = -1;
   std::unique_ptr<BlobPresigner> presigner_;
   // Serializes commits, deletes and tag changes per key (striped by hash).
-  std::array<std::mutex, kLockStripes> key_mutexes_;
+  std::array<Mutex, kLockStripes> key_mutexes_;
   std::atomic<int64_t> object_count_{0};
   std::atomic<int64_t> byte_count_{0};
 };

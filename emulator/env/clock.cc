@@ -15,12 +15,11 @@ void SystemClock::SleepForMicros(int64_t micros) {
   if (micros > 0) std::this_thread::sleep_for(std::chrono::microseconds(micros));
 }
 
-bool SystemClock::WaitUntil(std::condition_variable& cv,
-                            std::unique_lock<std::mutex>& lock, int64_t deadline_micros) {
+bool SystemClock::WaitUntil(CondVar& cv, Mutex& mu, int64_t deadline_micros) {
   int64_t remaining = deadline_micros - NowMicros();
   if (remaining <= 0) return true;
   // Wait on the steady clock so a wall-clock jump cannot stall a worker.
-  cv.wait_for(lock, std::chrono::microseconds(remaining));
+  cv.WaitFor(mu, std::chrono::microseconds(remaining));
   return NowMicros() >= deadline_micros;
 }
 
@@ -49,22 +48,21 @@ void ManualClock::NotifyWaiters() {
   // The waiters' own mutexes are not taken: Advance may be called with any lock held
   // (SleepForMicros from a worker), and taking theirs could deadlock. The price is a
   // wake-up that can be missed in a narrow window, which WaitUntil's bound covers.
-  std::lock_guard<std::mutex> guard(waiters_mu_);
-  for (std::condition_variable* cv : waiters_) cv->notify_all();
+  MutexLock guard(&waiters_mu_);
+  for (CondVar* cv : waiters_) cv->NotifyAll();
 }
 
-bool ManualClock::WaitUntil(std::condition_variable& cv,
-                            std::unique_lock<std::mutex>& lock, int64_t deadline_micros) {
+bool ManualClock::WaitUntil(CondVar& cv, Mutex& mu, int64_t deadline_micros) {
   if (NowMicros() >= deadline_micros) return true;
   {
-    std::lock_guard<std::mutex> guard(waiters_mu_);
+    MutexLock guard(&waiters_mu_);
     waiters_.insert(&cv);
   }
   // Manual time has no real-time deadline; the bound only catches a notification that
   // arrived between the check above and this wait.
-  if (NowMicros() < deadline_micros) cv.wait_for(lock, std::chrono::milliseconds(50));
+  if (NowMicros() < deadline_micros) cv.WaitFor(mu, std::chrono::milliseconds(50));
   {
-    std::lock_guard<std::mutex> guard(waiters_mu_);
+    MutexLock guard(&waiters_mu_);
     waiters_.erase(waiters_.find(&cv));
   }
   return NowMicros() >= deadline_micros;

@@ -4,10 +4,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <set>
+
+#include "emulator/env/mutex.h"
 
 namespace sheetlog {
 
@@ -25,23 +25,22 @@ class Clock {
   // only because the caller asked to wait, so retries with backoff stay deterministic).
   virtual void SleepForMicros(int64_t micros) = 0;
 
-  // Blocks on `cv` (with `lock` held on entry and exit) until it is notified or this
+  // Blocks on `cv` (with `mu` held on entry and exit) until it is notified or this
   // clock reaches `deadline_micros`. May return spuriously: callers re-check their
   // condition and the time. Returns true if the deadline has passed.
-  virtual bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
-                         int64_t deadline_micros) = 0;
+  virtual bool WaitUntil(CondVar& cv, Mutex& mu, int64_t deadline_micros)
+      REQUIRES(mu) = 0;
 
   // True for ManualClock: time moves only when told.
   virtual bool IsManual() const { return false; }
 };
 
-// The real wall clock.
+// The real wall clock. Thread-safe.
 class SystemClock final : public Clock {
  public:
   int64_t NowMicros() const override;
   void SleepForMicros(int64_t micros) override;
-  bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
-                 int64_t deadline_micros) override;
+  bool WaitUntil(CondVar& cv, Mutex& mu, int64_t deadline_micros) REQUIRES(mu) override;
 
   // The process-wide instance.
   static SystemClock* Default();
@@ -59,8 +58,7 @@ class ManualClock final : public Clock {
 
   int64_t NowMicros() const override { return now_.load(std::memory_order_acquire); }
   void SleepForMicros(int64_t micros) override { Advance(micros); }
-  bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
-                 int64_t deadline_micros) override;
+  bool WaitUntil(CondVar& cv, Mutex& mu, int64_t deadline_micros) REQUIRES(mu) override;
   bool IsManual() const override { return true; }
 
   void Advance(int64_t micros);
@@ -70,11 +68,11 @@ class ManualClock final : public Clock {
 
  private:
   // Wakes every WaitUntil caller now blocked (their condition variables).
-  void NotifyWaiters();
+  void NotifyWaiters() EXCLUDES(waiters_mu_);
 
   std::atomic<int64_t> now_;
-  std::mutex waiters_mu_;
-  std::multiset<std::condition_variable*> waiters_;  // GUARDED_BY(waiters_mu_)
+  Mutex waiters_mu_;
+  std::multiset<CondVar*> waiters_ GUARDED_BY(waiters_mu_);
 };
 
 }  // namespace sheetlog

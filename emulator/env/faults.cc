@@ -24,7 +24,7 @@ Status UnknownPoint(std::string_view name) {
 FaultInjector::FaultInjector(Clock* clock, uint64_t seed) : clock_(clock), rng_(seed) {}
 
 void FaultInjector::Arm(FaultPoint point, FaultSpec spec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   points_[Index(point)] = PointState{true, spec, 0};
   armed_[Index(point)].store(true, std::memory_order_relaxed);
 }
@@ -37,7 +37,7 @@ Status FaultInjector::Arm(std::string_view name, FaultSpec spec) {
 }
 
 void FaultInjector::Disarm(FaultPoint point) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   points_[Index(point)] = PointState{};
   armed_[Index(point)].store(false, std::memory_order_relaxed);
 }
@@ -50,7 +50,7 @@ Status FaultInjector::Disarm(std::string_view name) {
 }
 
 void FaultInjector::DisarmAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (size_t i = 0; i < kFaultPointCount; ++i) {
     points_[i] = PointState{};
     armed_[i].store(false, std::memory_order_relaxed);
@@ -59,7 +59,7 @@ void FaultInjector::DisarmAll() {
 
 bool FaultInjector::Fire(FaultPoint point, FaultSpec* fired) {
   if (!armed_[Index(point)].load(std::memory_order_relaxed)) return false;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   PointState& state = points_[Index(point)];
   if (!state.armed || state.spec.remaining == 0) return false;
   if (state.spec.probability < 1.0) {
@@ -101,13 +101,13 @@ bool FaultInjector::ShouldDuplicate(FaultPoint point) {
 }
 
 int64_t FaultInjector::FiredCount(FaultPoint point) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const PointState& state = points_[Index(point)];
   return state.armed ? state.fired : 0;
 }
 
 std::vector<FaultPointState> FaultInjector::Armed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<FaultPointState> out;
   for (const FaultPointInfo& info : kFaultPoints) {
     const PointState& state = points_[Index(info.point)];

@@ -1,22 +1,21 @@
-// Fault points (the list: fault_points.h). Code marks the steps where a crash
-// or an error would matter with
-// `RETURN_IF_ERROR(faults->Hit(FaultPoint::kSnapshotAfterChunk))`; tests (or,
-// with
+// Fault points (the list: fault_points.h). Code marks the steps where a crash or an
+// error would matter with
+// `RETURN_IF_ERROR(faults->Hit(FaultPoint::kSnapshotAfterChunk))`; tests (or, with
 // --enable-faults, operators over HTTP) arm a point to make that step fail.
 //
-// A hit at an unarmed point costs one relaxed atomic load and allocates
-// nothing. Thread-safe.
+// A hit at an unarmed point costs one relaxed atomic load and allocates nothing.
+// Thread-safe.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "emulator/env/fault_points.h"
+#include "emulator/env/mutex.h"
 #include "emulator/status.h"
 
 namespace sheetlog {
@@ -27,10 +26,8 @@ enum class FaultKind {
   kError,      // Hit() returns Unavailable("fault injected at <point>")
   kCrash,      // the process dies at once with SIGKILL, as `kill -9` would
   kDelay,      // Hit() lets `delay_micros` pass on the clock, then returns OK
-  kDuplicate,  // Hit() returns OK; ShouldDuplicate() answers true (duplicate
-               // delivery)
-  kDiskFull,   // Hit() returns InsufficientStorage, as a write to a full disk
-               // would
+  kDuplicate,  // Hit() returns OK; ShouldDuplicate() answers true (duplicate delivery)
+  kDiskFull,   // Hit() returns InsufficientStorage, as a write to a full disk would
 };
 
 struct FaultSpec {
@@ -53,24 +50,24 @@ class FaultInjector {
   explicit FaultInjector(Clock* clock = nullptr, uint64_t seed = 0x5eed);
 
   // Arms `point`, replacing any earlier arming of it.
-  void Arm(FaultPoint point, FaultSpec spec);
-  // Arms the point named `name` (fault_points.h). InvalidArgument naming the
-  // known points if there is none of that name; nothing is armed then.
+  void Arm(FaultPoint point, FaultSpec spec) EXCLUDES(mu_);
+  // Arms the point named `name` (fault_points.h). InvalidArgument naming the known
+  // points if there is none of that name; nothing is armed then.
   Status Arm(std::string_view name, FaultSpec spec);
-  void Disarm(FaultPoint point);
+  void Disarm(FaultPoint point) EXCLUDES(mu_);
   // InvalidArgument, as Arm, for an unknown name.
   Status Disarm(std::string_view name);
-  void DisarmAll();
+  void DisarmAll() EXCLUDES(mu_);
 
   // Call at a fault point. OK unless an armed error fires there.
-  Status Hit(FaultPoint point);
+  Status Hit(FaultPoint point) EXCLUDES(mu_);
   // For duplicate-delivery points: true if an armed kDuplicate fires.
-  bool ShouldDuplicate(FaultPoint point);
+  bool ShouldDuplicate(FaultPoint point) EXCLUDES(mu_);
 
   // How many times `point` has fired since it was armed.
-  int64_t FiredCount(FaultPoint point) const;
+  int64_t FiredCount(FaultPoint point) const EXCLUDES(mu_);
   // The armed points, in the order of the list.
-  std::vector<FaultPointState> Armed() const;
+  std::vector<FaultPointState> Armed() const EXCLUDES(mu_);
 
  private:
   struct PointState {
@@ -80,16 +77,16 @@ class FaultInjector {
   };
 
   // Decides under mu_ whether an armed point fires now; returns its spec if so.
-  bool Fire(FaultPoint point, FaultSpec* fired);
+  bool Fire(FaultPoint point, FaultSpec* fired) EXCLUDES(mu_);
 
   Clock* const clock_;
-  // Per point: armed now. Written under mu_; read without it by Hit (a relaxed
-  // load: a hit that races an Arm may miss it, as it would a moment earlier; a
-  // true answer is checked again under mu_).
+  // Per point: armed now. Written under mu_; read without it by Hit (a relaxed load:
+  // a hit that races an Arm may miss it, as it would a moment earlier; a true answer is
+  // checked again under mu_).
   std::atomic<bool> armed_[kFaultPointCount] = {};
-  mutable std::mutex mu_;
-  PointState points_[kFaultPointCount];  // GUARDED_BY(mu_)
-  std::mt19937_64 rng_;                  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  PointState points_[kFaultPointCount] GUARDED_BY(mu_);
+  std::mt19937_64 rng_ GUARDED_BY(mu_);
 };
 
 }  // namespace sheetlog

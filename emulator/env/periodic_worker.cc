@@ -3,7 +3,7 @@
 namespace sheetlog {
 
 void PeriodicWorker::Start(int64_t period_micros, bool run_at_start, Task task) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (running_) return;
   stop_ = false;
   running_ = true;
@@ -14,32 +14,32 @@ void PeriodicWorker::Start(int64_t period_micros, bool run_at_start, Task task) 
 
 void PeriodicWorker::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!running_) return;
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   running_ = false;
 }
 
 void PeriodicWorker::RunSoon() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (!running_) return;
     run_soon_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void PeriodicWorker::Run(int64_t period_micros, bool run_at_start) {
   int64_t next = clock_->NowMicros() + (run_at_start ? 0 : period_micros);
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       while (!stop_ && !run_soon_ && clock_->NowMicros() < next) {
-        clock_->WaitUntil(cv_, lock, next);
+        clock_->WaitUntil(cv_, mu_, next);
       }
       if (stop_) return;
       run_soon_ = false;

@@ -4,16 +4,17 @@
 // right after) it runs counts toward the next, and a run longer than the period is
 // followed by the next at once. With a ManualClock the task runs only as the test moves
 // time.
+//
+// Thread-safe: Start and Stop may be called from any thread (Stop not from the task).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "emulator/env/clock.h"
+#include "emulator/env/mutex.h"
 
 namespace sheetlog {
 
@@ -29,25 +30,25 @@ class PeriodicWorker {
 
   // Starts the thread: the first run at once if `run_at_start`, else after one period.
   // Idempotent while running. REQUIRES: period_micros > 0.
-  void Start(int64_t period_micros, bool run_at_start, Task task);
+  void Start(int64_t period_micros, bool run_at_start, Task task) EXCLUDES(mu_);
   // Sets the stop flag, wakes the thread and joins it (a run in progress ends at its
   // next check of the flag). Idempotent; Start may follow.
-  void Stop();
+  void Stop() EXCLUDES(mu_);
   // Runs the task as soon as the thread is free, without waiting for the period (a run
   // under way finishes first; calls before the next run starts make one run). The
   // period restarts after it. No-op unless running. Thread-safe.
-  void RunSoon();
+  void RunSoon() EXCLUDES(mu_);
   // The flag Stop sets, for runs made outside the thread that should also stop.
   const std::atomic<bool>& stopping() const { return stop_; }
 
  private:
-  void Run(int64_t period_micros, bool run_at_start);
+  void Run(int64_t period_micros, bool run_at_start) EXCLUDES(mu_);
 
   Clock* const clock_;
-  std::mutex mu_;
-  std::condition_variable cv_;  // wakes the thread to stop
-  bool running_ = false;        // GUARDED_BY(mu_)
-  bool run_soon_ = false;       // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;  // wakes the thread to stop
+  bool running_ GUARDED_BY(mu_) = false;
+  bool run_soon_ GUARDED_BY(mu_) = false;
   std::atomic<bool> stop_{false};
   Task task_;
   std::thread thread_;

@@ -81,17 +81,17 @@ MetricFamily::MetricFamily(std::string name, std::string help, Type type,
 }
 
 void MetricFamily::Add(const LabelValues& labels, double delta) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   series_[labels].value += delta;
 }
 
 void MetricFamily::Set(const LabelValues& labels, double value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   series_[labels].value = value;
 }
 
 void MetricFamily::Observe(const LabelValues& labels, double value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Series& s = series_[labels];
   if (s.buckets.empty()) s.buckets.assign(bounds_.size(), 0);
   auto it = std::lower_bound(bounds_.begin(), bounds_.end(), value);
@@ -106,7 +106,7 @@ void MetricFamily::Render(std::string* out) const {
                                              : "histogram";
   *out += "# HELP " + name_ + " " + EscapeHelp(help_) + "\n";
   *out += "# TYPE " + name_ + " " + type + "\n";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& [labels, s] : series_) {
     if (type_ != Type::kHistogram) {
       *out += name_ + LabelText(label_names_, labels) + " " + FormatValue(s.value) + "\n";
@@ -133,7 +133,7 @@ MetricFamily& MetricsRegistry::GetOrCreate(const std::string& name,
                                            MetricFamily::Type type,
                                            std::vector<std::string> labels,
                                            std::vector<double> buckets) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = families_.find(name);
   if (it != families_.end()) return *it->second;
   auto family = std::make_unique<MetricFamily>(name, help, type, std::move(labels),
@@ -161,19 +161,19 @@ MetricFamily& MetricsRegistry::Histogram(const std::string& name, const std::str
 }
 
 void MetricsRegistry::AddCollector(std::function<void(MetricsRegistry&)> collector) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   collectors_.push_back(std::move(collector));
 }
 
 std::string MetricsRegistry::Render() {
   std::vector<std::function<void(MetricsRegistry&)>> collectors;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     collectors = collectors_;
   }
   for (auto& collect : collectors) collect(*this);
   std::string out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& [name, family] : families_) family->Render(&out);
   return out;
 }

@@ -8,9 +8,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "emulator/env/mutex.h"
 
 namespace sheetlog {
 
@@ -48,8 +49,8 @@ class MetricFamily {
   Type type_;
   std::vector<std::string> label_names_;
   std::vector<double> bounds_;
-  mutable std::mutex mu_;
-  std::map<LabelValues, Series> series_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<LabelValues, Series> series_ GUARDED_BY(mu_);
 };
 
 class MetricsRegistry {
@@ -78,9 +79,9 @@ class MetricsRegistry {
                             MetricFamily::Type type, std::vector<std::string> labels,
                             std::vector<double> buckets);
 
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<MetricFamily>> families_;  // GUARDED_BY(mu_)
-  std::vector<std::function<void(MetricsRegistry&)>> collectors_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::string, std::unique_ptr<MetricFamily>> families_ GUARDED_BY(mu_);
+  std::vector<std::function<void(MetricsRegistry&)>> collectors_ GUARDED_BY(mu_);
 };
 
 }  // namespace sheetlog

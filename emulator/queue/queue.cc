@@ -132,21 +132,21 @@ Status QueueService::Hit(FaultPoint point) {
 }
 
 void QueueService::Notify() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++change_seq_;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void QueueService::WakeWaiters() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++wake_generation_;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void QueueService::Shutdown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   shutdown_ = true;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 // ---------------------------------------------------------------------------
@@ -608,7 +608,7 @@ Result<int64_t> QueueService::PurgeExpired() {
 
 Status QueueService::PurgeExpiredIfDue() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     int64_t now = clock_->NowMicros();
     if (last_purge_micros_ != 0 && now - last_purge_micros_ < kPurgeIntervalMicros) {
       return Status::OK();
@@ -670,7 +670,7 @@ Result<QueueStats> QueueService::Stats(const std::string& queue) {
 
 Result<bool> QueueService::WaitForMessages(const std::string& queue,
                                            int64_t deadline_micros) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const uint64_t wake_generation = wake_generation_;
   while (true) {
     if (shutdown_) return Unavailable("queue service is shutting down");
@@ -678,7 +678,7 @@ Result<bool> QueueService::WaitForMessages(const std::string& queue,
     // Read the change counter before the database: a Send that commits after our read
     // has bumped it by the time we compare below, so its wake-up is never lost.
     const uint64_t seen = change_seq_;
-    lock.unlock();
+    lock.Unlock();
     std::optional<int64_t> earliest;
     Status read = db_->Read([&](Connection& c) -> Status {
       earliest.reset();
@@ -691,7 +691,7 @@ Result<bool> QueueService::WaitForMessages(const std::string& queue,
       if (!s.IsNull(0)) earliest = s.ColumnInt(0);
       return Status::OK();
     });
-    lock.lock();
+    lock.Lock();
     if (!read.ok()) return read;
     int64_t now = clock_->NowMicros();
     if (earliest.has_value() && *earliest <= now) return true;
@@ -700,7 +700,7 @@ Result<bool> QueueService::WaitForMessages(const std::string& queue,
         earliest.has_value() ? std::min(*earliest, deadline_micros) : deadline_micros;
     while (change_seq_ == seen && !shutdown_ && wake_generation_ == wake_generation &&
            clock_->NowMicros() < until) {
-      clock_->WaitUntil(cv_, lock, until);
+      clock_->WaitUntil(cv_, mu_, until);
     }
   }
 }

@@ -56,15 +56,14 @@
 // Thread-safe. All state lives in SQLite; the object itself only holds waiters.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "emulator/env/fault_points.h"
+#include "emulator/env/mutex.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/status.h"
 
@@ -230,12 +229,12 @@ class QueueService {
   Clock* clock_;
   FaultInjector* faults_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t change_seq_ = 0;        // GUARDED_BY(mu_): bumped on every wake-worthy change
-  uint64_t wake_generation_ = 0;   // GUARDED_BY(mu_): bumped by WakeWaiters()
-  bool shutdown_ = false;          // GUARDED_BY(mu_)
-  int64_t last_purge_micros_ = 0;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  uint64_t change_seq_ GUARDED_BY(mu_) = 0;       // bumped on every wake-worthy change
+  uint64_t wake_generation_ GUARDED_BY(mu_) = 0;  // bumped by WakeWaiters()
+  bool shutdown_ GUARDED_BY(mu_) = false;
+  int64_t last_purge_micros_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace sheetlog

@@ -134,23 +134,23 @@ std::string_view BeginOutcomeText(BeginOutcome outcome) {
 }
 
 void LiveInvocations::Add(const std::string& invocation_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ids_.insert(invocation_id);
 }
 
 void LiveInvocations::Remove(const std::string& invocation_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = ids_.find(invocation_id);
   if (it != ids_.end()) ids_.erase(it);
 }
 
 bool LiveInvocations::Contains(const std::string& invocation_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return ids_.count(invocation_id) > 0;
 }
 
 size_t LiveInvocations::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return ids_.size();
 }
 

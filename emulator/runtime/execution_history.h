@@ -43,13 +43,13 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "emulator/env/mutex.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/status.h"
 
@@ -69,8 +69,8 @@ class LiveInvocations {
   size_t size() const;
 
  private:
-  mutable std::mutex mu_;
-  std::multiset<std::string> ids_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::multiset<std::string> ids_ GUARDED_BY(mu_);
 };
 
 // Registers an invocation in a LiveInvocations set for as long as it lives.

@@ -38,7 +38,7 @@ Status FunctionRuntime::AddStreamMapping(StreamMapping mapping) {
       mapping.retry_max_micros < mapping.retry_base_micros) {
     return InvalidArgument("time budget and retry delays must be positive");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (started_) return FailedPrecondition("add mappings before Start()");
   for (const auto& s : streams_) {
     if (s->config.name == mapping.name) return InvalidArgument("duplicate mapping name");
@@ -67,7 +67,7 @@ Status FunctionRuntime::AddQueueMapping(QueueMapping mapping) {
   if (mapping.time_budget_micros <= 0 || mapping.error_backoff_micros <= 0) {
     return InvalidArgument("time budget and error backoff must be positive");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (started_) return FailedPrecondition("add mappings before Start()");
   for (const auto& s : streams_) {
     if (s->config.name == mapping.name) return InvalidArgument("duplicate mapping name");
@@ -83,7 +83,7 @@ Status FunctionRuntime::AddQueueMapping(QueueMapping mapping) {
 
 Status FunctionRuntime::Start() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (started_ || stopping_) {
       return FailedPrecondition("runtime already started (or stopped)");
     }
@@ -128,14 +128,14 @@ Status FunctionRuntime::Start() {
   // mu_, so the opposite order here could deadlock with a concurrent commit.
   for (auto& s : streams_) {
     s->subscription = s->config.feed->Subscribe([this] {
-      std::lock_guard<std::mutex> guard(mu_);
+      MutexLock guard(&mu_);
       heads_dirty_ = true;
       if (in_batching_window_) return;  // the dispatcher reads the heads at its end
       wake_ = true;
-      dispatch_cv_.notify_one();
+      dispatch_cv_.NotifyOne();
     });
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   started_ = true;
   if (!streams_.empty()) {
     threads_.emplace_back([this] { DispatchLoop(); });
@@ -155,14 +155,14 @@ Status FunctionRuntime::Start() {
 
 void FunctionRuntime::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;              // also makes a later Start() fail
     if (threads_.empty()) return;  // never started, or already stopped
     tasks_.clear();                // queued shard steps never start
   }
-  dispatch_cv_.notify_all();
-  work_cv_.notify_all();
-  stop_cv_.notify_all();
+  dispatch_cv_.NotifyAll();
+  work_cv_.NotifyAll();
+  stop_cv_.NotifyAll();
   for (auto& s : streams_) {
     if (s->subscription != 0) s->config.feed->Unsubscribe(s->subscription);
     s->subscription = 0;
@@ -172,12 +172,12 @@ void FunctionRuntime::Stop() {
   std::set<QueueService*> services;
   for (auto& q : queues_) services.insert(q->config.queues);
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     while (consumers_running_ > 0) {
-      lock.unlock();
+      lock.Unlock();
       for (QueueService* service : services) service->WakeWaiters();
-      lock.lock();
-      clock_->WaitUntil(stop_cv_, lock, clock_->NowMicros() + 1000);
+      lock.Lock();
+      clock_->WaitUntil(stop_cv_, mu_, clock_->NowMicros() + 1000);
     }
   }
   for (auto& t : threads_) t.join();
@@ -204,9 +204,9 @@ void FunctionRuntime::Notify(const RuntimeEvent& event) {
 }
 
 bool FunctionRuntime::PauseUntil(int64_t deadline_micros) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
-    if (clock_->WaitUntil(stop_cv_, lock, deadline_micros)) break;
+    if (clock_->WaitUntil(stop_cv_, mu_, deadline_micros)) break;
   }
   return !stopping_;
 }

@@ -60,18 +60,17 @@
 // by an abandoned consumer simply reappears after its visibility timeout.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "emulator/env/mutex.h"
 #include "emulator/queue/queue.h"
 #include "emulator/runtime/event_filter.h"
 #include "emulator/runtime/execution_history.h"
@@ -189,6 +188,8 @@ struct ShardProgress {
   int64_t oldest_pending_micros = 0;
 };
 
+// Thread-safe after Start: Stats, StreamProgress and ListAbandoned are called from
+// any thread; Add*Mapping, Start and Stop from the owner's thread.
 class FunctionRuntime {
  public:
   struct Options {
@@ -314,18 +315,18 @@ class FunctionRuntime {
   LiveInvocations live_;  // declared before history_, which points at it
   ExecutionHistory history_;
 
-  mutable std::mutex mu_;
-  std::condition_variable dispatch_cv_;  // dispatcher: new records, finished tasks, stop
-  std::condition_variable work_cv_;      // stream workers: tasks, stop
-  std::condition_variable stop_cv_;      // queue consumers pausing after errors
-  bool started_ = false;                 // GUARDED_BY(mu_)
-  bool stopping_ = false;                // GUARDED_BY(mu_)
-  bool wake_ = true;                     // GUARDED_BY(mu_): re-evaluate shards
-  bool heads_dirty_ = true;              // GUARDED_BY(mu_): re-read feed heads
+  mutable Mutex mu_;
+  CondVar dispatch_cv_;  // dispatcher: new records, finished tasks, stop
+  CondVar work_cv_;      // stream workers: tasks, stop
+  CondVar stop_cv_;      // queue consumers pausing after errors
+  bool started_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool wake_ GUARDED_BY(mu_) = true;         // re-evaluate shards
+  bool heads_dirty_ GUARDED_BY(mu_) = true;  // re-read feed heads
   // The dispatcher waits out the batching window: commits only mark the heads dirty.
-  bool in_batching_window_ = false;  // GUARDED_BY(mu_)
-  std::deque<Task> tasks_;           // GUARDED_BY(mu_)
-  int consumers_running_ = 0;        // GUARDED_BY(mu_)
+  bool in_batching_window_ GUARDED_BY(mu_) = false;
+  std::deque<Task> tasks_ GUARDED_BY(mu_);
+  int consumers_running_ GUARDED_BY(mu_) = 0;
 
   std::vector<std::unique_ptr<StreamState>> streams_;  // fixed after Start()
   std::vector<std::unique_ptr<QueueState>> queues_;    // fixed after Start()

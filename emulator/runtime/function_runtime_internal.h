@@ -8,19 +8,22 @@
 #include <deque>
 #include <exception>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "emulator/env/faults.h"
+#include "emulator/env/mutex.h"
 #include "emulator/runtime/function_runtime.h"
 
 namespace sheetlog {
 
+// Members marked "guarded by the runtime's mu_" are read and written only with
+// FunctionRuntime::mu_ held. Clang's analysis cannot name the mutex of the object that
+// owns these structs, so that is not checked here (it is in function_runtime.h).
 struct FunctionRuntime::ShardState {
   // Read by the dispatcher only while !in_flight; written by the shard's task while
   // in_flight. The in_flight hand-off happens under mu_.
-  bool in_flight = false;    // GUARDED_BY(mu_)
+  bool in_flight = false;    // guarded by the runtime's mu_
   int64_t cursor = 0;        // checkpointed sequence
   bool has_pending = false;  // a read batch is not finished
   int64_t next_attempt_micros = 0;
@@ -37,13 +40,14 @@ struct FunctionRuntime::StreamState {
   int64_t max_age_micros = 0;  // resolved at Start()
   int subscription = 0;
   std::map<int, int64_t> checkpoints;  // loaded at Start()
-  std::map<int, int64_t> heads;        // GUARDED_BY(mu_)
-  std::map<int, ShardState> shards;    // GUARDED_BY(mu_) (the map; see ShardState)
+  std::map<int, int64_t> heads;        // guarded by the runtime's mu_
+  std::map<int, ShardState>
+      shards;  // guarded by the runtime's mu_ (the map; see ShardState)
   std::atomic<int64_t> invocations{0}, failures{0}, skipped{0}, duplicates{0};
   std::atomic<int64_t> running{0}, abandoned{0};
   // What ShardProgress() reports, published by the shard's task after each step.
-  std::mutex progress_mu;
-  std::map<int, ShardProgress> progress;  // GUARDED_BY(progress_mu)
+  Mutex progress_mu;
+  std::map<int, ShardProgress> progress GUARDED_BY(progress_mu);
 };
 
 struct FunctionRuntime::QueueState {

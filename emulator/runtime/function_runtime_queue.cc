@@ -6,6 +6,7 @@
 
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "emulator/env/mutex.h"
 #include "emulator/env/uuid.h"
 #include "emulator/runtime/function_runtime.h"
 #include "emulator/runtime/function_runtime_internal.h"
@@ -23,13 +24,13 @@ void FunctionRuntime::ConsumerLoop(QueueState* mapping) {
   constexpr int64_t kIdleWaitMicros = 20LL * 1000000;
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) break;
     }
     Result<bool> ready =
         m.queues->WaitForMessages(m.queue, clock_->NowMicros() + kIdleWaitMicros);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_) break;
     }
     if (!ready.ok()) {
@@ -46,9 +47,9 @@ void FunctionRuntime::ConsumerLoop(QueueState* mapping) {
       if (!PauseUntil(clock_->NowMicros() + m.error_backoff_micros)) break;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   --consumers_running_;
-  stop_cv_.notify_all();
+  stop_cv_.NotifyAll();
 }
 
 Status FunctionRuntime::ReceiveAndProcess(QueueState& mapping) {

@@ -10,6 +10,7 @@
 
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "emulator/env/mutex.h"
 #include "emulator/env/uuid.h"
 #include "emulator/runtime/function_runtime.h"
 #include "emulator/runtime/function_runtime_internal.h"
@@ -42,7 +43,7 @@ void FunctionRuntime::DispatchLoop() {
                             ? options_.batching_window_clock
                             : SystemClock::Default();
   int64_t last_heads_read = INT64_MIN;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (!stopping_) {
     wake_ = false;
     int64_t now = clock_->NowMicros();
@@ -57,7 +58,7 @@ void FunctionRuntime::DispatchLoop() {
           if (window_now >= last_heads_read + window || window_now < last_heads_read) {
             break;
           }
-          window_clock->WaitUntil(dispatch_cv_, lock, last_heads_read + window);
+          window_clock->WaitUntil(dispatch_cv_, mu_, last_heads_read + window);
         }
         in_batching_window_ = false;
         if (stopping_) break;
@@ -65,14 +66,14 @@ void FunctionRuntime::DispatchLoop() {
       }
       heads_dirty_ = false;
       heads_retry_at = INT64_MAX;
-      lock.unlock();
+      lock.Unlock();
       std::map<ChangeFeed*, Result<std::map<int, int64_t>>> heads;
       for (auto& s : streams_) {
         if (heads.count(s->config.feed) == 0) {
           heads.emplace(s->config.feed, s->config.feed->LatestSequences());
         }
       }
-      lock.lock();
+      lock.Lock();
       for (auto& s : streams_) {
         const auto& result = heads.at(s->config.feed);
         if (result.ok()) {
@@ -87,7 +88,7 @@ void FunctionRuntime::DispatchLoop() {
     }
     now = clock_->NowMicros();
     if (now >= next_prune) {
-      lock.unlock();
+      lock.Unlock();
       std::set<ChangeFeed*> feeds;
       for (auto& s : streams_) feeds.insert(s->config.feed);
       for (ChangeFeed* feed : feeds) {
@@ -97,7 +98,7 @@ void FunctionRuntime::DispatchLoop() {
                        pruned.status().ToString());
         }
       }
-      lock.lock();
+      lock.Lock();
       now = clock_->NowMicros();
       next_prune = now + options_.prune_interval_micros;
       if (stopping_) break;
@@ -126,31 +127,31 @@ void FunctionRuntime::DispatchLoop() {
     }
     // One worker per new task: waking them all would send the rest straight back to
     // sleep (a context switch each, after every commit).
-    for (int i = 0; i < scheduled; ++i) work_cv_.notify_one();
+    for (int i = 0; i < scheduled; ++i) work_cv_.NotifyOne();
     if (wake_ || heads_dirty_) continue;
     if (next_wake == INT64_MAX) {
-      dispatch_cv_.wait(lock);
+      dispatch_cv_.Wait(mu_);
     } else {
-      clock_->WaitUntil(dispatch_cv_, lock, next_wake);
+      clock_->WaitUntil(dispatch_cv_, mu_, next_wake);
     }
   }
 }
 
 void FunctionRuntime::WorkerLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   while (true) {
-    work_cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+    while (!stopping_ && tasks_.empty()) work_cv_.Wait(mu_);
     if (stopping_) return;
     Task task = tasks_.front();
     tasks_.pop_front();
     ShardState& state = task.mapping->shards.at(task.shard);
-    lock.unlock();
+    lock.Unlock();
     RunShardStep(*task.mapping, task.shard, state, task.head);
     PublishProgress(*task.mapping, task.shard, state);
-    lock.lock();
+    lock.Lock();
     state.in_flight = false;
     wake_ = true;
-    dispatch_cv_.notify_one();
+    dispatch_cv_.NotifyOne();
   }
 }
 
@@ -168,14 +169,14 @@ void FunctionRuntime::PublishProgress(StreamState& mapping, int shard,
     progress.oldest_pending_micros = state.pending.front().front().created_micros;
   }
   progress.next_attempt_micros = state.attempts > 0 ? state.next_attempt_micros : 0;
-  std::lock_guard<std::mutex> lock(mapping.progress_mu);
+  MutexLock lock(&mapping.progress_mu);
   mapping.progress[shard] = std::move(progress);
 }
 
 std::vector<ShardProgress> FunctionRuntime::StreamProgress() const {
   std::vector<ShardProgress> out;
   for (const auto& s : streams_) {
-    std::lock_guard<std::mutex> lock(s->progress_mu);
+    MutexLock lock(&s->progress_mu);
     for (const auto& [shard, progress] : s->progress) out.push_back(progress);
   }
   return out;

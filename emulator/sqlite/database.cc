@@ -213,10 +213,10 @@ Database::Database(const Options& options) : options_(options) {
 }
 
 Database::~Database() {
-  std::unique_lock<std::mutex> lock(write_mu_);
+  MutexLock lock(&write_mu_);
   committer_stopping_ = true;
-  committer_cv_.notify_all();
-  lock.unlock();
+  committer_cv_.NotifyAll();
+  lock.Unlock();
   // The committer finishes what was handed to it (every queued asynchronous write)
   // before it exits.
   if (committer_.joinable()) committer_.join();
@@ -276,6 +276,7 @@ Status Database::Init() {
   ASSIGN_OR_RETURN(schema_version_, ApplyMigrations(*writer_, migrations));
   for (int i = 0; i < std::max(1, options_.read_connections); ++i) {
     ASSIGN_OR_RETURN(auto reader, OpenConnection(/*writer=*/false));
+    MutexLock lock(&read_mu_);  // not shared yet; the analysis wants it all the same
     idle_readers_.push_back(std::move(reader));
   }
   return Status::OK();
@@ -352,24 +353,24 @@ Status Database::CommitBatch(std::vector<PendingWrite*>& batch) {
 Status Database::Write(const WorkFn& work) {
   PendingWrite self;
   self.work = &work;
-  std::unique_lock<std::mutex> lock(write_mu_);
+  write_mu_.Lock();
   writers_.push_back(&self);
   if (leader_active_) {
     // Another writer leads: wait until it committed this write, or handed the lead here.
-    lock.unlock();
+    write_mu_.Unlock();
     int state;
     while ((state = self.state.load(std::memory_order_acquire)) ==
            PendingWrite::kQueued) {
       FutexWait(&self.state, PendingWrite::kQueued);
     }
     if (state == PendingWrite::kDone) return self.status;
-    lock.lock();
+    write_mu_.Lock();
   } else {
     leader_active_ = true;
   }
   // This writer leads (and is at the front): it commits itself and everyone queued
   // behind it (up to a bound).
-  LeadBatch(lock, &self);
+  LeadBatch(&self);
   return self.status;
 }
 
@@ -378,14 +379,17 @@ void Database::WriteAsync(WorkFn work, std::function<void(Status)> done) {
   write->owned_work = std::move(work);
   write->work = &write->owned_work;
   write->done = std::move(done);
-  std::unique_lock<std::mutex> lock(write_mu_);
+  write_mu_.Lock();
   writers_.push_back(write);
-  if (leader_active_) return;  // the leader, or the one it hands over to, commits it
+  if (leader_active_) {  // the leader, or the one it hands over to, commits it
+    write_mu_.Unlock();
+    return;
+  }
   leader_active_ = true;
-  LeadBatch(lock, nullptr);
+  LeadBatch(nullptr);
 }
 
-void Database::LeadBatch(std::unique_lock<std::mutex>& lock, PendingWrite* self) {
+void Database::LeadBatch(PendingWrite* self) {
   std::vector<PendingWrite*> batch;
   while (!writers_.empty() && static_cast<int>(batch.size()) < options_.max_batch) {
     batch.push_back(writers_.front());
@@ -398,11 +402,11 @@ void Database::LeadBatch(std::unique_lock<std::mutex>& lock, PendingWrite* self)
     writers_.erase(std::find(writers_.begin(), writers_.end(), self));
     batch.push_back(self);
   }
-  lock.unlock();
+  write_mu_.Unlock();
   sql_context_.feed_written.store(false, std::memory_order_relaxed);
   Status batch_status = CommitBatch(batch);
   const bool fed = sql_context_.feed_written.exchange(false, std::memory_order_relaxed);
-  lock.lock();
+  write_mu_.Lock();
   ++stats_.batches;
   stats_.writes += static_cast<int64_t>(batch.size());
   PendingWrite* next = nullptr;
@@ -421,7 +425,7 @@ void Database::LeadBatch(std::unique_lock<std::mutex>& lock, PendingWrite* self)
       if (!committer_.joinable()) committer_ = std::thread([this] { CommitterLoop(); });
     }
   }
-  lock.unlock();
+  write_mu_.Unlock();
 
   // Wake the followers outside the lock: each sleeps on its own word.
   std::vector<PendingWrite*> finished_async;
@@ -439,7 +443,7 @@ void Database::LeadBatch(std::unique_lock<std::mutex>& lock, PendingWrite* self)
     next->state.store(PendingWrite::kLead, std::memory_order_release);
     FutexWake(&next->state);
   }
-  if (wake_committer) committer_cv_.notify_one();
+  if (wake_committer) committer_cv_.NotifyOne();
   for (PendingWrite* w : finished_async) {
     w->done(w->status);
     delete w;
@@ -448,7 +452,7 @@ void Database::LeadBatch(std::unique_lock<std::mutex>& lock, PendingWrite* self)
   if (batch_status.ok() && fed) {
     std::vector<std::function<void()>> listeners;
     {
-      std::lock_guard<std::mutex> guard(listeners_mu_);
+      MutexLock guard(&listeners_mu_);
       listeners = listeners_;
     }
     for (auto& listener : listeners) listener();
@@ -456,24 +460,27 @@ void Database::LeadBatch(std::unique_lock<std::mutex>& lock, PendingWrite* self)
 }
 
 void Database::CommitterLoop() {
-  std::unique_lock<std::mutex> lock(write_mu_);
+  write_mu_.Lock();
   while (true) {
-    committer_cv_.wait(lock, [&] { return committer_has_work_ || committer_stopping_; });
-    if (!committer_has_work_) return;  // stopping, and nothing left to it
+    while (!committer_has_work_ && !committer_stopping_) committer_cv_.Wait(write_mu_);
+    if (!committer_has_work_) {  // stopping, and nothing left to it
+      write_mu_.Unlock();
+      return;
+    }
     committer_has_work_ = false;
     // A writer that arrived meanwhile may lead already; it passes the work on again.
     if (leader_active_ || writers_.empty()) continue;
     leader_active_ = true;
-    LeadBatch(lock, nullptr);
-    lock.lock();
+    LeadBatch(nullptr);
+    write_mu_.Lock();
   }
 }
 
 Status Database::Read(const WorkFn& work) {
   std::unique_ptr<Connection> conn;
   {
-    std::unique_lock<std::mutex> lock(read_mu_);
-    read_cv_.wait(lock, [&] { return !idle_readers_.empty(); });
+    MutexLock lock(&read_mu_);
+    while (idle_readers_.empty()) read_cv_.Wait(read_mu_);
     conn = std::move(idle_readers_.back());
     idle_readers_.pop_back();
   }
@@ -488,20 +495,20 @@ Status Database::Read(const WorkFn& work) {
     if (!end.ok()) (void)Control(*conn, "ROLLBACK");
   }
   {
-    std::lock_guard<std::mutex> lock(read_mu_);
+    MutexLock lock(&read_mu_);
     idle_readers_.push_back(std::move(conn));
   }
-  read_cv_.notify_one();
+  read_cv_.NotifyOne();
   return status;
 }
 
 void Database::AddCommitListener(std::function<void()> listener) {
-  std::lock_guard<std::mutex> guard(listeners_mu_);
+  MutexLock guard(&listeners_mu_);
   listeners_.push_back(std::move(listener));
 }
 
 Database::Stats Database::stats() const {
-  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(write_mu_));
+  MutexLock lock(&write_mu_);
   return stats_;
 }
 

@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "emulator/env/mutex.h"
 #include "emulator/sqlite/migrations.h"
 #include "emulator/status.h"
 #include "emulator/table/transactions.h"
@@ -113,7 +114,8 @@ enum class SyncMode {
   kFull,    // WAL + synchronous=FULL: also survives power loss
 };
 
-// The SQLite implementation of Transactions.
+// The SQLite implementation of Transactions. Thread-safe: every public method may be
+// called from any thread (Open and the destructor excepted).
 class Database final : public Transactions {
  public:
   struct Options {
@@ -144,7 +146,7 @@ class Database final : public Transactions {
   // Runs `work` in a write transaction shared with concurrent callers. If `work` returns
   // an error its changes are rolled back and that error is returned; otherwise returns
   // OK once the transaction is durable. `work` may run on another caller's thread.
-  Status Write(const WorkFn& work) override;
+  Status Write(const WorkFn& work) override EXCLUDES(write_mu_);
 
   // Transactions::WriteAsync. A caller that finds no commit in progress commits its own
   // batch on its thread (no hand-off for a lone writer); otherwise its write is queued
@@ -154,11 +156,12 @@ class Database final : public Transactions {
   // next in line is handed the lead as before. `done` runs outside every lock, after
   // the lead has passed on (so it may write), and must not throw. The destructor waits
   // for the writes left to the committer.
-  void WriteAsync(WorkFn work, std::function<void(Status)> done) override;
+  void WriteAsync(WorkFn work, std::function<void(Status)> done) override
+      EXCLUDES(write_mu_);
 
   // Runs `work` in a read transaction on a pooled read connection: it sees one
   // consistent committed state, never the writer's uncommitted changes.
-  Status Read(const WorkFn& work) override;
+  Status Read(const WorkFn& work) override EXCLUDES(read_mu_);
 
   // Called (on the committing thread, outside any lock) after every committed write
   // batch that wrote a change-feed record. Used by the change feed to wake its readers.
@@ -166,7 +169,7 @@ class Database final : public Transactions {
   // which only the change-feed triggers do (emulator/stream/stream_triggers.h, and the
   // hand-written entry triggers older data directories keep): batches that touch no
   // stream-fed table (checkpoints, queues, history) wake nobody.
-  void AddCommitListener(std::function<void()> listener);
+  void AddCommitListener(std::function<void()> listener) EXCLUDES(listeners_mu_);
 
   // Current schema version.
   int schema_version() const { return schema_version_; }
@@ -176,21 +179,22 @@ class Database final : public Transactions {
     int64_t batches = 0;
     int64_t writes = 0;
   };
-  Stats stats() const;
+  Stats stats() const EXCLUDES(write_mu_);
 
  private:
   explicit Database(const Options& options);
   Status Init();
   Result<std::unique_ptr<Connection>> OpenConnection(bool writer);
   Status CommitBatch(std::vector<struct PendingWrite*>& batch);
-  // REQUIRES: `lock` holds write_mu_ and the caller leads. Commits one batch from the
-  // front of the queue, passes the lead on (to the next synchronous writer in line, or
+  // REQUIRES: the caller holds write_mu_ and leads. Commits one batch from the front
+  // of the queue, passes the lead on (to the next synchronous writer in line, or
   // releases it and leaves the rest to the committer thread), then, with no lock held,
   // wakes the batch's synchronous writers (except `self`, the caller's own) and runs
-  // the asynchronous writers' `done`, then the commit listeners. Returns unlocked.
-  void LeadBatch(std::unique_lock<std::mutex>& lock, struct PendingWrite* self);
+  // the asynchronous writers' `done`, then the commit listeners. Returns with write_mu_
+  // released.
+  void LeadBatch(struct PendingWrite* self) RELEASE(write_mu_) EXCLUDES(listeners_mu_);
   // The committer thread: leads whenever writes were left to it and nobody else leads.
-  void CommitterLoop();
+  void CommitterLoop() EXCLUDES(write_mu_);
   static void NowFunction(sqlite3_context* ctx, int argc, sqlite3_value** argv);
 
   Options options_;
@@ -208,23 +212,23 @@ class Database final : public Transactions {
 
   // Group commit queue (leveldb style): one writer at a time leads, taking the queued
   // writers into its batch; when it is done it hands the lead to the next in line.
-  std::mutex write_mu_;
-  std::deque<struct PendingWrite*> writers_;  // GUARDED_BY(write_mu_)
-  bool leader_active_ = false;                // GUARDED_BY(write_mu_)
-  Stats stats_;                               // GUARDED_BY(write_mu_)
+  mutable Mutex write_mu_;
+  std::deque<struct PendingWrite*> writers_ GUARDED_BY(write_mu_);
+  bool leader_active_ GUARDED_BY(write_mu_) = false;
+  Stats stats_ GUARDED_BY(write_mu_);
   // Asynchronous writes were left queued with the lead released: the committer thread
   // takes the lead unless another writer has.
-  bool committer_has_work_ = false;  // GUARDED_BY(write_mu_)
-  bool committer_stopping_ = false;  // GUARDED_BY(write_mu_)
-  std::condition_variable committer_cv_;
+  bool committer_has_work_ GUARDED_BY(write_mu_) = false;
+  bool committer_stopping_ GUARDED_BY(write_mu_) = false;
+  CondVar committer_cv_;
   std::thread committer_;  // started by the first hand-off to it
 
-  std::mutex read_mu_;
-  std::condition_variable read_cv_;
-  std::vector<std::unique_ptr<Connection>> idle_readers_;  // GUARDED_BY(read_mu_)
+  Mutex read_mu_;
+  CondVar read_cv_;
+  std::vector<std::unique_ptr<Connection>> idle_readers_ GUARDED_BY(read_mu_);
 
-  std::mutex listeners_mu_;
-  std::vector<std::function<void()>> listeners_;  // GUARDED_BY(listeners_mu_)
+  Mutex listeners_mu_;
+  std::vector<std::function<void()>> listeners_ GUARDED_BY(listeners_mu_);
 };
 
 }  // namespace sheetlog

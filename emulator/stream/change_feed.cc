@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "emulator/env/clock.h"
+#include "emulator/env/mutex.h"
 #include "emulator/json_text.h"
 
 namespace sheetlog {
@@ -13,24 +14,24 @@ struct ChangeFeed::Notifier {
 
   void OnCommit() {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       ++version;
     }
-    cv.notify_all();
-    std::lock_guard<std::mutex> lock(callbacks_mu);
+    cv.NotifyAll();
+    MutexLock lock(&callbacks_mu);
     for (auto& [id, callback] : callbacks) callback();
   }
 
   Clock* clock;
-  std::mutex mu;
-  std::condition_variable cv;
-  uint64_t version = 0;          // GUARDED_BY(mu)
-  uint64_t wake_generation = 0;  // GUARDED_BY(mu)
+  Mutex mu;
+  CondVar cv;
+  uint64_t version GUARDED_BY(mu) = 0;
+  uint64_t wake_generation GUARDED_BY(mu) = 0;
 
   // Held while callbacks run, so Unsubscribe() waits for a running callback.
-  std::mutex callbacks_mu;
-  std::map<int, std::function<void()>> callbacks;  // GUARDED_BY(callbacks_mu)
-  int next_id = 1;                                 // GUARDED_BY(callbacks_mu)
+  Mutex callbacks_mu;
+  std::map<int, std::function<void()>> callbacks GUARDED_BY(callbacks_mu);
+  int next_id GUARDED_BY(callbacks_mu) = 1;
 };
 
 namespace {
@@ -81,7 +82,7 @@ ChangeFeed::ChangeFeed(Database* db, Clock* clock, std::string stream)
 }
 
 ChangeFeed::~ChangeFeed() {
-  std::lock_guard<std::mutex> lock(notifier_->callbacks_mu);
+  MutexLock lock(&notifier_->callbacks_mu);
   notifier_->callbacks.clear();
 }
 
@@ -315,20 +316,20 @@ Result<std::vector<ShardStats>> ChangeFeed::Stats(
 }
 
 uint64_t ChangeFeed::ChangeVersion() const {
-  std::lock_guard<std::mutex> lock(notifier_->mu);
+  MutexLock lock(&notifier_->mu);
   return notifier_->version;
 }
 
 bool ChangeFeed::WaitForChange(uint64_t seen_version, int64_t deadline_micros) {
   Notifier& n = *notifier_;
-  std::unique_lock<std::mutex> lock(n.mu);
+  MutexLock lock(&n.mu);
   const uint64_t generation = n.wake_generation;
   while (true) {
     if (n.version > seen_version) return true;
     if (n.wake_generation != generation) return false;
     if (deadline_micros == INT64_MAX) {
-      n.cv.wait(lock);
-    } else if (clock_->WaitUntil(n.cv, lock, deadline_micros)) {
+      n.cv.Wait(n.mu);
+    } else if (clock_->WaitUntil(n.cv, n.mu, deadline_micros)) {
       return n.version > seen_version;
     }
   }
@@ -336,21 +337,21 @@ bool ChangeFeed::WaitForChange(uint64_t seen_version, int64_t deadline_micros) {
 
 void ChangeFeed::WakeWaiters() {
   {
-    std::lock_guard<std::mutex> lock(notifier_->mu);
+    MutexLock lock(&notifier_->mu);
     ++notifier_->wake_generation;
   }
-  notifier_->cv.notify_all();
+  notifier_->cv.NotifyAll();
 }
 
 int ChangeFeed::Subscribe(std::function<void()> callback) {
-  std::lock_guard<std::mutex> lock(notifier_->callbacks_mu);
+  MutexLock lock(&notifier_->callbacks_mu);
   int id = notifier_->next_id++;
   notifier_->callbacks[id] = std::move(callback);
   return id;
 }
 
 void ChangeFeed::Unsubscribe(int id) {
-  std::lock_guard<std::mutex> lock(notifier_->callbacks_mu);
+  MutexLock lock(&notifier_->callbacks_mu);
   notifier_->callbacks.erase(id);
 }
 

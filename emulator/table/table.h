@@ -27,12 +27,12 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "emulator/env/mutex.h"
 #include "emulator/status.h"
 #include "emulator/table/request_units.h"
 #include "emulator/table/transactions.h"
@@ -343,8 +343,8 @@ class Table {
   std::vector<int> key_columns_;  // partition key then sort key, as attribute indexes
   std::string select_list_;       // every column, quoted, in schema order
   std::string key_where_;         // "pk1" = ? AND ... AND "skN" = ?
-  mutable std::mutex sql_mu_;
-  mutable std::map<std::pair<int, uint64_t>, std::string> sql_;  // GUARDED_BY(sql_mu_)
+  mutable Mutex sql_mu_;
+  mutable std::map<std::pair<int, uint64_t>, std::string> sql_ GUARDED_BY(sql_mu_);
   mutable std::atomic<double> total_read_units_{0};
   mutable std::atomic<double> total_write_units_{0};
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "emulator/env/mutex.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/table/table.h"
 
@@ -140,7 +141,7 @@ int Table::ColumnIndex(const std::string& column) const {
 }
 
 const std::string& Table::SqlFor(Sql kind, uint64_t shape) const {
-  std::lock_guard<std::mutex> lock(sql_mu_);
+  MutexLock lock(&sql_mu_);
   auto key = std::make_pair(static_cast<int>(kind), shape);
   auto it = sql_.find(key);
   if (it == sql_.end()) it = sql_.emplace(key, BuildSql(kind, shape)).first;

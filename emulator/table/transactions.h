@@ -15,6 +15,8 @@ namespace sheetlog {
 // A transaction in progress, handed to table operations. Opaque above emulator/.
 class Connection;
 
+// Implementations are thread-safe: Write, WriteAsync and Read may be called from any
+// thread at once.
 class Transactions {
  public:
   using Work = std::function<Status(Connection&)>;

@@ -32,15 +32,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 
+#include "emulator/env/mutex.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/effects/pipeline_events.h"
@@ -66,14 +65,14 @@ class SheetEventStreams {
 
   ~SheetEventStreams() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;
-      cv_.notify_all();
+      cv_.NotifyAll();
     }
     pump_.join();
     std::map<int, std::shared_ptr<Stream>> streams;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       streams.swap(streams_);
     }
     for (auto& [id, stream] : streams) {
@@ -82,7 +81,7 @@ class SheetEventStreams {
     }
     std::map<int, std::shared_ptr<http::StreamWriter>> admin;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       admin.swap(admin_writers_);
     }
     for (auto& [subscription, writer] : admin) {
@@ -137,12 +136,12 @@ class SheetEventStreams {
     };
     const int subscription = journal->SubscribeAfter(after, on_backlog, send);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       admin_writers_[subscription] = writer;
     }
     writer->OnClose([this, journal, subscription] {
       journal->Unsubscribe(subscription);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       admin_writers_.erase(subscription);
     });
   }
@@ -161,7 +160,7 @@ class SheetEventStreams {
           if (std::shared_ptr<Stream> s = weak.lock()) Changed(*s, change);
         });
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stream->id = next_id_++;
       streams_[stream->id] = stream;
       MarkDirty(stream);
@@ -170,7 +169,7 @@ class SheetEventStreams {
       std::shared_ptr<Stream> s = weak.lock();
       if (!s) return;
       app_.changes()->Unsubscribe(s->subscription);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       streams_.erase(s->id);
     });
   }
@@ -193,7 +192,7 @@ class SheetEventStreams {
 
   // Runs on the hub's thread: note what to send and wake the pump.
   void Changed(Stream& stream, const SheetChange& change) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     switch (change.kind) {
       case SheetChange::Kind::kModified:
         if (change.seq >= 0 && change.seq < stream.next_seq) {
@@ -212,20 +211,20 @@ class SheetEventStreams {
     if (it != streams_.end()) MarkDirty(it->second);
   }
 
-  void MarkDirty(const std::shared_ptr<Stream>& stream) {  // REQUIRES: mu_ held
+  void MarkDirty(const std::shared_ptr<Stream>& stream) REQUIRES(mu_) {
     if (stream->dirty) return;
     stream->dirty = true;
     dirty_.push_back(stream);
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
   void Pump() {
     Clock* clock = app_.clock();
     int64_t next_heartbeat = clock->NowMicros() + kHeartbeatMicros;
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     while (!stopping_) {
       if (dirty_.empty() && clock->NowMicros() < next_heartbeat) {
-        clock->WaitUntil(cv_, lock, next_heartbeat);
+        clock->WaitUntil(cv_, mu_, next_heartbeat);
         continue;
       }
       if (clock->NowMicros() >= next_heartbeat) {
@@ -248,9 +247,9 @@ class SheetEventStreams {
       turn.snapshot_completed.swap(stream->snapshot_completed);
       turn.truncated = std::exchange(stream->truncated, false);
       turn.send_state = stream->send_state;
-      lock.unlock();
+      lock.Unlock();
       const bool more = Serve(*stream, turn);
-      lock.lock();
+      lock.Lock();
       stream->next_seq = turn.next_seq;
       stream->send_state = turn.send_state;
       if (more && streams_.count(stream->id)) MarkDirty(stream);
@@ -374,13 +373,13 @@ class SheetEventStreams {
   }
 
   App& app_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;                                             // GUARDED_BY(mu_)
-  int next_id_ = 1;                                                   // GUARDED_BY(mu_)
-  std::map<int, std::shared_ptr<Stream>> streams_;                    // GUARDED_BY(mu_)
-  std::deque<std::shared_ptr<Stream>> dirty_;                         // GUARDED_BY(mu_)
-  std::map<int, std::shared_ptr<http::StreamWriter>> admin_writers_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  int next_id_ GUARDED_BY(mu_) = 1;
+  std::map<int, std::shared_ptr<Stream>> streams_ GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<Stream>> dirty_ GUARDED_BY(mu_);
+  std::map<int, std::shared_ptr<http::StreamWriter>> admin_writers_ GUARDED_BY(mu_);
   std::thread pump_;
 };
 

@@ -51,20 +51,20 @@ DeferredReply::DeferredReply(Call& call, std::shared_ptr<http::ResponseSender> s
   request_.method = call.req.method;
   request_.path = call.req.path;
   request_.matches = call.req.matches;
-  std::lock_guard lock(router_->deferred_mu_);
+  MutexLock lock(&router_->deferred_mu_);
   ++router_->deferred_alive_;
 }
 
 DeferredReply::~DeferredReply() {
   Fail(ApiError(500, "InternalError", "the request ended without a reply"));
   const Router* router = router_;
-  std::lock_guard lock(router->deferred_mu_);
-  if (--router->deferred_alive_ == 0) router->deferred_done_.notify_all();
+  MutexLock lock(&router->deferred_mu_);
+  if (--router->deferred_alive_ == 0) router->deferred_done_.NotifyAll();
 }
 
 void DeferredReply::Reply(int status, const json& body) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (sent_) return;
     sent_ = true;
   }
@@ -75,7 +75,7 @@ void DeferredReply::Reply(int status, const json& body) {
 
 void DeferredReply::Fail(const ApiError& error) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (sent_) return;
     sent_ = true;
   }
@@ -103,8 +103,8 @@ void DeferredReply::Send() {
 }
 
 void Router::WaitForDeferredReplies() const {
-  std::unique_lock lock(deferred_mu_);
-  deferred_done_.wait(lock, [&] { return deferred_alive_ == 0; });
+  MutexLock lock(&deferred_mu_);
+  while (deferred_alive_ != 0) deferred_done_.Wait(deferred_mu_);
 }
 
 FieldReader::FieldReader(const json& value, std::string what)

@@ -4,16 +4,15 @@
 // routes carry X-Request-Units.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "emulator/env/mutex.h"
 #include "emulator/metrics/metrics.h"
 #include "emulator/table/request_units.h"
 #include "src/api/api_error.h"
@@ -70,6 +69,8 @@ class Call {
 // Dropped without a reply, it sends a 500. The request's units and metrics are
 // recorded when the reply is sent. The router outlives every DeferredReply
 // (Router::WaitForDeferredReplies).
+// Thread-safe: Reply/Fail may race (from the committing thread and a timeout); the
+// first wins.
 class DeferredReply {
  public:
   ~DeferredReply();
@@ -94,8 +95,8 @@ class DeferredReply {
   http::Response response_;
   UnitMeter meter_;
   std::shared_ptr<http::ResponseSender> sender_;
-  std::mutex mu_;
-  bool sent_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  bool sent_ GUARDED_BY(mu_) = false;
 };
 
 // Reads fields of a JSON object strictly: wrong types are ValidationError naming the
@@ -138,6 +139,8 @@ struct BodyLimits {
   int64_t stream_bytes = 5LL << 30;  // streamed bodies (blob uploads), as sent
 };
 
+// Routes are registered by one thread before serving; afterwards Admit, Handle and the
+// deferred replies run on any thread (thread-safe).
 class Router {
  public:
   // `metrics` (may be null) receives request counts and latencies by route pattern.
@@ -198,9 +201,9 @@ class Router {
   MetricFamily* latency_ = nullptr;
   MetricFamily* units_ = nullptr;
   CallObserver observer_;
-  mutable std::mutex deferred_mu_;
-  mutable std::condition_variable deferred_done_;
-  mutable int deferred_alive_ = 0;  // GUARDED_BY(deferred_mu_)
+  mutable Mutex deferred_mu_;
+  mutable CondVar deferred_done_;
+  mutable int deferred_alive_ GUARDED_BY(deferred_mu_) = 0;
 };
 
 // Writes `error` as the response.

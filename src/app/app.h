@@ -84,6 +84,9 @@ struct AppOptions {
   int64_t batching_window_micros = 5000;
 };
 
+// Thread-safe once Start returned: the routes call its getters and Reset,
+// PipelineViolations and StreamConsumers from any HTTP worker. Open, Start and Stop
+// from the owner's thread.
 class App {
  public:
   static Result<std::unique_ptr<App>> Open(const AppOptions& options);

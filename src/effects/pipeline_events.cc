@@ -41,7 +41,7 @@ std::optional<int64_t> PipelineEvents::ParseId(std::string_view id) const {
 }
 
 void PipelineEvents::Publish(std::string type, nlohmann::json data) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++last_number_;
   PipelineEvent event{last_number_, IdOf(last_number_), std::move(type), std::move(data)};
   events_.push_back(event);
@@ -50,7 +50,7 @@ void PipelineEvents::Publish(std::string type, nlohmann::json data) {
 }
 
 std::vector<PipelineEvent> PipelineEvents::Since(int64_t after, bool* complete) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<PipelineEvent> out;
   if (complete != nullptr) {
     *complete = events_.empty() || after >= events_.front().number - 1;
@@ -62,7 +62,7 @@ std::vector<PipelineEvent> PipelineEvents::Since(int64_t after, bool* complete) 
 }
 
 int64_t PipelineEvents::last_number() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_number_;
 }
 
@@ -70,7 +70,7 @@ int PipelineEvents::SubscribeAfter(
     int64_t after,
     const std::function<void(bool complete, const std::string& first)>& on_backlog,
     Listener listener) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const bool complete = events_.empty() || after >= events_.front().number - 1;
   on_backlog(complete, events_.empty() ? std::string() : events_.front().id);
   for (const PipelineEvent& event : events_) {
@@ -82,14 +82,14 @@ int PipelineEvents::SubscribeAfter(
 }
 
 int PipelineEvents::Subscribe(Listener listener) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const int id = next_listener_++;
   listeners_[id] = std::move(listener);
   return id;
 }
 
 void PipelineEvents::Unsubscribe(int id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   listeners_.erase(id);
 }
 

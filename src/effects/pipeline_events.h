@@ -21,12 +21,13 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "emulator/env/mutex.h"
 
 namespace sheetlog {
 
@@ -73,11 +74,11 @@ class PipelineEvents {
  private:
   const size_t capacity_;
   const std::string epoch_;
-  mutable std::mutex mu_;
-  std::deque<PipelineEvent> events_;   // GUARDED_BY(mu_)
-  int64_t last_number_ = 0;            // GUARDED_BY(mu_)
-  int next_listener_ = 1;              // GUARDED_BY(mu_)
-  std::map<int, Listener> listeners_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::deque<PipelineEvent> events_ GUARDED_BY(mu_);
+  int64_t last_number_ GUARDED_BY(mu_) = 0;
+  int next_listener_ GUARDED_BY(mu_) = 1;
+  std::map<int, Listener> listeners_ GUARDED_BY(mu_);
 };
 
 }  // namespace sheetlog

@@ -60,7 +60,7 @@ SheetChangeHub::~SheetChangeHub() { Stop(); }
 Status SheetChangeHub::Start() {
   ASSIGN_OR_RETURN(cursors_, feed_->LatestSequences());
   feed_subscription_ = feed_->Subscribe([this] {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (subscriptions_.empty()) {
       // Nobody to tell: no wake-up and no read per commit (appends with no event
       // stream open pay nothing here); the first subscriber catches up (Loop).
@@ -68,7 +68,7 @@ Status SheetChangeHub::Start() {
       return;
     }
     wake_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   });
   thread_ = std::thread([this] { Loop(); });
   return Status::OK();
@@ -76,38 +76,38 @@ Status SheetChangeHub::Start() {
 
 void SheetChangeHub::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   if (feed_subscription_ != 0) feed_->Unsubscribe(feed_subscription_);
   if (thread_.joinable()) thread_.join();
 }
 
 int SheetChangeHub::Subscribe(const std::string& sheet_id, Listener listener) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const int id = next_id_++;
   subscriptions_[id] = Subscription{sheet_id, std::move(listener)};
   if (stale_) {
     wake_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   return id;
 }
 
 void SheetChangeHub::Unsubscribe(int id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   subscriptions_.erase(id);
 }
 
 size_t SheetChangeHub::subscribers() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return subscriptions_.size();
 }
 
 void SheetChangeHub::Dispatch(const SheetChange& change) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& [id, subscription] : subscriptions_) {
     if (change.kind == SheetChange::Kind::kResync ||
         subscription.sheet_id == change.sheet_id) {
@@ -120,11 +120,11 @@ void SheetChangeHub::Loop() {
   while (true) {
     bool reset = false;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       // The feed wakes the hub on every commit; the bound re-reads after a missed
       // wake-up or a failed read.
       if (!wake_ && !stopping_) {
-        clock_->WaitUntil(cv_, lock, clock_->NowMicros() + 1000000);
+        clock_->WaitUntil(cv_, mu_, clock_->NowMicros() + 1000000);
       }
       if (stopping_) return;
       wake_ = false;
@@ -134,7 +134,7 @@ void SheetChangeHub::Loop() {
     Result<std::map<int, int64_t>> heads = feed_->LatestSequences();
     if (!heads.ok()) {
       if (reset) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         stale_ = true;
       }
       continue;

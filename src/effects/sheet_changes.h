@@ -13,16 +13,15 @@
 // worker) and must not call the hub.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "emulator/env/clock.h"
+#include "emulator/env/mutex.h"
 #include "emulator/status.h"
 #include "emulator/stream/change_feed.h"
 
@@ -70,20 +69,20 @@ class SheetChangeHub {
   ChangeFeed* feed_;
   Clock* clock_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
-  bool wake_ = false;      // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool wake_ GUARDED_BY(mu_) = false;
   // Commits went by while nobody was subscribed: the hub neither woke nor read them,
   // so cursors_ lag. The next turn moves them to the heads and sends kResync instead.
-  bool stale_ = false;  // GUARDED_BY(mu_)
-  int next_id_ = 1;     // GUARDED_BY(mu_)
+  bool stale_ GUARDED_BY(mu_) = false;
+  int next_id_ GUARDED_BY(mu_) = 1;
   struct Subscription {
     std::string sheet_id;
     Listener listener;
   };
-  std::map<int, Subscription> subscriptions_;  // GUARDED_BY(mu_)
-  std::map<int, int64_t> cursors_;             // the hub thread's, per shard
+  std::map<int, Subscription> subscriptions_ GUARDED_BY(mu_);
+  std::map<int, int64_t> cursors_;  // the hub thread's, per shard
   int feed_subscription_ = 0;
   std::thread thread_;
 };

@@ -196,13 +196,13 @@ Result<std::vector<SheetInfo>> EventLog::ListSheets(const std::string& after, in
 Result<EventLog::SheetConfig> EventLog::Config(const std::string& sheet_id,
                                                UnitMeter* meter) {
   {
-    std::lock_guard<std::mutex> lock(cache_mu_);
+    MutexLock lock(&cache_mu_);
     auto it = configs_.find(sheet_id);
     if (it != configs_.end()) return it->second;
   }
   ASSIGN_OR_RETURN(SheetInfo sheet, GetSheet(sheet_id, meter));
   SheetConfig config{sheet.snapshot_every, sheet.segment_entries};
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  MutexLock lock(&cache_mu_);
   configs_[sheet_id] = config;
   return config;
 }
@@ -1170,7 +1170,7 @@ Result<std::vector<std::string>> EventLog::DeleteSheet(const std::string& sheet_
     return SheetTable().Delete(conn, Key{{sheet_id}, {}}, {}, meter);
   });
   RETURN_IF_ERROR(status);
-  std::lock_guard<std::mutex> lock(cache_mu_);
+  MutexLock lock(&cache_mu_);
   configs_.erase(sheet_id);
   return blobs;
 }

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +26,7 @@
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "emulator/env/mutex.h"
 #include "emulator/status.h"
 #include "emulator/table/table.h"
 #include "emulator/table/transactions.h"
@@ -144,6 +144,8 @@ struct LoadResult {
   int64_t next_seq = 0;
 };
 
+// Thread-safe: every method may be called from any thread (HTTP workers, the snapshot
+// worker, retention); concurrent appends to one sheet are ordered by the conditional put.
 class EventLog {
  public:
   struct Options {
@@ -356,8 +358,8 @@ class EventLog {
 
   std::atomic<int64_t> retries_{0};
   std::atomic<int64_t> appends_{0};
-  std::mutex cache_mu_;
-  std::map<std::string, SheetConfig> configs_;  // GUARDED_BY(cache_mu_)
+  Mutex cache_mu_;
+  std::map<std::string, SheetConfig> configs_ GUARDED_BY(cache_mu_);
 };
 
 // Entry/segment <-> table items.

@@ -40,6 +40,8 @@ struct PurgeReport {
   int64_t tombstones_dropped = 0;
 };
 
+// Thread-safe (its state is in the tables): the periodic purge and POST
+// /v1/admin/sweep may run at once.
 class SheetPurger {
  public:
   // Default grace: 3600 s of the clock, far beyond the snapshot worker's time budget.

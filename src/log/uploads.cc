@@ -164,7 +164,7 @@ Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
     RETURN_IF_ERROR(options_.validate_payload(upload, *blobs_));
   }
 
-  std::lock_guard<std::mutex> lock(reference_mu_);
+  MutexLock lock(&reference_mu_);
   if (condemned_.count(upload.blob_key)) {
     return FailedPrecondition(
         "upload " + upload_id +
@@ -233,7 +233,7 @@ Status Uploads::CheckOpenForPayload(const std::string& key) {
 
 Result<BlobInfo> Uploads::CommitClientPayload(
     const std::string& key, const std::function<Result<BlobInfo>()>& commit) {
-  std::lock_guard<std::mutex> lock(reference_mu_);
+  MutexLock lock(&reference_mu_);
   RETURN_IF_ERROR(CheckOpenForPayload(key));
   return commit();
 }
@@ -289,7 +289,7 @@ Result<AppendResult> Uploads::AppendLarge(AppendRequest request, UnitMeter* mete
     u.entry_seq = entry.seq;
     return UploadTable().PutIfAbsent(conn, UploadItem(u), m);
   };
-  std::lock_guard<std::mutex> lock(reference_mu_);
+  MutexLock lock(&reference_mu_);
   return log_->AddEntry(request, meter, next_seq_out);
   // 3. The untag happens in the change feed's handler (src/effects).
 }
@@ -305,7 +305,7 @@ Status Uploads::Untag(const std::string& key) {
 }
 
 bool Uploads::KeepForSweep(const std::string& key) {
-  std::lock_guard<std::mutex> lock(reference_mu_);
+  MutexLock lock(&reference_mu_);
   std::optional<std::string> upload_id = UploadIdOfKey(key);
   if (upload_id) {
     Result<std::optional<UploadInfo>> found = Find(*upload_id, nullptr);

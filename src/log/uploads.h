@@ -18,7 +18,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,6 +25,7 @@
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "emulator/env/mutex.h"
 #include "src/log/event_log.h"
 
 namespace sheetlog {
@@ -47,6 +47,7 @@ struct UploadInfo {
   std::optional<int64_t> entry_seq;
 };
 
+// Thread-safe: HTTP workers, the change feed's handlers and the sweeper call it at once.
 class Uploads {
  public:
   // Checks an upload's stored payload before Complete appends its entry.
@@ -147,8 +148,8 @@ class Uploads {
   FaultInjector* faults_;
   Options options_;
 
-  std::mutex reference_mu_;          // serializes Complete with KeepForSweep
-  std::set<std::string> condemned_;  // GUARDED_BY(reference_mu_)
+  Mutex reference_mu_;  // serializes Complete with KeepForSweep
+  std::set<std::string> condemned_ GUARDED_BY(reference_mu_);
 };
 
 // Table of schema/006_upload.sql.

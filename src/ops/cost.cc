@@ -57,7 +57,7 @@ Status Prices::Override(const std::string& spec) {
 
 void SheetUsage::Record(const std::string& sheet_id, double read_units,
                         double write_units) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Usage& usage = usage_[sheet_id];
   ++usage.requests;
   usage.read_units += read_units;
@@ -65,18 +65,18 @@ void SheetUsage::Record(const std::string& sheet_id, double read_units,
 }
 
 SheetUsage::Usage SheetUsage::Of(const std::string& sheet_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = usage_.find(sheet_id);
   return it == usage_.end() ? Usage{} : it->second;
 }
 
 void SheetUsage::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   usage_.clear();
 }
 
 void SheetUsage::Forget(const std::string& sheet_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   usage_.erase(sheet_id);
 }
 

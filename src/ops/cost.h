@@ -16,10 +16,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "emulator/blob/blob_store.h"
+#include "emulator/env/mutex.h"
 #include "emulator/status.h"
 #include "src/log/event_log.h"
 
@@ -56,8 +56,8 @@ class SheetUsage {
   void Clear();
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, Usage> usage_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, Usage> usage_ GUARDED_BY(mu_);
 };
 
 struct SheetCost {

@@ -58,7 +58,7 @@ Status RetentionWorker::Start() {
                 [this](const std::atomic<bool>&) {
                   Status ran = RunNow();
                   if (!ran.ok()) {
-                    std::lock_guard<std::mutex> lock(mu_);
+                    MutexLock lock(&mu_);
                     ++counters_.errors;
                     counters_.last_error = ran.ToString();
                   }
@@ -69,9 +69,9 @@ Status RetentionWorker::Start() {
 void RetentionWorker::Stop() { worker_.Stop(); }
 
 Status RetentionWorker::RunNow() {
-  std::lock_guard<std::mutex> running(run_mu_);
+  MutexLock running(&run_mu_);
   Status status = RunOnce();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   ++counters_.runs;
   return status;
 }
@@ -81,7 +81,7 @@ Status RetentionWorker::RunOnce() {
     if (worker_.stopping()) return Status::OK();  // the rest waits for the next start
     Status retained = RetainSheet(sheet);
     if (!retained.ok() && !retained.IsNotFound()) {  // NotFound: deleted meanwhile
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++counters_.errors;
       counters_.last_error = "sheet " + sheet.id + ": " + retained.ToString();
     }
@@ -103,12 +103,12 @@ Status RetentionWorker::RetainSheet(const SheetInfo& sheet) {
     Status deleted = key.rfind("snapshots/", 0) == 0 ? DeleteSnapshotObjects(blobs_, key)
                                                      : blobs_->Delete(key);
     if (!deleted.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       ++counters_.errors;
       counters_.last_error = "deleting " + key + ": " + deleted.ToString();
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   counters_.segments_dropped += static_cast<int64_t>(truncated.dropped_segments.size());
   counters_.entries_dropped += truncated.dropped_entries;
   counters_.archives_written += static_cast<int64_t>(truncated.archives.size());
@@ -116,7 +116,7 @@ Status RetentionWorker::RetainSheet(const SheetInfo& sheet) {
 }
 
 RetentionCounters RetentionWorker::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return counters_;
 }
 

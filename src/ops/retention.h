@@ -10,15 +10,14 @@
 // (EventLog::ArchiveKey). Blobs only the dropped entries referenced are deleted.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/clock.h"
+#include "emulator/env/mutex.h"
 #include "emulator/env/periodic_worker.h"
 #include "emulator/status.h"
 #include "src/log/event_log.h"
@@ -50,6 +49,8 @@ struct RetentionCounters {
 int64_t RetentionCutoffSeq(const std::vector<SegmentInfo>& segments, int64_t now_seconds,
                            const RetentionOptions& options);
 
+// Thread-safe: RunOnce may run from a request while the worker's own pass runs (passes
+// never overlap); counters() from any thread.
 class RetentionWorker {
  public:
   // `log`, `blobs` and `clock` must outlive the worker.
@@ -78,9 +79,9 @@ class RetentionWorker {
   BlobStore* const blobs_;
   Clock* const clock_;
   const RetentionOptions options_;
-  std::mutex run_mu_;  // held for a whole pass: passes never overlap
-  mutable std::mutex mu_;
-  RetentionCounters counters_;     // GUARDED_BY(mu_)
+  Mutex run_mu_;  // held for a whole pass: passes never overlap
+  mutable Mutex mu_;
+  RetentionCounters counters_ GUARDED_BY(mu_);
   PeriodicWorker worker_{clock_};  // last: stopped before the rest goes
 };
 

@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <thread>
 
+#include "emulator/env/mutex.h"
 #include "src/sheet/csv.h"
 #include "src/sheet/xlsx.h"
 
@@ -57,11 +56,11 @@ class ImportCursor : public CellCursor {
 
   ~ImportCursor() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       cancelled_ = true;
     }
     stopping_.store(true);
-    changed_.notify_all();
+    changed_.NotifyAll();
     if (parser_.joinable()) parser_.join();
   }
 
@@ -70,16 +69,16 @@ class ImportCursor : public CellCursor {
       batch_.clear();
       taken_ = 0;
       if (!parser_.joinable()) parser_ = std::thread([this] { Parse(); });
-      std::unique_lock<std::mutex> lock(mu_);
-      changed_.wait(lock, [&] { return !ready_.empty() || finished_; });
+      MutexLock lock(&mu_);
+      while (ready_.empty() && !finished_) changed_.Wait(mu_);
       if (ready_.empty()) {
         if (!status_.ok()) return status_;
         return false;
       }
       batch_ = std::move(ready_.front());
       ready_.pop_front();
-      lock.unlock();
-      changed_.notify_all();
+      lock.Unlock();
+      changed_.NotifyAll();
     }
     *cell = std::move(batch_[taken_++]);
     return true;
@@ -90,10 +89,10 @@ class ImportCursor : public CellCursor {
   void Parse() {
     Status status = ParseAll();
     if (status.ok() && !pending_.empty()) status = Hand(std::move(pending_));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     finished_ = true;
     if (!cancelled_) status_ = std::move(status);
-    changed_.notify_all();
+    changed_.NotifyAll();
   }
 
   Status ParseAll() {
@@ -151,12 +150,11 @@ class ImportCursor : public CellCursor {
 
   // Waits for room, then hands a batch over. Aborted once the cursor is gone.
   Status Hand(std::vector<PlacedCell> batch) {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock,
-                  [&] { return ready_.size() < kImportBatchesAhead || cancelled_; });
+    MutexLock lock(&mu_);
+    while (ready_.size() >= kImportBatchesAhead && !cancelled_) changed_.Wait(mu_);
     if (cancelled_) return Aborted("the import cursor was closed");
     ready_.push_back(std::move(batch));
-    changed_.notify_all();
+    changed_.NotifyAll();
     return Status::OK();
   }
 
@@ -165,8 +163,8 @@ class ImportCursor : public CellCursor {
   const ImportLimits limits_;
   std::vector<PlacedCell> pending_;  // parser thread only
 
-  std::mutex mu_;
-  std::condition_variable changed_;
+  Mutex mu_;
+  CondVar changed_;
   std::deque<std::vector<PlacedCell>> ready_;
   bool finished_ = false;
   bool cancelled_ = false;

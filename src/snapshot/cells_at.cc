@@ -76,7 +76,7 @@ Result<std::vector<PlacedCell>> StreamRegionReader::ReadRegion(
   if (rows.empty() || cols.empty()) return out;
   const int64_t first_row = rows.spans().front().first;
   const int64_t last_row = rows.spans().back().second;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (!cursor_ || read_through_row_ >= first_row) {
     pending_.reset();
     read_through_row_ = 0;
@@ -112,7 +112,7 @@ Result<std::vector<PlacedCell>> StreamRegionReader::ReadRegion(
 }
 
 Result<CellRef> StreamRegionReader::Extent() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (extent_) return *extent_;
   ASSIGN_OR_RETURN(std::unique_ptr<CellCursor> cursor, source_(std::nullopt));
   CellRef extent{0, 0};

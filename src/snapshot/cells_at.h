@@ -7,10 +7,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
+#include "emulator/env/mutex.h"
 #include "emulator/status.h"
 #include "src/sheet/a1.h"
 #include "src/sheet/cell_cursor.h"
@@ -46,7 +46,7 @@ class StreamRegionReader : public RegionReader {
 
  private:
   const CellSource source_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   mutable std::unique_ptr<CellCursor> cursor_;
   mutable std::optional<PlacedCell> pending_;  // read past the previous region
   mutable int64_t read_through_row_ = 0;       // cursor_ has passed every such row

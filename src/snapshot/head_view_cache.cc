@@ -15,34 +15,34 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
     return next_seq.status();
   }
   const int64_t head = *next_seq - 1;
-  std::shared_ptr<std::mutex> loading;
+  std::shared_ptr<Mutex> loading;
   std::shared_ptr<const SheetView> hit;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     Slot& slot = slots_[sheet_id];
     slot.last_used = ++clock_;
     // A view at or past the head read above is the sheet at a head it had during
     // this call: as good as any.
     if (slot.view && slot.view->at_seq() >= head) hit = slot.view;
-    if (!slot.loading) slot.loading = std::make_shared<std::mutex>();
+    if (!slot.loading) slot.loading = std::make_shared<Mutex>();
     loading = slot.loading;
   }
   if (hit && Retained(*hit, sheet_id, meter)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++counters_.hits;
     return hit;
   }
   // One reader per sheet carries the view forward; the others wait for it and share
   // its result instead of each copying the delta (or replaying the log) again.
-  std::lock_guard<std::mutex> one_loader(*loading);
+  MutexLock one_loader(&*loading);
   std::shared_ptr<const SheetView> cached;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto slot = slots_.find(sheet_id);
     if (slot != slots_.end() && slot->second.view) cached = slot->second.view;
   }
   if (cached && cached->at_seq() >= head && Retained(*cached, sheet_id, meter)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++counters_.hits;
     return cached;
   }
@@ -50,7 +50,7 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
   std::shared_ptr<const SheetView> view;
   if (cached) view = Extend(cached, sheet_id, head, meter);
   if (view) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++counters_.extended;
   } else {
     // Open at the head seen above: a view at a seq is the same whichever snapshot it
@@ -58,7 +58,7 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
     ASSIGN_OR_RETURN(std::unique_ptr<SheetView> opened,
                      SheetView::Open(log_, blobs_, sheet_id, head, meter));
     view = std::move(opened);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++counters_.opened;
   }
   if (view->cacheable()) Install(sheet_id, view);
@@ -95,7 +95,7 @@ std::shared_ptr<const SheetView> HeadViewCache::Extend(
 
 void HeadViewCache::Install(const std::string& sheet_id,
                             std::shared_ptr<const SheetView> view) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   Slot& slot = slots_[sheet_id];  // may be gone: evicted or forgotten meanwhile
   // Concurrent readers may install out of order: keep the newest.
   if (!slot.view || slot.view->at_seq() <= view->at_seq()) slot.view = std::move(view);
@@ -115,17 +115,17 @@ void HeadViewCache::EvictOverBudget() {
 }
 
 void HeadViewCache::Forget(const std::string& sheet_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   slots_.erase(sheet_id);
 }
 
 HeadViewCache::Counters HeadViewCache::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return counters_;
 }
 
 size_t HeadViewCache::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return slots_.size();
 }
 

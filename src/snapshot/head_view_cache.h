@@ -27,11 +27,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "emulator/blob/blob_store.h"
+#include "emulator/env/mutex.h"
 #include "emulator/status.h"
 #include "emulator/table/request_units.h"
 #include "src/log/event_log.h"
@@ -74,7 +74,7 @@ class HeadViewCache {
     std::shared_ptr<const SheetView> view;  // null until the first load finishes
     uint64_t last_used = 0;
     // Held by the one reader loading or extending this sheet's view.
-    std::shared_ptr<std::mutex> loading;
+    std::shared_ptr<Mutex> loading;
   };
 
   // False if the snapshot `view` starts from lies before the sheet's first_seq now
@@ -85,16 +85,16 @@ class HeadViewCache {
                                           const std::string& sheet_id, int64_t head,
                                           UnitMeter* meter);
   void Install(const std::string& sheet_id, std::shared_ptr<const SheetView> view);
-  void EvictOverBudget();  // REQUIRES: mu_ held
+  void EvictOverBudget() REQUIRES(mu_);
 
   EventLog* log_;
   BlobStore* blobs_;
   Options options_;
 
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Slot> slots_;  // GUARDED_BY(mu_)
-  uint64_t clock_ = 0;                           // GUARDED_BY(mu_): LRU ticks
-  Counters counters_;                            // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::unordered_map<std::string, Slot> slots_ GUARDED_BY(mu_);
+  uint64_t clock_ GUARDED_BY(mu_) = 0;  // LRU ticks
+  Counters counters_ GUARDED_BY(mu_);
 };
 
 }  // namespace sheetlog

@@ -95,6 +95,8 @@ using SnapshotBuildFactory = std::function<Result<std::unique_ptr<SnapshotBuild>
     const std::optional<std::string>& previous_root,
     const std::vector<EntryRecord>& entries_since, const nlohmann::json& checkpoint)>;
 
+// Thread-safe: Handle runs on several queue-consumer threads at once (its state is in
+// the tables and the blob store).
 class SnapshotWorker {
  public:
   struct Options {
