@@ -2,7 +2,7 @@
 // (https://clang.llvm.org/docs/ThreadSafetyAnalysis.html), as leveldb's
 // port/thread_annotations.h and Abseil's base/thread_annotations.h spell them. They
 // document which mutex guards what, and clang checks it: scripts/test runs
-// scripts/check-thread-safety (every translation unit through clang with
+// scripts/check-locks-and-includes (every translation unit through clang with
 // -Wthread-safety -Werror), so a member read without its mutex fails CI. GCC ignores
 // them.
 //
