@@ -17,6 +17,7 @@ namespace {
 
 using api::http::BodyDecoder;
 using api::http::GzipInflater;
+using api::http::HeadScan;
 using api::http::ParseError;
 using api::http::RequestHead;
 
@@ -29,18 +30,19 @@ constexpr size_t kMaxInflated = 256 << 10;
 constexpr size_t kMaxHeadMessageOverhead = 1024;
 constexpr int kMaxPipelined = 8;
 
-// FindHeadEnd over growing prefixes, resuming each search where the last one stopped,
-// as a connection reading `piece` bytes at a time does.
-size_t FindHeadEndInPieces(std::string_view bytes, size_t piece) {
+// ScanHead over growing prefixes, resuming each search where the last one stopped,
+// as a connection reading `piece` bytes at a time does: it stops at the end of the head
+// or at the first bare LF (refused at once).
+HeadScan ScanHeadInPieces(std::string_view bytes, size_t piece) {
   size_t searched = 0;
   for (size_t length = std::min(piece, bytes.size());; length += piece) {
     length = std::min(length, bytes.size());
     const std::string_view prefix = bytes.substr(0, length);
-    const size_t end = api::http::FindHeadEnd(prefix, searched);
-    if (end != std::string_view::npos) return end;
+    const HeadScan scan = api::http::ScanHead(prefix, searched);
+    if (scan.end != std::string_view::npos || scan.bare_lf) return scan;
     // The last three bytes may start the blank line that ends the head.
     searched = length >= 3 ? length - 3 : 0;
-    if (length == bytes.size()) return std::string_view::npos;
+    if (length == bytes.size()) return scan;
   }
 }
 
@@ -83,12 +85,17 @@ Decoded DecodeBody(const RequestHead& head, std::string_view input, size_t piece
 void CheckRequests(const std::string& bytes) {
   std::string_view rest = bytes;
   for (int request = 0; request < kMaxPipelined && !rest.empty(); ++request) {
-    const size_t end = api::http::FindHeadEnd(rest);
+    const HeadScan scan = api::http::ScanHead(rest);
+    const size_t end = scan.end;
     // Byte by byte for small inputs; big ones (deep-nesting mutants) in larger pieces,
     // which keeps the whole run within its time budget.
     const bool small = rest.size() <= 16 << 10;
-    EXPECT_EQ(FindHeadEndInPieces(rest, small ? 1 : 1021), end);
-    EXPECT_EQ(FindHeadEndInPieces(rest, small ? 13 : 4093), end);
+    for (const size_t piece :
+         {small ? size_t{1} : size_t{1021}, small ? size_t{13} : size_t{4093}}) {
+      const HeadScan pieces = ScanHeadInPieces(rest, piece);
+      EXPECT_EQ(pieces.end, end) << piece;
+      EXPECT_EQ(pieces.bare_lf, scan.bare_lf) << piece;
+    }
     if (end == std::string_view::npos) return;
     ASSERT_LE(end, rest.size());
     RequestHead head;
