@@ -257,7 +257,8 @@ std::vector<ServeSetting> BuildTable() {
           "excepted): within --body-timeout plus 1 s per B bytes sent, or it is closed "
           "(0 = no rate rule)",
           Integer<int64_t>(
-              0, kNoMax, [](O& o) -> int64_t& { return o.server.http.response_min_rate; })),
+              0, kNoMax,
+              [](O& o) -> int64_t& { return o.server.http.response_min_rate; })),
       Row("shutdown-grace", "S", "2", "seconds in-flight requests get after SIGTERM",
           Seconds([](O& o) -> int64_t& { return o.server.http.shutdown_grace_ms; })),
       Row("port-file", "FILE", "", "write the bound port to FILE once listening",
