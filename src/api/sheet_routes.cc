@@ -84,11 +84,6 @@ json AppendResultJson(const AppendResult& result) {
               {"external", e.external ? json(*e.external) : json(nullptr)}};
 }
 
-json SnapshotRefJson(const std::optional<EntryRecord>& snapshot) {
-  if (!snapshot || !snapshot->snapshot_root) return nullptr;
-  return json{{"seq", snapshot->seq}, {"root", *snapshot->snapshot_root}};
-}
-
 // last_snapshot of entry reads and appends: {"seq", "root"} for a completed Snapshot
 // entry ("root": null when the newest is a client-set one), plus "snapshot" when the
 // entry carries client-set snapshot metadata.
@@ -170,8 +165,9 @@ void RegisterSheetRoutes(Router& router, App& app) {
     SheetInfo sheet = Must(log.GetSheet(id, &call.meter));
     std::vector<SegmentInfo> segments = Must(log.ListSegments(id, &call.meter));
     int64_t next_seq = Must(log.NextSeq(id, &call.meter));
-    std::optional<EntryRecord> snapshot =
-        Must(log.LastCompletedSnapshot(id, &call.meter));
+    // One rule with entry reads and from=snapshot (api.md): the newer of the newest
+    // completed Snapshot entry and the newest entry with a client-set snapshot.
+    std::optional<SnapshotRef> snapshot = Must(log.LastSnapshot(id, &call.meter));
     json segs = json::array();
     for (const SegmentInfo& s : segments) {
       segs.push_back(
@@ -188,7 +184,7 @@ void RegisterSheetRoutes(Router& router, App& app) {
     out["snapshot_every"] = sheet.snapshot_every;
     out["segment_entries"] = sheet.segment_entries;
     out["segments"] = segs;
-    out["last_snapshot"] = SnapshotRefJson(snapshot);
+    out["last_snapshot"] = LastSnapshotJson(snapshot);
     out["pending_snapshots"] = PendingSnapshotCount(app, id, &call.meter);
     call.Reply(200, out);
   });

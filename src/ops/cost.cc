@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "src/log/sheet_blobs.h"
+
 namespace sheetlog {
 
 namespace {
@@ -91,8 +93,8 @@ Result<SheetCost> ComputeSheetCost(const std::string& sheet_id, EventLog* log,
   ASSIGN_OR_RETURN(EventLog::StorageSize items,
                    log->MeasureStorage(sheet.id, segments, nullptr));
   cost.dynamodb_storage_bytes += items.item_bytes;
-  for (const char* area : {"snapshots/", "entries/", "archives/"}) {
-    RETURN_IF_ERROR(AddBlobPrefix(blobs, area + sheet.id + "/", &cost));
+  for (const std::string& prefix : SheetBlobPrefixes(sheet.id)) {
+    RETURN_IF_ERROR(AddBlobPrefix(blobs, prefix, &cost));
   }
   cost.s3_put_requests = cost.s3_objects;
   cost.sqs_requests = 3 * items.completed_snapshots;

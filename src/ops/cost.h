@@ -8,9 +8,10 @@
 //     worker) are not included.
 //   - DynamoDB storage: exact, the sizes of the sheet's items (entries, segments,
 //     metadata) by DynamoDB's rules, now.
-//   - S3 storage: the bytes of the sheet's objects (snapshots, external bodies,
-//     archives), now; S3 PUT requests: one per stored object (a lower bound: each was
-//     written at least once).
+//   - S3 storage: the bytes of the sheet's objects under every one of its prefixes
+//     (snapshots, uploads such as imported files, external bodies, archives:
+//     SheetBlobPrefixes), now; S3 PUT requests: one per stored object (a lower bound:
+//     each was written at least once).
 //   - SQS requests: three per completed snapshot (send, receive, delete; a lower bound).
 #pragma once
 

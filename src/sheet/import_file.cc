@@ -8,6 +8,7 @@
 
 #include "emulator/env/mutex.h"
 #include "src/sheet/csv.h"
+#include "src/sheet/formula_shift.h"
 #include "src/sheet/xlsx.h"
 
 namespace sheetlog {
@@ -206,7 +207,22 @@ Status ReadImportPayload(const ImportEdit& edit, const PayloadSource& source,
     return sink(ref, std::move(cell));
   };
   if (edit.format == ImportEdit::Format::kCsv) return ReadCsv(source, checked);
-  return ReadXlsx(source, edit.worksheet, limits, checked);
+  // An XLSX formula's relative references are relative to the cell it sits in: placed
+  // at `at`, it moves with its cell, as a spreadsheet moves a pasted block
+  // (ShiftFormula: "$D$2" stays, "D2" and "Data!D2" move, what leaves the grid becomes
+  // #REF!). A CSV field is text as typed: "=SUM(D2:D6)" stays as written.
+  const int64_t rows = edit.at.row - 1;
+  const int64_t cols = edit.at.col - 1;
+  if (rows == 0 && cols == 0) return ReadXlsx(source, edit.worksheet, limits, checked);
+  return ReadXlsx(
+      source, edit.worksheet, limits, [&](const CellRef& ref, Cell cell) -> Status {
+        if (cell.value.is_formula()) {
+          cell.value = CellValue::String(
+              "=" +
+              ShiftFormula(std::string_view(cell.value.string()).substr(1), rows, cols));
+        }
+        return checked(ref, std::move(cell));
+      });
 }
 
 Status CheckImportPayload(const ImportEdit& edit, const PayloadSource& source,

@@ -61,7 +61,9 @@ using ImportCellSink = std::function<Status(const CellRef& ref, Cell cell)>;
 
 // Reads the payload of `edit` (its format and worksheet) and hands every non-empty
 // cell, relative to the file, to `sink`. Also refuses cells that would land outside the
-// grid when placed at edit.at, and more than limits.max_cells cells.
+// grid when placed at edit.at, and more than limits.max_cells cells. XLSX formulas come
+// with their relative references already moved by edit.at's offset from A1 (as a
+// spreadsheet pastes them there: ShiftFormula); CSV fields are kept as written.
 Status ReadImportPayload(const ImportEdit& edit, const PayloadSource& source,
                          const ImportCellSink& sink, const ImportLimits& limits = {});
 

@@ -263,6 +263,74 @@ TEST_F(ImportExportHttpTest, ReplaceClearsTheSheetAndMergeWritesOver) {
   ExpectSameValues(Cells(sheet, "A1:D9"), {{"C3", "z"}});
 }
 
+// Issue 23 item 5: a block of formulas imported at L3 reads as a spreadsheet pastes it
+// there: relative references move 2 rows and 11 columns (single and shared formulas,
+// references to another worksheet), absolute ones stay; the exported XLSX agrees.
+TEST_F(ImportExportHttpTest, XlsxFormulasImportedAwayFromA1MoveWithTheirCells) {
+  const std::string file = dir_.File("formulas.xlsx");
+  ASSERT_EQ(
+      PythonZip(file, MinimalXlsxParts(
+                          "<worksheet><sheetData>"
+                          "<row r=\"2\"><c r=\"D2\"><v>1</v></c>"
+                          "<c r=\"E2\"><f t=\"shared\" ref=\"E2:E4\" si=\"0\">D2*2</f>"
+                          "<v>2</v></c>"
+                          "<c r=\"F2\"><f>$D$2+D3</f><v>3</v></c>"
+                          "<c r=\"G2\"><f>Data!B2</f><v>0</v></c></row>"
+                          "<row r=\"3\"><c r=\"D3\"><v>2</v></c>"
+                          "<c r=\"E3\"><f t=\"shared\" si=\"0\"/><v>4</v></c></row>"
+                          "<row r=\"4\"><c r=\"D4\"><v>3</v></c>"
+                          "<c r=\"E4\"><f t=\"shared\" si=\"0\"/><v>6</v></c></row>"
+                          "<row r=\"7\"><c r=\"D7\"><f>SUM(D2:D6)</f><v>6</v></c>"
+                          "</row></sheetData></worksheet>")),
+      "");
+  const std::string sheet = NewSheet();
+  JsonResponse done =
+      Import(sheet, ReadFileBytes(file), {{"format", "xlsx"}, {"at", "L3"}});
+  ASSERT_EQ(done.status, 201) << done.raw;
+  const std::map<std::string, json> expected = {
+      {"O4", 1},          {"O5", 2},          {"O6", 3},
+      {"P4", "=O4*2"},    {"P5", "=O5*2"},    {"P6", "=O6*2"},
+      {"Q4", "=$D$2+O5"}, {"R4", "=Data!M4"}, {"O9", "=SUM(O4:O8)"}};
+  EXPECT_EQ(Cells(sheet, "A1:Z20"), expected);
+
+  // After a snapshot (built from the file by the pipeline) the reads agree...
+  ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object()).status,
+            201);
+  ASSERT_TRUE(Eventually([&] {
+    JsonResponse listed = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
+    for (const json& s : listed.body["snapshots"]) {
+      if (s["state"] != "completed") return false;
+    }
+    return listed.status == 200 && listed.body["snapshots"].size() == 2;
+  }));
+  // Read as of the snapshot's seq: from the snapshot itself (rows O4:R9).
+  JsonResponse at_snapshot =
+      Get(*client_, "/v1/sheets/" + sheet + "/cells?range=O4:R9&at=2");
+  ASSERT_EQ(at_snapshot.status, 200) << at_snapshot.raw;
+  EXPECT_EQ(at_snapshot.headers.find("X-Snapshot-Seq")->second, "2") << at_snapshot.raw;
+  EXPECT_EQ(at_snapshot.body["rows"][0], json({1, "=O4*2", "=$D$2+O5", "=Data!M4"}));
+  EXPECT_EQ(at_snapshot.body["rows"][1], json({2, "=O5*2", nullptr, nullptr}));
+  EXPECT_EQ(at_snapshot.body["rows"][5],
+            json({"=SUM(O4:O8)", nullptr, nullptr, nullptr}));
+  EXPECT_EQ(Cells(sheet, "A1:Z20"), expected);
+  // ...and so does the exported workbook, read by openpyxl.
+  httplib::Result got = client_->Get("/v1/sheets/" + sheet + "/export?format=xlsx");
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->status, 200) << got->body;
+  const std::string exported = dir_.File("exported.xlsx");
+  WriteFileBytes(exported, got->body);
+  std::string error;
+  json theirs = OpenpyxlRead(exported, "", &error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(ValuesOf(theirs), expected);
+
+  // At A1 the file's formulas are kept as written.
+  const std::string at_a1 = NewSheet();
+  ASSERT_EQ(Import(at_a1, ReadFileBytes(file), {{"format", "xlsx"}}).status, 201);
+  EXPECT_EQ(Cells(at_a1, "D3:F7").at("D7"), "=SUM(D2:D6)");
+  EXPECT_EQ(Cells(at_a1, "D3:F7").at("E3"), "=D3*2");
+}
+
 TEST_F(ImportExportHttpTest, BadFilesAreRefusedWithClearErrorsAndNothingWritten) {
   const std::string sheet = NewSheet();
   const int64_t before = NextSeq(sheet);

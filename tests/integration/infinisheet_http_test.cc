@@ -261,6 +261,26 @@ TEST_F(InfinisheetHttpTest, DeletingATruncatedSheetDeletesItsBase) {
   EXPECT_TRUE(left.body["keys"].empty()) << left.raw;
 }
 
+// Issue 23 item 12: GET /v1/sheets/{id} names the same last snapshot as entry reads and
+// from=snapshot (it named the server's snapshot 0 while they pointed at a newer
+// client-set one).
+TEST_F(InfinisheetHttpTest, SheetReadAndEntryReadsNameTheSameLastSnapshot) {
+  const std::string sheet = NewSheet();
+  AppendNotes(sheet, 4);  // seqs 1..4
+  ASSERT_TRUE(Eventually([&] {
+    return Get(*client_, "/v1/sheets/" + sheet).body["last_snapshot"].is_object();
+  })) << "entry 0's snapshot completes";
+  ASSERT_EQ(Patch(sheet, 3, {{"snapshot", "snap-3"}}).status, 200);
+  JsonResponse entries = Entries(sheet, "from=snapshot");
+  ASSERT_EQ(entries.status, 200) << entries.raw;
+  JsonResponse info = Get(*client_, "/v1/sheets/" + sheet);
+  ASSERT_EQ(info.status, 200) << info.raw;
+  EXPECT_EQ(info.body["last_snapshot"], entries.body["last_snapshot"]) << info.raw;
+  EXPECT_EQ(info.body["last_snapshot"],
+            json({{"seq", 3}, {"root", nullptr}, {"snapshot", "snap-3"}}));
+  EXPECT_EQ(entries.body["from"], 3);
+}
+
 // Points 4 and 5: metadata on entries (PATCH and with an append), returned on every
 // read; from=snapshot and last_snapshot count client-set snapshots; the append reply
 // carries next_seq and last_snapshot.
