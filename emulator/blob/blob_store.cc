@@ -399,6 +399,17 @@ Result<BlobInfo> BlobStore::CommitBody(const std::string& key,
                                        const std::string& etag,
                                        const BlobPutOptions& options) {
   MutexLock lock(&KeyMutex(key));
+  if (options.if_none_match || options.if_match) {
+    Result<StoredMeta> current = ReadMeta(key);
+    if (!current.ok() && !current.status().IsNotFound()) return current.status();
+    if (options.if_none_match && current.ok()) {
+      return ConditionFailed("put on " + key + ": an object exists (If-None-Match: *)");
+    }
+    if (options.if_match && (!current.ok() || current->etag != *options.if_match)) {
+      return ConditionFailed("put on " + key + ": the object's etag is not " +
+                             *options.if_match + " (If-Match)");
+    }
+  }
   const std::string dir = ObjectDir(key);
   const std::string body_path = dir + "/" + std::string(kBodyPrefix) + body_id;
   // A concurrent delete of a neighbouring key may remove our (still empty) directory

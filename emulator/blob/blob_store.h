@@ -92,6 +92,12 @@ struct BlobPutOptions {
   std::string content_type;
   // The object's complete tag set (replaces the old object's tags on overwrite).
   BlobTags tags;
+  // S3's conditional writes, checked at the commit under the key's lock (so two puts
+  // racing for the same key cannot both pass): `if_none_match` stores the object only
+  // if the key holds none (If-None-Match: *), `if_match` only if the current object's
+  // etag is this one (If-Match). Otherwise ConditionFailed, and nothing is stored.
+  bool if_none_match = false;
+  std::optional<std::string> if_match = std::nullopt;
 };
 
 // What Head returns, and one object of a listing.
@@ -191,7 +197,8 @@ class BlobStore {
   static Status ValidateKey(std::string_view key);
 
   // Stores `body` under `key` (replacing any object there) and returns its metadata.
-  // Errors: InvalidArgument (key, tags, content type); ResourceExhausted if the body is
+  // Errors: InvalidArgument (key, tags, content type); ConditionFailed when a condition
+  // of `options` does not hold (nothing stored); ResourceExhausted if the body is
   // larger than max_object_bytes (nothing stored); Unavailable if the disk is full or a
   // fault point fired; Internal for other I/O errors. On error the old object, if any,
   // is untouched.

@@ -576,6 +576,23 @@ Result<int64_t> QueueService::Redrive(const std::string& dead_letter_queue,
   return moved;
 }
 
+Result<int64_t> QueueService::Purge(const std::string& queue) {
+  int64_t deleted = 0;
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+    deleted = 0;
+    ASSIGN_OR_RETURN(bool exists, QueueExists(c, queue));
+    if (!exists) return NotFound("queue " + queue + " does not exist");
+    ASSIGN_OR_RETURN(Statement d,
+                     c.Prepare("DELETE FROM queue_message WHERE queue = ?1"));
+    d.Bind(1, queue);
+    RETURN_IF_ERROR(d.Run());
+    deleted = c.Changes();
+    return Status::OK();
+  }));
+  if (deleted > 0) Notify();
+  return deleted;
+}
+
 // ---------------------------------------------------------------------------
 // Retention
 

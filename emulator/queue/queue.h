@@ -192,6 +192,12 @@ class QueueService {
   Result<int64_t> Redrive(const std::string& dead_letter_queue,
                           std::optional<std::string> message_id = std::nullopt);
 
+  // SQS PurgeQueue: deletes every message of `queue` (visible, in flight and delayed;
+  // not those of its dead-letter queue) and returns how many. A consumer holding one
+  // of them finds it gone: its Delete is OK, its ChangeVisibility NotFound. NotFound
+  // if there is no such queue.
+  Result<int64_t> Purge(const std::string& queue);
+
   // Deletes messages older than their queue's retention (by sent time), in every
   // queue. Returns how many. Receive also calls it, at most once a minute of clock time,
   // and never delivers an expired message regardless.

@@ -389,6 +389,52 @@ Result<std::vector<ExecutionRow>> ExecutionHistory::ListLatestWithStatus(
   return rows;
 }
 
+Result<std::vector<Invocation>> ExecutionHistory::ListInvocations(
+    const InvocationQuery& query) {
+  if (query.limit < 1 || query.limit > 1000) {
+    return InvalidArgument("limit must be in 1..1000");
+  }
+  std::vector<Invocation> out;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    out.clear();
+    // Newest first by (created_at, key, sequence); a `started` row only while it is
+    // its key's latest (once the outcome is written, the outcome row stands for both).
+    ASSIGN_OR_RETURN(
+        Statement stmt,
+        conn.Prepare(
+            "SELECT h.partition_key, h.sequence, h.atomic_counter, h.exec_status, "
+            "h.created_at, h.error, h.source, h.invocation_id, h.detail, "
+            "(SELECT s.created_at FROM execution_history s WHERE s.partition_key = "
+            "h.partition_key AND s.sequence < h.sequence AND s.exec_status = 'started' "
+            "ORDER BY s.sequence DESC LIMIT 1) "
+            "FROM execution_history h "
+            "WHERE (h.created_at < ?1 OR (h.created_at = ?1 AND (h.partition_key < ?2 OR "
+            "(h.partition_key = ?2 AND h.sequence < ?3)))) "
+            "AND (?4 = '' OR h.source = ?4) AND (?5 = '' OR h.exec_status = ?5) "
+            "AND (h.exec_status != 'started' OR NOT EXISTS (SELECT 1 FROM "
+            "execution_history n WHERE n.partition_key = h.partition_key AND n.sequence "
+            "> h.sequence)) "
+            "ORDER BY h.created_at DESC, h.partition_key DESC, h.sequence DESC LIMIT "
+            "?6"));
+    stmt.Bind(1, query.before_micros)
+        .Bind(2, query.before_key)
+        .Bind(3, query.before_sequence)
+        .Bind(4, query.source)
+        .Bind(5,
+              query.status ? std::string(ExecStatusText(*query.status)) : std::string())
+        .Bind(6, query.limit);
+    while (true) {
+      ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) return Status::OK();
+      Invocation invocation;
+      ASSIGN_OR_RETURN(invocation.row, ReadRow(stmt));
+      if (!stmt.IsNull(9)) invocation.started_micros = stmt.ColumnInt(9);
+      out.push_back(std::move(invocation));
+    }
+  }));
+  return out;
+}
+
 Result<int64_t> ExecutionHistory::DeleteBefore(int64_t before_micros) {
   int64_t deleted = 0;
   RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {

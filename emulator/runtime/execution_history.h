@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -100,6 +101,25 @@ struct ExecutionRow {
   std::string source;      // the event source mapping that ran it
   std::string invocation_id;
   std::string detail;  // what the work was, e.g. a stream record's keys JSON
+};
+
+// One invocation as the log shows it: its outcome row (or its `started` row while that
+// is its key's latest: still running, or abandoned), and when it started.
+struct Invocation {
+  ExecutionRow row;
+  std::optional<int64_t> started_micros;  // the `started` row before an outcome row
+};
+
+// A page of ListInvocations: newest first, strictly before the cursor
+// (before_micros, before_key, before_sequence) = the last invocation of the previous
+// page (the defaults start at the newest).
+struct InvocationQuery {
+  int64_t before_micros = std::numeric_limits<int64_t>::max();
+  std::string before_key;
+  int64_t before_sequence = 0;
+  std::string source;                // only this mapping's; "" = every one
+  std::optional<ExecStatus> status;  // only rows of this status; nullopt = any
+  int limit = 100;                   // 1..1000
 };
 
 struct BeginRequest {
@@ -195,6 +215,10 @@ class ExecutionHistory {
                                                   int64_t until_micros,
                                                   int64_t time_budget_micros,
                                                   int limit = 1000);
+  // The invocation log (LocalStack's function logs): every invocation's outcome with
+  // its mapping, work key, duration and error, newest first (see InvocationQuery).
+  // InvalidArgument for a limit outside 1..1000.
+  Result<std::vector<Invocation>> ListInvocations(const InvocationQuery& query);
   // Deletes rows written before `before_micros`; returns how many. History is an
   // audit trail: callers choose the horizon (longer than any redelivery window).
   Result<int64_t> DeleteBefore(int64_t before_micros);

@@ -1,5 +1,6 @@
 // Test controls of api.md "Operations": the manual clock, fault points and reset. Each
-// is off unless the server was started with its flag, and then refused with 403.
+// is off unless the server was started with its flag, and then refused with 403;
+// GET /v1/admin/controls says which are on.
 #include "emulator/env/faults.h"
 #include "src/api/routes.h"
 #include "src/app/app.h"
@@ -48,6 +49,17 @@ void RegisterAdminControlRoutes(Router& router, App& app) {
 
   router.Get(
       "/v1/admin/clock", [&](Call& call) { call.Reply(200, ClockJson(app.clock())); },
+      control);
+
+  // Beyond api.md: which of these controls the server was started with (the console
+  // shows only those), and the fault points a build knows by name.
+  router.Get(
+      "/v1/admin/controls",
+      [&](Call& call) {
+        call.Reply(200, json{{"clock", ClockJson(app.clock())},
+                             {"faults", app.options().enable_faults},
+                             {"reset", app.options().allow_reset}});
+      },
       control);
 
   router.Post(

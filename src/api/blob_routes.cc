@@ -75,6 +75,45 @@ std::string BaseUrl(const Call& call) {
   return host.empty() ? "" : "http://" + host;
 }
 
+ApiError PreconditionFailed(const std::string& message) {
+  return ApiError(412, "PreconditionFailed", message);
+}
+
+// Beyond api.md: S3's conditional writes. `If-None-Match: *` puts only if the key holds
+// no object; `If-Match: "<etag>"` only if the object's etag is that one. Either failing
+// is a 412 PreconditionFailed with nothing stored: decided before the body is read when
+// the object already shows it, and again atomically at the commit.
+void ReadPutConditions(Call& call, BlobStore& blobs, const std::string& key,
+                       BlobPutOptions* options) {
+  const std::string none_match = call.req.get_header_value("If-None-Match");
+  const std::string match = call.req.get_header_value("If-Match");
+  if (!none_match.empty()) {
+    if (none_match != "*") {
+      throw ApiError::Validation("If-None-Match on a PUT takes only '*' (put if absent)");
+    }
+    options->if_none_match = true;
+  }
+  if (!match.empty()) {
+    std::string etag = match;
+    if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+      etag = etag.substr(1, etag.size() - 2);
+    }
+    if (etag.empty() || etag == "*" || etag.find_first_of("\",") != std::string::npos) {
+      throw ApiError::Validation("If-Match on a PUT takes one etag, got '" + match + "'");
+    }
+    options->if_match = etag;
+  }
+  if (!options->if_none_match && !options->if_match) return;
+  Result<BlobInfo> current = blobs.Head(key);
+  if (options->if_none_match && current.ok()) {
+    throw PreconditionFailed("put on " + key + ": an object exists (If-None-Match: *)");
+  }
+  if (options->if_match && (!current.ok() || current->etag != *options->if_match)) {
+    throw PreconditionFailed("put on " + key + ": the object's etag is not " +
+                             *options->if_match + " (If-Match)");
+  }
+}
+
 }  // namespace
 
 json ExternalJson(App& app, const std::string& key) {
@@ -157,6 +196,7 @@ void RegisterBlobRoutes(Router& router, App& app) {
         // A presigned upload is seed 000's discardable write: tagged for auto-delete
         // until an entry references it and the change feed removes the tag.
         if (presigned) options.tags[kAutoDeleteTag] = "true";
+        ReadPutConditions(call, blobs, key, &options);
         std::unique_ptr<BlobWriter> writer = Check(blobs.BeginPut(key, options));
         Status append_status;
         bool read_ok = reader([&](const char* data, size_t n) {
@@ -171,9 +211,15 @@ void RegisterBlobRoutes(Router& router, App& app) {
           writer->Abort();
           throw ApiError::Validation("the request body ended early");
         }
-        BlobInfo info = upload_payload ? Check(app.uploads()->CommitClientPayload(
-                                             key, [&] { return writer->Commit(); }))
-                                       : Check(writer->Commit());
+        Result<BlobInfo> committed = upload_payload
+                                         ? app.uploads()->CommitClientPayload(
+                                               key, [&] { return writer->Commit(); })
+                                         : writer->Commit();
+        if (committed.status().IsConditionFailed() &&
+            (options.if_none_match || options.if_match)) {
+          throw PreconditionFailed(committed.status().message());
+        }
+        BlobInfo info = Check(std::move(committed));
         call.Reply(200, BlobInfoJson(info));
       },
       self_auth);

@@ -46,17 +46,6 @@ int64_t RequiredTimeField(const char* name, const std::optional<std::string>& te
   return *seconds;
 }
 
-int LimitParam(Call& call, int fallback, int max) {
-  std::optional<std::string> text = call.Query("limit");
-  if (!text) return fallback;
-  std::optional<int64_t> limit = ParseInt(*text);
-  if (!limit || *limit < 1 || *limit > max) {
-    throw ApiError::Validation("query parameter 'limit' must be 1.." +
-                               std::to_string(max) + ", got '" + *text + "'");
-  }
-  return static_cast<int>(*limit);
-}
-
 json QueueJson(QueueService& queues, const QueueOptions& q) {
   QueueStats stats = Check(queues.Stats(q.name));
   return json{{"name", q.name},
@@ -81,6 +70,17 @@ QueueOptions ExistingQueue(App& app, const std::string& name) {
 
 }  // namespace
 
+int QueryLimit(Call& call, int fallback, int max) {
+  std::optional<std::string> text = call.Query("limit");
+  if (!text) return fallback;
+  std::optional<int64_t> limit = ParseInt(*text);
+  if (!limit || *limit < 1 || *limit > max) {
+    throw ApiError::Validation("query parameter 'limit' must be 1.." +
+                               std::to_string(max) + ", got '" + *text + "'");
+  }
+  return static_cast<int>(*limit);
+}
+
 void RegisterPipelineRoutes(Router& router, App& app) {
   RouteOptions admin{/*auth=*/true, /*storage=*/false};
 
@@ -103,7 +103,7 @@ void RegisterPipelineRoutes(Router& router, App& app) {
             queue.dead_letter_queue.empty() ? queue.name : queue.dead_letter_queue;
         json out = json::array();
         for (const DeadLetterMessage& m : Check(app.queues()->ListDeadLetters(
-                 dlq, LimitParam(call, 100, 1000), call.Query("after").value_or("")))) {
+                 dlq, QueryLimit(call, 100, 1000), call.Query("after").value_or("")))) {
           out.push_back(json{{"id", m.id},
                              {"body", m.body},
                              {"receive_count", m.receive_count},
@@ -170,7 +170,7 @@ void RegisterPipelineRoutes(Router& router, App& app) {
   router.Get(
       "/v1/admin/pending-snapshots",
       [&](Call& call) {
-        const int limit = LimitParam(call, 100, 1000);
+        const int limit = QueryLimit(call, 100, 1000);
         json out = json::array();
         const std::vector<PendingSnapshot> pending =
             Check(app.log()->pending_snapshots()->Scan(limit, &call.meter));
@@ -202,7 +202,7 @@ void RegisterPipelineRoutes(Router& router, App& app) {
         const int64_t now = app.clock()->NowSeconds();
         const int64_t since = TimeParam(call, "since", 0);
         const int64_t until = TimeParam(call, "until", now + 1);
-        const int limit = LimitParam(call, 100, 10000);
+        const int limit = QueryLimit(call, 100, 10000);
         json out = json::array();
         const std::vector<ExecutionRow> rows =
             status == "failed" ? Check(app.runtime()->history().ListFailed(

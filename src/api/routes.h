@@ -25,6 +25,8 @@ void RegisterBlobRoutes(Router& router, App& app);
 void RegisterSpreadsheetRoutes(Router& router, App& app);
 void RegisterPipelineRoutes(Router& router, App& app);
 void RegisterMaintenanceRoutes(Router& router, App& app);
+// Queue messages (peek, send, purge), the invocation log, the table browser.
+void RegisterInspectRoutes(Router& router, App& app);
 // GET /v1/sheets/{id}/events (Server-Sent Events). The returned object runs the
 // streams: keep it until the HTTP server has stopped.
 std::shared_ptr<void> RegisterLiveUpdateRoutes(Router& router, App& app);
@@ -41,6 +43,10 @@ json AppendResultJson(const AppendResult& result);
 std::string CheckedSheetId(const std::string& id);
 // The sheet id of the route's first capture, checked as above.
 std::string SheetId(Call& call);
+
+// Query parameter `limit`: an integer in 1..max, `fallback` when absent
+// (ValidationError otherwise).
+int QueryLimit(Call& call, int fallback, int max);
 
 // A seq query parameter: a non-negative integer below 2^53 (ValidationError /
 // RangeError otherwise).

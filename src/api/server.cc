@@ -60,6 +60,7 @@ void ApiServer::RegisterRoutes() {
   RegisterSpreadsheetRoutes(*router_, *app_);
   RegisterPipelineRoutes(*router_, *app_);
   RegisterMaintenanceRoutes(*router_, *app_);
+  RegisterInspectRoutes(*router_, *app_);
   events_ = RegisterLiveUpdateRoutes(*router_, *app_);
   RegisterConsoleRoutes(*router_);
 }

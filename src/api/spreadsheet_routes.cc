@@ -210,6 +210,22 @@ void RegisterSpreadsheetRoutes(Router& router, App& app) {
     call.Reply(200, out);
   });
 
+  // Beyond api.md: the used range (the last row and column holding a cell), for a
+  // client's Ctrl+End and data edges. Reads the sheet once, keeping nothing.
+  router.Get(R"(/v1/sheets/([^/]+)/used-range)", [&](Call& call) {
+    std::string id = SheetId(call);
+    std::optional<int64_t> at;
+    if (auto text = call.Query("at")) at = ParseSeq("at", *text);
+    std::shared_ptr<const SheetView> view = OpenView(app, id, at, &call.meter);
+    const CellRef used = UsedExtent(view);
+    const bool empty = used.row == 0 || used.col == 0;
+    call.Reply(200,
+               json{{"range", empty ? json(nullptr) : json("A1:" + FormatCellRef(used))},
+                    {"last_row", used.row},
+                    {"last_column", used.col},
+                    {"at_seq", view->at_seq()}});
+  });
+
   router.Get(R"(/v1/sheets/([^/]+)/export)", [&](Call& call) {
     std::string id = SheetId(call);
     const std::string format = call.Query("format").value_or("csv");

@@ -14,6 +14,7 @@
 #include "emulator/runtime/function_runtime.h"
 #include "emulator/stream/change_feed.h"
 #include "src/app/schema.h"
+#include "src/app/table_browser.h"
 #include "src/effects/entry_effects.h"
 #include "src/effects/pipeline_events.h"
 #include "src/effects/sheet_changes.h"
@@ -156,6 +157,7 @@ Status App::Init() {
   uploads_ = std::make_unique<Uploads>(db_.get(), log_.get(), blobs_.get(), clock_,
                                        faults_.get(), upload_options);
   purger_ = std::make_unique<SheetPurger>(db_.get(), blobs_.get(), clock_, faults_.get());
+  tables_ = std::make_unique<TableBrowser>(db_.get());
   purge_worker_ = std::make_unique<PeriodicWorker>(clock_);
 
   QueueOptions dlq;

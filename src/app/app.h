@@ -35,6 +35,7 @@ class QueueService;
 class RetentionWorker;
 class SnapshotWorker;
 class Uploads;
+class TableBrowser;
 
 // Queue names of the snapshot pipeline.
 inline constexpr const char* kSnapshotQueue = "snapshots";
@@ -147,6 +148,8 @@ class App {
   // (the caller does not wait), else here. Errors are logged: a purge that fails is
   // retried by the next one (every minute and at every start).
   void PurgeDeletedSheets();
+  // Read-only browsing of the tables (the console's table browser).
+  TableBrowser* tables() { return tables_.get(); }
 
  private:
   explicit App(const AppOptions& options);
@@ -175,6 +178,7 @@ class App {
   std::unique_ptr<PeriodicWorker> queue_watch_;
   nlohmann::json last_queue_stats_;  // the queue watch's thread only
   std::unique_ptr<Uploads> uploads_;
+  std::unique_ptr<TableBrowser> tables_;
   std::unique_ptr<SnapshotWorker> snapshot_worker_;
   std::unique_ptr<FunctionRuntime> runtime_;
   std::unique_ptr<LifecycleSweeper> sweeper_;

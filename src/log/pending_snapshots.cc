@@ -5,8 +5,6 @@
 
 namespace sheetlog {
 
-namespace {
-
 // Seed 000 "Pending Snapshots": PK log_id, SK (segment, entry), with the one-letter
 // attribute names of schema/README.md.
 const Table& PendingSnapshotTable() {
@@ -23,6 +21,8 @@ const Table& PendingSnapshotTable() {
                                         {"state", "S"}}});
   return table;
 }
+
+namespace {
 
 Key KeyOf(const PendingSnapshotKey& key) {
   return Key{{key.sheet_id}, {key.segment, key.entry}};

@@ -115,6 +115,10 @@ struct PendingSnapshotSummary {
 
 // The table as a service: one request per call, each its own transaction on `db`.
 // Thread-safe (Transactions is).
+// The table's descriptor, for read-only browsing (src/app/table_browser.h); every
+// write goes through PendingSnapshots and the functions above.
+const Table& PendingSnapshotTable();
+
 class PendingSnapshots {
  public:
   explicit PendingSnapshots(Transactions* db) : db_(db) {}

@@ -116,6 +116,40 @@ TEST_F(BlobStoreTest, PutGetHeadDeleteRoundTrip) {
   EXPECT_FALSE(fs::exists(Root() + "/objects/greetings"));
 }
 
+// S3's conditional writes: put-if-absent and put-if-etag, decided at the commit.
+TEST_F(BlobStoreTest, ConditionalPutsStoreOnlyWhenTheConditionHolds) {
+  auto store = OpenStore();
+  BlobPutOptions if_absent;
+  if_absent.if_none_match = true;
+  auto first = store->Put("claims/1", "a", if_absent);
+  ASSERT_OK(first);
+  EXPECT_TRUE(store->Put("claims/1", "b", if_absent).status().IsConditionFailed());
+  BlobPutOptions if_etag;
+  if_etag.if_match = "0123";
+  EXPECT_TRUE(store->Put("claims/1", "c", if_etag).status().IsConditionFailed());
+  EXPECT_TRUE(store->Put("claims/2", "c", if_etag).status().IsConditionFailed())
+      << "If-Match on no object fails";
+  if_etag.if_match = first->etag;
+  auto second = store->Put("claims/1", "d", if_etag);
+  ASSERT_OK(second);
+  // The etag moved on: the old one no longer matches.
+  EXPECT_TRUE(store->Put("claims/1", "e", if_etag).status().IsConditionFailed());
+  EXPECT_EQ(store->Get("claims/1").value(), "d");
+  EXPECT_TRUE(store->Head("claims/2").status().IsNotFound());
+  EXPECT_EQ(store->Stats().objects, 1);
+
+  // Of puts racing for a free key, exactly one wins.
+  std::atomic<int> won{0};
+  std::vector<std::thread> racers;
+  for (int i = 0; i < 8; ++i) {
+    racers.emplace_back([&, i] {
+      if (store->Put("claims/race", std::to_string(i), if_absent).ok()) ++won;
+    });
+  }
+  for (std::thread& t : racers) t.join();
+  EXPECT_EQ(won.load(), 1);
+}
+
 TEST_F(BlobStoreTest, KeyAndItsPrefixCanBothBeObjects) {
   auto store = OpenStore();
   ASSERT_OK(store->Put("a", "parent"));

@@ -88,6 +88,48 @@ TEST_F(ExecutionHistoryTest, SeedTableFailedThenReplayedToSuccess) {
   EXPECT_EQ(Rows("job1").size(), 4u);
 }
 
+// The invocation log: an outcome row stands for its invocation (with its start), a
+// `started` row only while it is its key's latest; newest first, paged by cursor.
+TEST_F(ExecutionHistoryTest, InvocationsAreListedNewestFirstWithTheirStart) {
+  Claim a = MustBegin("a");
+  clock_.AdvanceSeconds(2);
+  ASSERT_OK(history_->Finish(a, ExecStatus::kSucceeded));
+  clock_.AdvanceSeconds(1);
+  Claim b = MustBegin("b");
+  clock_.AdvanceSeconds(1);
+  ASSERT_OK(history_->Finish(b, ExecStatus::kFailed, "boom"));
+  clock_.AdvanceSeconds(1);
+  MustBegin("c");  // still running
+
+  InvocationQuery query;
+  auto all = history_->ListInvocations(query);
+  ASSERT_OK(all);
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].row.partition_key, "c");
+  EXPECT_EQ((*all)[0].row.status, ExecStatus::kStarted);
+  EXPECT_EQ((*all)[1].row.partition_key, "b");
+  EXPECT_EQ((*all)[1].row.error, "boom");
+  ASSERT_TRUE((*all)[1].started_micros.has_value());
+  EXPECT_EQ((*all)[1].row.created_at - *(*all)[1].started_micros, 1000000);
+  EXPECT_EQ((*all)[2].row.partition_key, "a");
+  EXPECT_EQ((*all)[2].row.created_at - *(*all)[2].started_micros, 2000000);
+
+  query.limit = 1;
+  query.before_micros = (*all)[0].row.created_at;
+  query.before_key = (*all)[0].row.partition_key;
+  query.before_sequence = (*all)[0].row.sequence;
+  auto page = history_->ListInvocations(query);
+  ASSERT_OK(page);
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_EQ((*page)[0].row.partition_key, "b");
+  InvocationQuery failed;
+  failed.status = ExecStatus::kFailed;
+  EXPECT_EQ(history_->ListInvocations(failed)->size(), 1u);
+  failed.limit = 0;
+  EXPECT_EQ(history_->ListInvocations(failed).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(ExecutionHistoryTest, YoungStartedRowMeansRunningElsewhereOldOneIsTakenOver) {
   Claim first = MustBegin("job");
   ASSERT_EQ(first.outcome, BeginOutcome::kProceed);

@@ -99,6 +99,28 @@ TEST_F(QueueTest, CreateQueueIsIdempotentAndUpdatesOptions) {
   EXPECT_EQ(jobs->visibility_timeout_s, 45);
 }
 
+// SQS PurgeQueue: every message of the queue goes (visible, in flight, delayed), its
+// dead-letter queue's stay; a consumer holding one finds it gone.
+TEST_F(QueueTest, PurgeDeletesEveryMessageOfTheQueueOnly) {
+  Create("dlq");
+  Create("jobs", 30, 1, "dlq");
+  SendOk("jobs", "visible");
+  SendOk("jobs", "delayed", 60);
+  SendOk("jobs", "taken");
+  SendOk("dlq", "dead");
+  std::vector<ReceivedMessage> taken = ReceiveOk("jobs");
+  ASSERT_EQ(taken.size(), 1u);
+  auto purged = queues_->Purge("jobs");
+  ASSERT_OK(purged);
+  EXPECT_EQ(*purged, 3);
+  QueueStats stats = StatsOk("jobs");
+  EXPECT_EQ(stats.visible + stats.in_flight + stats.delayed, 0);
+  EXPECT_EQ(stats.dead_letter_depth, 1);
+  EXPECT_OK(queues_->Delete("jobs", taken[0].receipt_handle));  // already gone: OK
+  EXPECT_EQ(queues_->Purge("jobs").value(), 0);
+  EXPECT_TRUE(queues_->Purge("nope").status().IsNotFound());
+}
+
 TEST_F(QueueTest, MissingQueueIsNotFoundAndBadArgumentsAreRejected) {
   EXPECT_TRUE(queues_->Send("nope", "x").status().IsNotFound());
   EXPECT_TRUE(queues_->Receive("nope").status().IsNotFound());
