@@ -1,18 +1,30 @@
+// @ts-check
 // The console's entry point: the page shell, client-side routing and the pages.
 // Every path under /console/ serves index.html; this decides what it shows:
 //   /console/                     sheets
 //   /console/sheets/{id}[/tab]    one sheet: grid (with time travel), log, files, cost
+//   /console/tables[/name]        the tables behind the API (read-only browser)
 //   /console/pipeline             snapshots, queues, change feed, jobs, verify
+//   /console/functions            the invocation log of the runtime's workers
 //   /console/blobs?prefix=        the blob store
+//   /console/controls             clock, fault points, reset (when the flags allow)
 import {renderBlobs} from './pages/blobs.js';
+import {renderControls} from './pages/controls.js';
+import {renderFunctions} from './pages/functions.js';
 import {renderPipeline} from './pages/pipeline.js';
 import {renderSheet} from './pages/sheet.js';
 import {renderSheets} from './pages/sheets.js';
+import {renderTables} from './pages/tables.js';
 import {el, clear} from './ui.js';
 
-const main = document.getElementById('main');
+const main = /** @type {HTMLElement} */ (document.getElementById('main'));
+/** @type {(() => void)|null} */
 let cleanup = null;
 
+/**
+ * @param {string} path
+ * @param {{replace?: boolean}} [options]
+ */
 export function navigate(path, {replace = false} = {}) {
   if (replace) history.replaceState(null, '', path);
   else history.pushState(null, '', path);
@@ -42,13 +54,25 @@ function route() {
     section = 'blobs';
     document.title = 'Blobs · sheetlog';
     cleanup = renderBlobs(main, {prefix: url.searchParams.get('prefix') || ''});
+  } else if (parts[0] === 'tables') {
+    section = 'tables';
+    document.title = `${parts[1] ? `${parts[1]} · ` : ''}Tables · sheetlog`;
+    cleanup = renderTables(main, {name: parts[1] || '', params: url.searchParams});
+  } else if (parts[0] === 'functions') {
+    section = 'functions';
+    document.title = 'Functions · sheetlog';
+    cleanup = renderFunctions(main);
+  } else if (parts[0] === 'controls') {
+    section = 'controls';
+    document.title = 'Controls · sheetlog';
+    cleanup = renderControls(main);
   } else {
     document.title = 'Not found · sheetlog';
     main.append(el('section.page', {}, el('h1', 'Not found'),
                    el('p', {}, 'No console page at ', el('code', url.pathname), '. ',
                       el('a', {href: '/console/'}, 'Back to the sheets'))));
   }
-  for (const link of document.querySelectorAll('.nav-link')) {
+  for (const link of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('.nav-link'))) {
     if (link.dataset.section === section) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
@@ -60,7 +84,8 @@ document.addEventListener('click', (event) => {
       event.shiftKey || event.altKey) {
     return;
   }
-  const link = event.target.closest('a[href]');
+  const link = /** @type {HTMLAnchorElement|null} */ (
+    /** @type {Element} */ (event.target).closest('a[href]'));
   if (!link || link.hasAttribute('download') || link.target) return;
   const url = new URL(link.href, location.href);
   if (url.origin !== location.origin || !url.pathname.startsWith('/console/')) return;
@@ -71,12 +96,13 @@ document.addEventListener('click', (event) => {
 window.addEventListener('popstate', route);
 
 async function showVersion() {
+  const label = /** @type {HTMLElement} */ (document.getElementById('server-version'));
   try {
     const response = await fetch('/healthz');
     const health = await response.json();
-    document.getElementById('server-version').textContent = `sheetlog ${health.version}`;
+    label.textContent = `sheetlog ${health.version}`;
   } catch {
-    document.getElementById('server-version').textContent = 'server unreachable';
+    label.textContent = 'server unreachable';
   }
 }
 

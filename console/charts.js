@@ -1,12 +1,18 @@
+// @ts-check
 // A small live line chart on a <canvas>: the last `capacity` samples of one series,
 // scaled to its own maximum. Enough for "appends/s", "queue depth" and "feed lag".
 import {el} from './ui.js';
 
 export class Sparkline {
+  /**
+   * @param {string} title
+   * @param {{unit?: string, capacity?: number, color?: string}} [options]
+   */
   constructor(title, {unit = '', capacity = 60, color = '#2563eb'} = {}) {
     this.unit = unit;
     this.capacity = capacity;
     this.color = color;
+    /** @type {number[]} */
     this.samples = [];
     this.valueNode = el('span.chart-value', '—');
     this.canvas = el('canvas.chart-canvas', {width: 320, height: 72, role: 'img',
@@ -16,6 +22,7 @@ export class Sparkline {
                    this.canvas);
   }
 
+  /** @param {number} value */
   push(value) {
     this.samples.push(value);
     if (this.samples.length > this.capacity) this.samples.shift();
@@ -32,7 +39,7 @@ export class Sparkline {
       this.canvas.width = width * ratio;
       this.canvas.height = height * ratio;
     }
-    const ctx = this.canvas.getContext('2d');
+    const ctx = /** @type {CanvasRenderingContext2D} */ (this.canvas.getContext('2d'));
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, width, height);
     const max = Math.max(1, ...this.samples);
@@ -60,25 +67,4 @@ export class Sparkline {
     ctx.fillStyle = `${this.color}1f`;
     ctx.fill();
   }
-}
-
-// Parses Prometheus text: [{name, labels: {..}, value}], comments skipped.
-export function parseMetrics(text) {
-  const samples = [];
-  for (const line of text.split('\n')) {
-    if (!line || line.startsWith('#')) continue;
-    const match = /^([a-zA-Z_:][\w:]*)(\{([^}]*)\})?\s+(\S+)/.exec(line);
-    if (!match) continue;
-    const labels = {};
-    for (const pair of (match[3] || '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
-      labels[pair[1]] = pair[2];
-    }
-    samples.push({name: match[1], labels, value: Number(match[4])});
-  }
-  return samples;
-}
-
-export function sumMetric(samples, name, filter = () => true) {
-  return samples.filter((s) => s.name === name && filter(s.labels))
-      .reduce((total, s) => total + s.value, 0);
 }

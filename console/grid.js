@@ -1,17 +1,41 @@
+// @ts-check
 // A virtualised spreadsheet grid: the whole XLSX-sized sheet (1,048,576 rows, 16,384
 // columns) scrolls natively, while the DOM holds only the cells in view (a pool
-// reused as it scrolls) and the data comes in tiles fetched for the visible range
-// only. ARIA grid semantics: role=grid/row/columnheader/rowheader/gridcell with
+// reused as it scrolls) and the data comes in tiles fetched for the visible range and
+// the tiles around it (fetched ahead, so that scrolling shows cells, not blanks). ARIA
+// grid semantics: role=grid/row/columnheader/rowheader/gridcell with
 // aria-rowindex/aria-colindex, the active cell through aria-activedescendant.
+//
+// Keys go to one text input that sits on the active cell (transparent until editing
+// starts): whatever produces text there — a key, an IME composition, a dead key, text
+// inserted by assistive technology — starts an edit with that text, nothing lost.
+//   arrows, PageUp/Down move (Shift extends the selection; Ctrl goes to the data edge);
+//   Home, Ctrl+Home (A1), Ctrl+End (the last used cell); Enter or F2 edits the cell;
+//   Delete/Backspace clears the selection; Ctrl+C copies it as tab-separated text and
+//   Ctrl+V pastes such text at the active cell. While editing, Enter/Tab commit and move
+//   (Shift: back), Escape cancels, and arrows commit and move when the edit began by
+//   typing. Outside an edit, Tab and Shift+Tab leave the grid and Escape goes to the
+//   toolbar (onLeave): the grid is never a keyboard trap.
 //
 // The owner supplies the data and decides what an edit means:
 //   new VirtualGrid(host, {
-//     loadTile(range, signal) -> Promise<{rows, formats?, cached?}>  (GET .../cells)
-//     onCommit(row, column, text) -> Promise  (an edit typed by the user)
-//     onActiveChange(row, column, cell)       (cell: {value, format, cached} | null)
+//     loadTile(range, signal) -> Promise<{rows, formats?, cached?, at_seq}>
+//     onCommit({row, column, text, baseSeq})   an edit typed by the user
+//     onPaste({row, column, rows, baseSeq})    tab-separated text pasted at the cell
+//     onClear({rect, baseSeq})                 Delete on a selection with something in it
+//     onActiveChange(row, column, cell)        cell: {value, format, cached} | null
+//     usedRange() -> Promise<{lastRow, lastColumn}>   for Ctrl+End and the data edges
+//     onLeave()                                Escape outside an edit
 //   })
+// `baseSeq` is the seq after which the cells the user saw were read (a tile's at_seq):
+// the owner appends with expect_seq = baseSeq + 1 and judges a conflict by the entries
+// since.
 import {cellRef, columnName, displayValue, editValue, rangeRef} from './a1.js';
+import {formatCell} from './format.js';
+import {parseTsv, toTsv} from './tsv.js';
 import {el} from './ui.js';
+
+export {formatCell};
 
 export const GRID_ROWS = 1048576;
 export const GRID_COLUMNS = 16384;
@@ -27,71 +51,140 @@ const TILE_COLUMNS = 16;
 const MAX_TILES = 400;
 const MAX_CONCURRENT_LOADS = 4;
 const FLASH_MS = 1600;
+// Ctrl+arrow reads a column or row in chunks of this many cells looking for the edge.
+const EDGE_CHUNK = 4096;
+// The most cells a copy puts on the clipboard.
+const MAX_COPY_CELLS = 200000;
 
-// Excel-style number formats, the common part: decimals, thousands separators,
-// percentages and ISO-like dates of a serial number. Anything else shows the value.
-export function formatCell(value, format) {
-  if (typeof value !== 'number' || !format) return displayValue(value);
-  const fmt = format.replace(/"[^"]*"|\\./g, '');
-  if (/[ymd]/i.test(fmt) && !/0/.test(fmt)) {
-    const date = new Date(Math.round((value - 25569) * 86400000));
-    if (Number.isNaN(date.getTime())) return displayValue(value);
-    const iso = date.toISOString();
-    return /h/i.test(fmt) ? `${iso.slice(0, 10)} ${iso.slice(11, 16)}` : iso.slice(0, 10);
-  }
-  const decimals = (/\.(0+)/.exec(fmt) || ['', ''])[1].length;
-  const percent = fmt.includes('%');
-  const grouped = fmt.includes(',');
-  const shown = percent ? value * 100 : value;
-  let text = shown.toLocaleString('en-US', {
-    minimumFractionDigits: decimals,
-    maximumFractionDigits: decimals,
-    useGrouping: grouped,
-  });
-  if (percent) text += '%';
-  if (/^\$|\[\$\$/.test(fmt)) text = `$${text}`;
-  return text;
-}
+/**
+ * @typedef {{value: any, format: string, cached: any}} CellData
+ * @typedef {{rows: any[][], formats?: string[][], cached?: any[][], at_seq?: number}} TileData
+ * @typedef {{state: 'loading'|'ready', data?: TileData, abort?: AbortController}} Tile
+ * @typedef {{firstRow: number, firstColumn: number, lastRow: number, lastColumn: number}} Rect
+ * @typedef {{value: any, state: string, title?: string, seq?: number}} OverlayCell
+ */
 
+/**
+ * @param {number} tileRow
+ * @param {number} tileColumn
+ */
 function tileKey(tileRow, tileColumn) {
   return `${tileRow}:${tileColumn}`;
 }
 
+/**
+ * The cell ranges (as {row, column}) that a Ctrl+arrow from `from` along one axis
+ * stops at, Excel's rule: from a filled cell with a filled neighbour, the last filled
+ * cell before a gap; otherwise the next filled cell; none: the grid's end.
+ * `filled(i)` says whether position i (1-based along the axis) holds a value.
+ * Pure: unit-tested.
+ * @param {number} from
+ * @param {number} step +1 or -1
+ * @param {number} end the last position to look at (the used extent or 1)
+ * @param {number} gridEnd where to stop when nothing is filled (the grid's edge)
+ * @param {(i: number) => boolean} filled
+ * @returns {number}
+ */
+export function dataEdge(from, step, end, gridEnd, filled) {
+  const beyond = (/** @type {number} */ i) => (step > 0 ? i > end : i < end);
+  const next = from + step;
+  if (beyond(next)) return gridEnd;
+  if (filled(from) && filled(next)) {
+    let i = next;
+    while (!beyond(i + step) && filled(i + step)) i += step;
+    return i;
+  }
+  for (let i = next; !beyond(i); i += step) {
+    if (filled(i)) return i;
+  }
+  return gridEnd;
+}
+
 export class VirtualGrid {
-  constructor(host, {loadTile, onCommit, onActiveChange, label = 'Sheet'}) {
+  /**
+   * @param {HTMLElement} host
+   * @param {{loadTile: (range: string, signal?: AbortSignal) => Promise<TileData>,
+   *          onCommit: (edit: {row: number, column: number, text: string, baseSeq: number|null}) => any,
+   *          onPaste?: (paste: {row: number, column: number, rows: string[][], baseSeq: number|null}) => any,
+   *          onClear?: (clear: {rect: Rect, baseSeq: number|null}) => any,
+   *          onActiveChange?: (row: number, column: number, cell: CellData|null) => void,
+   *          usedRange?: () => Promise<{lastRow: number, lastColumn: number}>,
+   *          onLeave?: () => void,
+   *          label?: string}} options
+   */
+  constructor(host, {loadTile, onCommit, onPaste, onClear, onActiveChange, usedRange, onLeave,
+                     label = 'Sheet'}) {
     this.loadTile = loadTile;
     this.onCommit = onCommit;
+    this.onPaste = onPaste || (() => {});
+    this.onClear = onClear || (() => {});
     this.onActiveChange = onActiveChange || (() => {});
+    this.usedRange = usedRange || (async () => ({lastRow: 0, lastColumn: 0}));
+    this.onLeave = onLeave || (() => {});
     this.readOnly = false;
     this.active = {row: 1, column: 1};
-    this.tiles = new Map();  // key -> {state: 'loading'|'ready', data, generation}
-    this.stale = new Map();  // tiles of the previous generation, shown until replaced
+    this.anchor = {row: 1, column: 1};  // the other corner of the selection
+    /** @type {Map<string, Tile>} */
+    this.tiles = new Map();
+    /** @type {Map<string, Tile>} tiles of the previous generation, shown until replaced */
+    this.stale = new Map();
     this.generation = 0;
     this.loading = 0;
-    this.flashes = new Map();  // "row:column" -> time the flash ends
-    this.editor = null;
-    this.virtualTop = 0;
+    /** @type {[number, number][]} */
+    this.wanted = [];
+    /** @type {Map<string, number>} "row:column" -> time the flash ends */
+    this.flashes = new Map();
+    /** @type {Map<string, OverlayCell>} "row:column" -> the user's value not yet read back */
+    this.overlay = new Map();
+    /** @type {null|{row: number, column: number, kind: 'enter'|'edit', baseSeq: number|null}} */
+    this.editing = null;
+    this.frozenRows = 0;
     this.requestedScroll = null;  // {physical, virtual}: a position we scrolled to
     this.renderQueued = false;
+    this.edgeToken = 0;
+    this.dragging = false;
+    this.viewWidth = 0;
+    this.viewHeight = 0;
+    this.firstRow = 1;
+    this.firstColumn = 1;
+    this.poolRows = 0;
+    this.poolColumns = 0;
+    /** @type {{node: HTMLElement, head: HTMLElement, cellsNode: HTMLElement, cells: HTMLElement[]}[]} */
+    this.rows = [];
+    /** @type {HTMLElement[]} */
+    this.columnHeads = [];
+    this.lastTop = 0;
+    this.scrollDirection = 1;
+    /** @type {null|{node: HTMLElement, head: HTMLElement, cellsNode: HTMLElement, cells: HTMLElement[]}} */
+    this.frozenLine = null;
 
     this.root = el('div.grid', {
       role: 'grid',
-      tabindex: 0,
       'aria-label': label,
       'aria-rowcount': GRID_ROWS + 1,
       'aria-colcount': GRID_COLUMNS + 1,
       'aria-readonly': 'false',
+      'aria-multiselectable': 'true',
     });
-    this.scroller = el('div.grid-scroller', {role: 'presentation'});
+    this.scroller = el('div.grid-scroller', {role: 'presentation', tabindex: -1});
     this.content = el('div.grid-content', {role: 'presentation'});
     this.pane = el('div.grid-pane', {role: 'presentation'});
-    this.corner = el('div.grid-corner', {role: 'presentation'});
     this.headerRow = el('div.grid-header-row', {role: 'row', 'aria-rowindex': 1});
     this.headerCells = el('div.grid-header-cells', {role: 'presentation'});
     this.headerRow.append(el('div.grid-corner-cell', {role: 'columnheader'}, ''),
                           this.headerCells);
     this.body = el('div.grid-body', {role: 'rowgroup'});
-    this.pane.append(this.body, this.headerRow, this.corner);
+    this.frozen = el('div.grid-frozen', {role: 'presentation', hidden: true});
+    // The one input keys go to: transparent on the active cell until an edit starts.
+    this.input = /** @type {HTMLInputElement} */ (el('input.grid-input', {
+      type: 'text',
+      spellcheck: 'false',
+      autocomplete: 'off',
+      autocapitalize: 'off',
+      'aria-label': 'Cell A1',
+      'aria-roledescription': 'cell',
+    }));
+    this.pane.append(this.body, this.frozen, this.headerRow, this.input);
     this.content.append(this.pane);
     this.scroller.append(this.content);
     this.root.append(this.scroller);
@@ -104,18 +197,33 @@ export class VirtualGrid {
     this.content.style.width = `${this.contentWidth}px`;
 
     this.scroller.addEventListener('scroll', () => this.queueRender(), {passive: true});
-    this.root.addEventListener('keydown', (e) => this.onKeyDown(e));
+    this.input.addEventListener('keydown', (e) => this.onKeyDown(e));
+    this.input.addEventListener('input', () => this.onInput());
+    this.input.addEventListener('compositionstart', () => this.beginTypedEdit());
+    this.input.addEventListener('blur', () => {
+      if (this.editing) this.commitEditing(null);
+      this.root.classList.remove('grid-focused');
+    });
+    this.input.addEventListener('focus', () => this.root.classList.add('grid-focused'));
+    this.input.addEventListener('copy', (e) => this.onCopy(e));
+    this.input.addEventListener('paste', (e) => this.onPasteEvent(e));
     this.body.addEventListener('mousedown', (e) => this.onMouseDown(e));
+    this.frozen.addEventListener('mousedown', (e) => this.onMouseDown(e));
+    this.body.addEventListener('mousemove', (e) => this.onMouseMove(e));
+    window.addEventListener('mouseup', this.onMouseUp = () => { this.dragging = false; });
     this.body.addEventListener('dblclick', (e) => {
-      const cell = e.target.closest('[data-row]');
-      if (cell) this.startEditing(null);
+      const ref = this.cellFromEvent(e);
+      if (!ref) return;
+      this.setActive(ref.row, ref.column, {scroll: false});
+      this.startEditing('edit');
     });
     this.headerCells.addEventListener('mousedown', (e) => {
-      const head = e.target.closest('[data-column]');
-      if (!head) return;
+      const head = /** @type {HTMLElement|null} */ (
+        /** @type {HTMLElement} */ (e.target).closest('[data-column]'));
+      if (!head || !head.dataset.column) return;
       e.preventDefault();
       this.setActive(this.active.row, Number(head.dataset.column));
-      this.root.focus();
+      this.focus();
     });
     this.resizeObserver = new ResizeObserver(() => this.layout());
     this.resizeObserver.observe(this.scroller);
@@ -123,19 +231,34 @@ export class VirtualGrid {
 
   destroy() {
     this.resizeObserver.disconnect();
+    window.removeEventListener('mouseup', this.onMouseUp);
     for (const tile of this.tiles.values()) tile.abort?.abort();
     this.root.remove();
   }
 
   focus() {
-    this.root.focus({preventScroll: true});
+    this.input.focus({preventScroll: true});
   }
 
+  hasFocus() {
+    return document.activeElement === this.input;
+  }
+
+  /** @param {boolean} readOnly */
   setReadOnly(readOnly) {
     this.readOnly = readOnly;
     this.root.setAttribute('aria-readonly', String(readOnly));
     this.root.classList.toggle('grid-readonly', readOnly);
+    this.input.readOnly = readOnly;
     if (readOnly) this.cancelEditing();
+  }
+
+  /** Keeps the first `rows` rows (0 or 1) in view under the column headers. */
+  setFrozenRows(rows) {
+    this.frozenRows = rows;
+    this.frozen.hidden = rows === 0;
+    this.root.classList.toggle('grid-has-frozen', rows > 0);
+    this.render();
   }
 
   // Drops every cached tile (the sheet changed, or the seq shown did): the old values
@@ -145,12 +268,16 @@ export class VirtualGrid {
     this.stale = new Map();
     for (const [key, tile] of this.tiles) {
       if (tile.state === 'ready') this.stale.set(key, tile);
+      else tile.abort?.abort();
     }
     this.tiles = new Map();
     this.queueRender();
   }
 
-  // Highlights cells that changed (e.g. another client's append) for a moment.
+  /**
+   * Highlights cells that changed (e.g. another client's append) for a moment.
+   * @param {{row: number, column: number}[]} refs
+   */
   flash(refs) {
     const until = performance.now() + FLASH_MS;
     for (const {row, column} of refs) this.flashes.set(`${row}:${column}`, until);
@@ -158,12 +285,28 @@ export class VirtualGrid {
     setTimeout(() => this.queueRender(), FLASH_MS + 50);
   }
 
-  // The loaded cell at (row, column): {value, format, cached}, or null if not loaded.
-  cellAt(row, column) {
-    const key = tileKey(Math.floor((row - 1) / TILE_ROWS),
-                        Math.floor((column - 1) / TILE_COLUMNS));
-    const tile = this.tiles.get(key) || this.stale.get(key);
-    if (!tile || tile.state !== 'ready') return null;
+  /**
+   * @param {number} row
+   * @param {number} column
+   */
+  tileOf(row, column) {
+    const key = tileKey(Math.floor((row - 1) / TILE_ROWS), Math.floor((column - 1) / TILE_COLUMNS));
+    const tile = this.tiles.get(key);
+    if (tile && tile.state === 'ready') return tile;
+    const old = this.stale.get(key);
+    return old && old.state === 'ready' ? old : null;
+  }
+
+  /**
+   * The cell at (row, column) as the server last answered: {value, format, cached}, or
+   * null if not loaded.
+   * @param {number} row
+   * @param {number} column
+   * @returns {CellData|null}
+   */
+  serverCellAt(row, column) {
+    const tile = this.tileOf(row, column);
+    if (!tile || !tile.data) return null;
     const r = (row - 1) % TILE_ROWS;
     const c = (column - 1) % TILE_COLUMNS;
     const data = tile.data;
@@ -174,29 +317,125 @@ export class VirtualGrid {
     };
   }
 
-  // Shows `value` at (row, column) now, before the server's answer to an edit.
-  setLocalValue(row, column, value) {
-    const key = tileKey(Math.floor((row - 1) / TILE_ROWS),
-                        Math.floor((column - 1) / TILE_COLUMNS));
-    const tile = this.tiles.get(key) || this.stale.get(key);
-    if (!tile || tile.state !== 'ready') return;
-    const r = (row - 1) % TILE_ROWS;
-    const c = (column - 1) % TILE_COLUMNS;
-    if (!tile.data.rows[r]) return;
-    tile.data.rows[r][c] = value;
-    if (tile.data.cached?.[r]) tile.data.cached[r][c] = null;
-    this.queueRender();
+  /**
+   * The cell as shown: the user's own value while it is on its way (or failed),
+   * otherwise the server's.
+   * @param {number} row
+   * @param {number} column
+   * @returns {CellData|null}
+   */
+  cellAt(row, column) {
+    const mine = this.overlayAt(row, column);
+    const server = this.serverCellAt(row, column);
+    if (mine) return {value: mine.value, format: server?.format || '', cached: null};
+    return server;
   }
 
-  setActive(row, column, {scroll = true} = {}) {
+  /**
+   * The user's value at (row, column), if it is still to be shown: a saved one only
+   * until the grid has read the cell at the seq it was saved at.
+   * @param {number} row
+   * @param {number} column
+   * @returns {OverlayCell|null}
+   */
+  overlayAt(row, column) {
+    const key = `${row}:${column}`;
+    const mine = this.overlay.get(key);
+    if (!mine) return null;
+    if (mine.state === 'saved') {
+      const at = this.seqAt(row, column);
+      if (at !== null && mine.seq !== undefined && at >= mine.seq) {
+        this.overlay.delete(key);
+        return null;
+      }
+    }
+    return mine;
+  }
+
+  /**
+   * The seq the loaded value of (row, column) was read at (the tile's at_seq), or null.
+   * @param {number} row
+   * @param {number} column
+   */
+  seqAt(row, column) {
+    const tile = this.tileOf(row, column);
+    return tile?.data?.at_seq ?? null;
+  }
+
+  /**
+   * The oldest seq any loaded cell of `rect` was read at (null if one is not loaded).
+   * @param {Rect} rect
+   */
+  seqOfRect(rect) {
+    let seq = null;
+    for (let tr = Math.floor((rect.firstRow - 1) / TILE_ROWS);
+      tr <= Math.floor((rect.lastRow - 1) / TILE_ROWS); tr++) {
+      for (let tc = Math.floor((rect.firstColumn - 1) / TILE_COLUMNS);
+        tc <= Math.floor((rect.lastColumn - 1) / TILE_COLUMNS); tc++) {
+        const at = this.seqAt(tr * TILE_ROWS + 1, tc * TILE_COLUMNS + 1);
+        if (at === null) return null;
+        seq = seq === null ? at : Math.min(seq, at);
+      }
+    }
+    return seq;
+  }
+
+  /**
+   * Shows the user's `value` at (row, column) in `state` ('pending', 'failed',
+   * 'conflict') until clearOverlay: what was typed never disappears.
+   * @param {number} row
+   * @param {number} column
+   * @param {any} value
+   * @param {string} state
+   * @param {string} [title]
+   * @param {number} [seq] for 'saved': the seq it was saved at
+   */
+  setOverlay(row, column, value, state, title, seq) {
+    this.overlay.set(`${row}:${column}`, {value, state, title, seq});
+    this.queueRender();
+    if (row === this.active.row && column === this.active.column) {
+      this.onActiveChange(row, column, this.cellAt(row, column));
+    }
+  }
+
+  /**
+   * @param {number} row
+   * @param {number} column
+   */
+  clearOverlay(row, column) {
+    if (this.overlay.delete(`${row}:${column}`)) this.queueRender();
+  }
+
+  /** The selection as a rectangle. @returns {Rect} */
+  selection() {
+    return {
+      firstRow: Math.min(this.anchor.row, this.active.row),
+      lastRow: Math.max(this.anchor.row, this.active.row),
+      firstColumn: Math.min(this.anchor.column, this.active.column),
+      lastColumn: Math.max(this.anchor.column, this.active.column),
+    };
+  }
+
+  /**
+   * Moves the active cell; without `extend` the selection collapses onto it.
+   * @param {number} row
+   * @param {number} column
+   * @param {{scroll?: boolean, extend?: boolean}} [options]
+   */
+  setActive(row, column, {scroll = true, extend = false} = {}) {
     row = Math.min(Math.max(row, 1), GRID_ROWS);
     column = Math.min(Math.max(column, 1), GRID_COLUMNS);
+    this.edgeToken++;  // a Ctrl+arrow still looking for its edge is overtaken
     this.active = {row, column};
+    if (!extend) this.anchor = {row, column};
     if (scroll) this.scrollIntoView(row, column);
     // At once, not on the next frame: assistive technology (aria-activedescendant) and
     // the next key press see the new active cell immediately.
     this.render();
-    this.onActiveChange(row, column, this.cellAt(row, column));
+    const cell = this.cellAt(row, column);
+    this.input.setAttribute('aria-label',
+                            `Cell ${cellRef(row, column)}${cell && cell.value !== null ? `: ${displayValue(cell.value)}` : ''}`);
+    this.onActiveChange(row, column, cell);
   }
 
   // --- layout and scrolling ---
@@ -215,6 +454,10 @@ export class VirtualGrid {
     this.render();
   }
 
+  /**
+   * @param {number} rows
+   * @param {number} columns
+   */
   buildPool(rows, columns) {
     this.poolRows = rows;
     this.poolColumns = columns;
@@ -228,23 +471,29 @@ export class VirtualGrid {
     }
     this.body.replaceChildren();
     this.rows = [];
-    for (let i = 0; i < rows; i++) {
-      const rowNode = el('div.grid-row', {role: 'row'});
-      rowNode.style.top = `${HEADER_HEIGHT + i * ROW_HEIGHT}px`;
+    const makeRow = (/** @type {string} */ idPrefix) => {
+      const node = el('div.grid-row', {role: 'row'});
       const head = el('div.grid-row-head', {role: 'rowheader'});
       const cellsNode = el('div.grid-row-cells', {role: 'presentation'});
       const cells = [];
       for (let j = 0; j < columns; j++) {
-        const cell = el('div.grid-cell', {role: 'gridcell', id: `grid-cell-${i}-${j}`});
+        const cell = el('div.grid-cell', {role: 'gridcell', id: `${idPrefix}-${j}`});
         cell.style.left = `${j * COLUMN_WIDTH}px`;
         cells.push(cell);
         cellsNode.append(cell);
       }
-      rowNode.append(cellsNode, head);
-      this.rows.push({node: rowNode, head, cellsNode, cells});
-      this.body.append(rowNode);
+      node.append(cellsNode, head);
+      return {node, head, cellsNode, cells};
+    };
+    for (let i = 0; i < rows; i++) {
+      const line = makeRow(`grid-cell-${i}`);
+      line.node.style.top = `${HEADER_HEIGHT + i * ROW_HEIGHT}px`;
+      this.rows.push(line);
+      this.body.append(line.node);
     }
-    this.shownFirstRow = null;
+    this.frozenLine = makeRow('grid-frozen-cell');
+    this.frozenLine.node.style.top = `${HEADER_HEIGHT}px`;
+    this.frozen.replaceChildren(this.frozenLine.node);
   }
 
   // The scroll position in grid pixels (before proportional mapping).
@@ -262,13 +511,17 @@ export class VirtualGrid {
     return {top: Math.max(0, Math.min(top, maxVirtual)), left: this.scroller.scrollLeft};
   }
 
+  /**
+   * @param {number} top
+   * @param {number} [left]
+   */
   scrollToVirtual(top, left) {
     const maxPhysical = this.physicalHeight - this.viewHeight;
     const maxVirtual = this.virtualHeight - this.viewHeight;
     top = Math.max(0, Math.min(top, maxVirtual));
     const physical = maxVirtual > maxPhysical && maxVirtual > 0
-                         ? Math.round(top * (maxPhysical / maxVirtual))
-                         : top;
+      ? Math.round(top * (maxPhysical / maxVirtual))
+      : top;
     this.scroller.scrollTop = physical;
     // The browser may round the position; remember what we meant by it.
     this.requestedScroll = {physical: this.scroller.scrollTop, virtual: top};
@@ -276,21 +529,31 @@ export class VirtualGrid {
     this.queueRender();
   }
 
-  // Scrolls so that row `row` is the first one shown (used by "go to" and tests).
+  /** Scrolls so that row `row` is the first one shown (used by "go to" and tests). */
   scrollToRow(row) {
     this.scrollToVirtual((row - 1) * ROW_HEIGHT, this.scroller.scrollLeft);
   }
 
+  /**
+   * @param {number} row
+   * @param {number} column
+   */
   scrollIntoView(row, column) {
     const {top, left} = this.scrollPosition();
+    const frozen = row > this.frozenRows ? this.frozenRows * ROW_HEIGHT : 0;
     const bodyHeight = this.viewHeight - HEADER_HEIGHT;
     const bodyWidth = this.viewWidth - ROW_HEADER_WIDTH;
     const rowTop = (row - 1) * ROW_HEIGHT;
     const columnLeft = (column - 1) * COLUMN_WIDTH;
     let newTop = top;
     let newLeft = left;
-    if (rowTop < top) newTop = rowTop;
-    else if (rowTop + ROW_HEIGHT > top + bodyHeight) newTop = rowTop + ROW_HEIGHT - bodyHeight;
+    if (row <= this.frozenRows) {
+      // always in view
+    } else if (rowTop < top + frozen) {
+      newTop = rowTop - frozen;
+    } else if (rowTop + ROW_HEIGHT > top + bodyHeight) {
+      newTop = rowTop + ROW_HEIGHT - bodyHeight;
+    }
     if (columnLeft < left) newLeft = columnLeft;
     else if (columnLeft + COLUMN_WIDTH > left + bodyWidth) {
       newLeft = columnLeft + COLUMN_WIDTH - bodyWidth;
@@ -310,8 +573,10 @@ export class VirtualGrid {
   // --- rendering ---
 
   render() {
-    if (!this.rows) return;
+    if (!this.rows.length) return;
     const {top, left} = this.scrollPosition();
+    if (top !== this.lastTop) this.scrollDirection = top > this.lastTop ? 1 : -1;
+    this.lastTop = top;
     const firstRow = Math.floor(top / ROW_HEIGHT) + 1;
     const firstColumn = Math.floor(left / COLUMN_WIDTH) + 1;
     const offsetY = top % ROW_HEIGHT;
@@ -321,6 +586,7 @@ export class VirtualGrid {
     this.body.style.transform = `translateY(${-offsetY}px)`;
     this.headerCells.style.transform = `translateX(${-offsetX}px)`;
     const now = performance.now();
+    const selection = this.selection();
     let activeId = null;
 
     for (let j = 0; j < this.poolColumns; j++) {
@@ -328,37 +594,63 @@ export class VirtualGrid {
       const head = this.columnHeads[j];
       const visible = column <= GRID_COLUMNS;
       head.textContent = visible ? columnName(column) : '';
-      head.dataset.column = visible ? column : '';
-      head.setAttribute('aria-colindex', column + 1);
-      head.classList.toggle('grid-active-head', column === this.active.column);
+      head.dataset.column = visible ? String(column) : '';
+      head.setAttribute('aria-colindex', String(column + 1));
+      head.classList.toggle('grid-active-head',
+                            column >= selection.firstColumn && column <= selection.lastColumn);
     }
-    for (let i = 0; i < this.poolRows; i++) {
-      const row = firstRow + i;
-      const line = this.rows[i];
+    const lines = this.frozenRows > 0 && this.frozenLine
+      ? [[this.frozenLine, 1], ...this.rows.map((line, i) => [line, firstRow + i])]
+      : this.rows.map((line, i) => [line, firstRow + i]);
+    for (const [lineAny, rowAny] of lines) {
+      const line = /** @type {typeof this.rows[0]} */ (lineAny);
+      const row = /** @type {number} */ (rowAny);
       const visibleRow = row <= GRID_ROWS;
-      line.node.setAttribute('aria-rowindex', row + 1);
+      const isFrozenCopy = line === this.frozenLine;
+      line.node.setAttribute('aria-rowindex', String(row + 1));
+      if (!isFrozenCopy) line.node.setAttribute('aria-hidden', String(row <= this.frozenRows && top > 0));
       line.node.hidden = !visibleRow;
-      line.head.textContent = visibleRow ? row : '';
-      line.head.setAttribute('aria-colindex', 1);
-      line.head.classList.toggle('grid-active-head', row === this.active.row);
+      line.head.textContent = visibleRow ? String(row) : '';
+      line.head.setAttribute('aria-colindex', '1');
+      line.head.classList.toggle('grid-active-head',
+                                 row >= selection.firstRow && row <= selection.lastRow);
       line.cellsNode.style.transform = `translateX(${-offsetX}px)`;
       for (let j = 0; j < this.poolColumns; j++) {
         const column = firstColumn + j;
         const node = line.cells[j];
-        this.renderCell(node, row, column, now);
-        if (row === this.active.row && column === this.active.column) activeId = node.id;
+        this.renderCell(node, row, column, now, selection, isFrozenCopy);
+        if (row === this.active.row && column === this.active.column &&
+            (isFrozenCopy || !(row <= this.frozenRows && top > 0)) && activeId === null) {
+          activeId = node.id;
+        }
       }
     }
+    if (this.frozenLine) this.frozenLine.cellsNode.style.transform = `translateX(${-offsetX}px)`;
     if (activeId) this.root.setAttribute('aria-activedescendant', activeId);
     else this.root.removeAttribute('aria-activedescendant');
-    this.positionEditor();
+    this.positionInput();
     this.requestTiles(firstRow, firstColumn);
   }
 
-  renderCell(node, row, column, now) {
+  /**
+   * @param {HTMLElement} node
+   * @param {number} row
+   * @param {number} column
+   * @param {number} now
+   * @param {Rect} selection
+   * @param {boolean} frozenCopy
+   */
+  renderCell(node, row, column, now, selection, frozenCopy) {
     const ref = column <= GRID_COLUMNS ? cellRef(row, column) : '';
-    if (node.dataset.ref !== ref) node.dataset.ref = ref;
-    node.setAttribute('aria-colindex', column + 1);
+    // The frozen copy of row 1 carries its ref under another name: tests and the mouse
+    // find a cell by data-ref once.
+    if (frozenCopy) {
+      if (node.dataset.frozenRef !== ref) node.dataset.frozenRef = ref;
+    } else if (node.dataset.ref !== ref) {
+      node.dataset.ref = ref;
+    }
+    node.setAttribute('aria-colindex', String(column + 1));
+    const mine = this.overlayAt(row, column);
     const cell = this.cellAt(row, column);
     let text = '';
     let kind = 'empty';
@@ -369,46 +661,81 @@ export class VirtualGrid {
         kind = 'formula';
         text = cached !== null ? formatCell(cached, format) : value;
         title = cached !== null ? `${value} → ${displayValue(cached)}` : value;
+      } else if (value !== null && typeof value === 'object') {
+        kind = 'error';
+        text = String(value.value ?? '');
       } else if (value !== null) {
         kind = typeof value;
         text = formatCell(value, format);
       }
     }
+    if (mine?.title) title = mine.title;
     if (node.textContent !== text) node.textContent = text;
     if (node.title !== title) node.title = title;
-    const className = `grid-cell grid-${kind}${cell ? '' : ' grid-loading'}`;
     const active = row === this.active.row && column === this.active.column;
+    const selected = row >= selection.firstRow && row <= selection.lastRow &&
+                     column >= selection.firstColumn && column <= selection.lastColumn;
     const flashEnd = this.flashes.get(`${row}:${column}`);
     const flashing = flashEnd !== undefined && flashEnd > now;
-    if (flashEnd !== undefined && !flashing) this.flashes.delete(`${row}:${column}`);
-    const full = className + (active ? ' grid-active' : '') + (flashing ? ' grid-flash' : '');
+    if (flashEnd !== undefined && !flashing && !frozenCopy) this.flashes.delete(`${row}:${column}`);
+    const full = `grid-cell grid-${kind}${cell ? '' : ' grid-loading'}` +
+                 (active ? ' grid-active' : '') +
+                 (selected && !active ? ' grid-selected' : '') +
+                 (mine ? ` grid-${mine.state}` : '') +
+                 (flashing ? ' grid-flash' : '');
     if (node.className !== full) node.className = full;
-    node.setAttribute('aria-selected', String(active));
+    node.setAttribute('aria-selected', String(selected));
   }
 
   // --- data ---
 
+  /**
+   * The tiles in view first, then the ring around them (the next tile row in the
+   * direction of scrolling first): loaded ahead, they are there when scrolled to.
+   * @param {number} firstRow
+   * @param {number} firstColumn
+   */
   requestTiles(firstRow, firstColumn) {
     const lastRow = Math.min(GRID_ROWS, firstRow + this.poolRows);
     const lastColumn = Math.min(GRID_COLUMNS, firstColumn + this.poolColumns);
-    this.wanted = [];
-    for (let tr = Math.floor((firstRow - 1) / TILE_ROWS);
-         tr <= Math.floor((lastRow - 1) / TILE_ROWS); tr++) {
-      for (let tc = Math.floor((firstColumn - 1) / TILE_COLUMNS);
-           tc <= Math.floor((lastColumn - 1) / TILE_COLUMNS); tc++) {
-        if (!this.tiles.has(tileKey(tr, tc))) this.wanted.push([tr, tc]);
-      }
+    const tr0 = Math.floor((firstRow - 1) / TILE_ROWS);
+    const tr1 = Math.floor((lastRow - 1) / TILE_ROWS);
+    const tc0 = Math.floor((firstColumn - 1) / TILE_COLUMNS);
+    const tc1 = Math.floor((lastColumn - 1) / TILE_COLUMNS);
+    const maxTr = Math.floor((GRID_ROWS - 1) / TILE_ROWS);
+    const maxTc = Math.floor((GRID_COLUMNS - 1) / TILE_COLUMNS);
+    /** @type {[number, number][]} */
+    const wanted = [];
+    const want = (/** @type {number} */ tr, /** @type {number} */ tc) => {
+      if (tr < 0 || tc < 0 || tr > maxTr || tc > maxTc) return;
+      if (!this.tiles.has(tileKey(tr, tc))) wanted.push([tr, tc]);
+    };
+    if (this.frozenRows > 0) {
+      for (let tc = tc0; tc <= tc1; tc++) want(0, tc);
     }
+    for (let tr = tr0; tr <= tr1; tr++) {
+      for (let tc = tc0; tc <= tc1; tc++) want(tr, tc);
+    }
+    const ahead = this.scrollDirection > 0 ? [tr1 + 1, tr0 - 1] : [tr0 - 1, tr1 + 1];
+    for (const tr of ahead) {
+      for (let tc = tc0; tc <= tc1; tc++) want(tr, tc);
+    }
+    for (let tr = tr0; tr <= tr1; tr++) {
+      want(tr, tc1 + 1);
+      want(tr, tc0 - 1);
+    }
+    this.wanted = wanted;
     this.pumpLoads();
   }
 
   pumpLoads() {
     while (this.loading < MAX_CONCURRENT_LOADS && this.wanted.length > 0) {
-      const [tr, tc] = this.wanted.shift();
+      const [tr, tc] = /** @type {[number, number]} */ (this.wanted.shift());
       const key = tileKey(tr, tc);
       if (this.tiles.has(key)) continue;
       const generation = this.generation;
       const abort = new AbortController();
+      /** @type {Tile} */
       const tile = {state: 'loading', abort};
       this.tiles.set(key, tile);
       this.loading++;
@@ -418,30 +745,30 @@ export class VirtualGrid {
                              Math.min(GRID_ROWS, firstRow + TILE_ROWS - 1),
                              Math.min(GRID_COLUMNS, firstColumn + TILE_COLUMNS - 1));
       this.loadTile(range, abort.signal)
-          .then((data) => {
-            if (generation !== this.generation) return;
-            tile.state = 'ready';
-            tile.data = data;
-            this.stale.delete(key);
-            this.evictTiles();
-            this.queueRender();
-            if (this.active.row >= firstRow && this.active.row < firstRow + TILE_ROWS &&
-                this.active.column >= firstColumn &&
-                this.active.column < firstColumn + TILE_COLUMNS) {
-              this.onActiveChange(this.active.row, this.active.column,
-                                  this.cellAt(this.active.row, this.active.column));
-            }
-          })
-          .catch(() => {
-            // Dropped: the next render asks again (e.g. after a transient error).
-            if (generation === this.generation && this.tiles.get(key) === tile) {
-              this.tiles.delete(key);
-            }
-          })
-          .finally(() => {
-            this.loading--;
-            this.pumpLoads();
-          });
+        .then((data) => {
+          if (generation !== this.generation) return;
+          tile.state = 'ready';
+          tile.data = data;
+          this.stale.delete(key);
+          this.evictTiles();
+          this.queueRender();
+          if (this.active.row >= firstRow && this.active.row < firstRow + TILE_ROWS &&
+              this.active.column >= firstColumn &&
+              this.active.column < firstColumn + TILE_COLUMNS) {
+            this.onActiveChange(this.active.row, this.active.column,
+                                this.cellAt(this.active.row, this.active.column));
+          }
+        })
+        .catch(() => {
+          // Dropped: the next render asks again (e.g. after a transient error).
+          if (generation === this.generation && this.tiles.get(key) === tile) {
+            this.tiles.delete(key);
+          }
+        })
+        .finally(() => {
+          this.loading--;
+          this.pumpLoads();
+        });
     }
   }
 
@@ -451,124 +778,334 @@ export class VirtualGrid {
     const centerRow = Math.floor((this.firstRow - 1) / TILE_ROWS);
     const centerColumn = Math.floor((this.firstColumn - 1) / TILE_COLUMNS);
     const keys = [...this.tiles.entries()]
-                     .filter(([, tile]) => tile.state === 'ready')
-                     .map(([key]) => {
-                       const [tr, tc] = key.split(':').map(Number);
-                       return [key, Math.abs(tr - centerRow) + Math.abs(tc - centerColumn)];
-                     })
-                     .sort((a, b) => b[1] - a[1]);
+      .filter(([key, tile]) => tile.state === 'ready' && key !== tileKey(0, 0))
+      .map(([key]) => {
+        const [tr, tc] = key.split(':').map(Number);
+        return /** @type {[string, number]} */ ([key, Math.abs(tr - centerRow) + Math.abs(tc - centerColumn)]);
+      })
+      .sort((a, b) => b[1] - a[1]);
     for (const [key] of keys.slice(0, this.tiles.size - MAX_TILES)) this.tiles.delete(key);
+  }
+
+  /**
+   * Values of `range` for reading (copy, data edges): from the server.
+   * @param {Rect} rect
+   * @returns {Promise<any[][]>}
+   */
+  async readRect(rect) {
+    const data = await this.loadTile(rangeRef(rect.firstRow, rect.firstColumn, rect.lastRow,
+                                              rect.lastColumn));
+    return data.rows;
   }
 
   // --- input ---
 
-  onMouseDown(event) {
-    const cell = event.target.closest('.grid-cell');
-    if (!cell || !cell.dataset.ref) return;
-    const line = this.rows.findIndex((r) => r.cellsNode === cell.parentNode);
-    const j = this.rows[line].cells.indexOf(cell);
-    if (this.editor) this.commitEditing({move: null});
-    event.preventDefault();
-    this.root.focus({preventScroll: true});
-    this.setActive(this.firstRow + line, this.firstColumn + j, {scroll: false});
+  /**
+   * The cell a mouse event is on, from the cell's own reference (not from the last
+   * render's scroll position, which a scroll may have overtaken).
+   * @param {Event} event
+   * @returns {{row: number, column: number}|null}
+   */
+  cellFromEvent(event) {
+    const cell = /** @type {HTMLElement|null} */ (
+      /** @type {HTMLElement} */ (event.target).closest('.grid-cell'));
+    const ref = cell && (cell.dataset.frozenRef || cell.dataset.ref);
+    if (!ref) return null;
+    const match = /^([A-Z]+)(\d+)$/.exec(ref);
+    if (!match) return null;
+    let column = 0;
+    for (const ch of match[1]) column = column * 26 + ch.charCodeAt(0) - 64;
+    return {row: Number(match[2]), column};
   }
 
+  /** @param {MouseEvent} event */
+  onMouseDown(event) {
+    const ref = this.cellFromEvent(event);
+    if (!ref || event.button !== 0) return;
+    if (this.editing) this.commitEditing(null);
+    event.preventDefault();
+    this.focus();
+    this.dragging = true;
+    this.setActive(ref.row, ref.column, {scroll: false, extend: event.shiftKey});
+  }
+
+  /** @param {MouseEvent} event */
+  onMouseMove(event) {
+    if (!this.dragging || !(event.buttons & 1)) return;
+    const ref = this.cellFromEvent(event);
+    if (!ref || (ref.row === this.active.row && ref.column === this.active.column)) return;
+    // Extends the selection from the anchor; the anchor stays where the drag began.
+    const anchor = this.anchor;
+    this.setActive(ref.row, ref.column, {scroll: false, extend: true});
+    this.anchor = anchor;
+    this.render();
+  }
+
+  /** @param {KeyboardEvent} event */
   onKeyDown(event) {
-    if (this.editor) return;  // the editor handles its own keys
+    if (event.isComposing || event.key === 'Process' || event.key === 'Dead') return;
+    if (this.editing) {
+      this.onEditorKey(event);
+      return;
+    }
     const {row, column} = this.active;
     const pageRows = Math.max(1, this.poolRows - 2);
+    /** @type {Record<string, [number, number]>} */
     const moves = {
       ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1],
       PageUp: [-pageRows, 0], PageDown: [pageRows, 0],
     };
+    const ctrl = event.ctrlKey || event.metaKey;
     if (moves[event.key]) {
       const [dr, dc] = moves[event.key];
-      const far = event.ctrlKey || event.metaKey;
-      this.setActive(far && dr ? (dr < 0 ? 1 : GRID_ROWS) : row + dr,
-                     far && dc ? (dc < 0 ? 1 : GRID_COLUMNS) : column + dc);
-    } else if (event.key === 'Tab') {
-      this.setActive(row, column + (event.shiftKey ? -1 : 1));
+      if (ctrl && event.key.startsWith('Arrow')) {
+        this.moveToEdge(dr, dc, event.shiftKey);
+      } else {
+        this.setActive(row + dr, column + dc, {extend: event.shiftKey});
+      }
     } else if (event.key === 'Home') {
-      this.setActive(event.ctrlKey ? 1 : row, 1);
+      this.setActive(ctrl ? 1 : row, 1, {extend: event.shiftKey});
+    } else if (event.key === 'End' && ctrl) {
+      this.moveToLastUsed(event.shiftKey);
     } else if (event.key === 'Enter' || event.key === 'F2') {
-      this.startEditing(null);
+      this.startEditing('edit');
     } else if (event.key === 'Delete' || event.key === 'Backspace') {
-      if (!this.readOnly) this.commit(row, column, '');
-    } else if (event.key.length === 1 && !event.ctrlKey && !event.metaKey && !event.altKey) {
-      this.startEditing(event.key);
+      this.clearSelection();
+    } else if (event.key === 'Escape') {
+      const s = this.selection();
+      if (s.firstRow !== s.lastRow || s.firstColumn !== s.lastColumn) {
+        this.setActive(row, column);
+      } else {
+        this.onLeave();
+      }
+    } else if (event.key === 'Tab') {
+      return;  // leaves the grid (the browser moves focus on)
     } else {
-      return;
+      return;  // text, copy, paste: the input's own events
     }
     event.preventDefault();
   }
 
-  // Opens the editor on the active cell, with `initial` replacing its content (a key
-  // typed) or the cell's current content (Enter, F2, double click).
-  startEditing(initial) {
-    if (this.readOnly) return;
+  /** @param {KeyboardEvent} event */
+  onEditorKey(event) {
+    const editing = /** @type {NonNullable<typeof this.editing>} */ (this.editing);
+    /** @type {[number, number]|null} */
+    let move = null;
+    if (event.key === 'Enter') move = event.shiftKey ? [-1, 0] : [1, 0];
+    else if (event.key === 'Tab') move = event.shiftKey ? [0, -1] : [0, 1];
+    else if (editing.kind === 'enter' && event.key.startsWith('Arrow')) {
+      move = /** @type {Record<string, [number, number]>} */ ({
+        ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1],
+      })[event.key] || null;
+    }
+    if (move) {
+      event.preventDefault();
+      this.commitEditing(move);
+    } else if (event.key === 'Escape') {
+      event.preventDefault();
+      this.cancelEditing();
+    }
+  }
+
+  // Text arrived in the input outside an edit (a key, IME, a dead key, inserted text).
+  onInput() {
+    if (this.editing) return;
+    if (this.readOnly) {
+      this.input.value = '';
+      return;
+    }
+    this.beginTypedEdit();
+  }
+
+  // An edit that starts with what is typed (the input already holds it).
+  beginTypedEdit() {
+    if (this.editing || this.readOnly) return;
+    const {row, column} = this.active;
+    this.anchor = {row, column};
+    this.editing = {row, column, kind: 'enter', baseSeq: this.seqAt(row, column)};
+    this.showEditor();
+  }
+
+  /**
+   * Opens the editor on the active cell with its content (Enter, F2, double click).
+   * @param {'edit'} kind
+   */
+  startEditing(kind) {
+    if (this.readOnly || this.editing) return;
     const {row, column} = this.active;
     this.scrollIntoView(row, column);
     const cell = this.cellAt(row, column);
-    const input = el('input.grid-editor', {
-      type: 'text',
-      'aria-label': `Edit ${cellRef(row, column)}`,
-      spellcheck: 'false',
-      autocomplete: 'off',
-    });
-    input.value = initial !== null ? initial : editValue(cell ? cell.value : null);
-    input.addEventListener('keydown', (event) => {
-      if (event.key === 'Enter') {
-        event.preventDefault();
-        this.commitEditing({move: event.shiftKey ? [-1, 0] : [1, 0]});
-      } else if (event.key === 'Tab') {
-        event.preventDefault();
-        this.commitEditing({move: event.shiftKey ? [0, -1] : [0, 1]});
-      } else if (event.key === 'Escape') {
-        event.preventDefault();
-        this.cancelEditing();
-      }
-      event.stopPropagation();
-    });
-    input.addEventListener('blur', () => {
-      if (this.editor && this.editor.input === input) this.commitEditing({move: null});
-    });
-    this.editor = {row, column, input};
-    this.pane.append(input);
-    this.positionEditor();
-    input.focus({preventScroll: true});
-    if (initial === null) input.select();
+    this.editing = {row, column, kind, baseSeq: this.seqAt(row, column)};
+    this.input.value = editValue(cell ? cell.value : null);
+    this.showEditor();
+    this.input.setSelectionRange(this.input.value.length, this.input.value.length);
   }
 
-  positionEditor() {
-    if (!this.editor) return;
+  showEditor() {
+    const editing = /** @type {NonNullable<typeof this.editing>} */ (this.editing);
+    this.input.classList.add('grid-editing');
+    this.input.setAttribute('aria-label', `Edit ${cellRef(editing.row, editing.column)}`);
+    this.positionInput();
+    this.focus();
+  }
+
+  positionInput() {
+    const {row, column} = this.editing || this.active;
     const {top, left} = this.scrollPosition();
-    const y = HEADER_HEIGHT + (this.editor.row - 1) * ROW_HEIGHT - top;
-    const x = ROW_HEADER_WIDTH + (this.editor.column - 1) * COLUMN_WIDTH - left;
-    this.editor.input.style.transform = `translate(${x}px, ${y}px)`;
+    const frozen = row <= this.frozenRows;
+    const y = HEADER_HEIGHT + (row - 1) * ROW_HEIGHT - (frozen ? 0 : top);
+    const x = ROW_HEADER_WIDTH + (column - 1) * COLUMN_WIDTH - left;
+    this.input.style.transform = `translate(${x}px, ${y}px)`;
+  }
+
+  closeEditor() {
+    this.editing = null;
+    this.input.value = '';
+    this.input.classList.remove('grid-editing');
+    this.input.setAttribute('aria-label', `Cell ${cellRef(this.active.row, this.active.column)}`);
   }
 
   cancelEditing() {
-    if (!this.editor) return;
-    const {input} = this.editor;
-    this.editor = null;
-    input.remove();
-    this.focus();
+    if (!this.editing) return;
+    this.closeEditor();
+    this.render();
   }
 
-  commitEditing({move}) {
-    if (!this.editor) return;
-    const {row, column, input} = this.editor;
-    const text = input.value;
-    this.editor = null;
-    input.remove();
-    const before = this.cellAt(row, column);
-    const unchanged = before && editValue(before.value) === text;
-    if (!unchanged) this.commit(row, column, text);
+  /** @param {[number, number]|null} move */
+  commitEditing(move) {
+    if (!this.editing) return;
+    const {row, column, baseSeq} = this.editing;
+    const text = this.input.value;
+    this.closeEditor();
+    this.onCommit({row, column, text, baseSeq});
     if (move) this.setActive(row + move[0], column + move[1]);
-    this.focus();
+    else this.render();
   }
 
-  commit(row, column, text) {
-    Promise.resolve(this.onCommit(row, column, text)).catch(() => {});
+  clearSelection() {
+    if (this.readOnly) return;
+    const rect = this.selection();
+    this.onClear({rect, baseSeq: this.seqOfRect(rect)});
+  }
+
+  // --- the data edge, the last used cell ---
+
+  /**
+   * Ctrl+arrow: to the edge of the data along the row or column (dataEdge), reading the
+   * cells from the server in chunks up to the used extent.
+   * @param {number} dr
+   * @param {number} dc
+   * @param {boolean} extend
+   */
+  async moveToEdge(dr, dc, extend) {
+    const token = ++this.edgeToken;
+    const {row, column} = this.active;
+    let used;
+    try {
+      used = await this.usedRange();
+    } catch {
+      return;
+    }
+    if (token !== this.edgeToken) return;
+    const vertical = dr !== 0;
+    const step = vertical ? dr : dc;
+    const from = vertical ? row : column;
+    const extent = vertical ? used.lastRow : used.lastColumn;
+    const gridEnd = step > 0 ? (vertical ? GRID_ROWS : GRID_COLUMNS) : 1;
+    const end = step > 0 ? Math.max(extent, from) : 1;
+    // Read the positions between `from` and `end` up to the used extent: past it every
+    // position is empty, known without a read.
+    /** @type {Map<number, boolean>} */
+    const filled = new Map();
+    const lo = Math.min(from, end);
+    const hi = Math.min(Math.max(from, end), extent);
+    try {
+      for (let first = lo; first <= hi; first += EDGE_CHUNK) {
+        const last = Math.min(hi, first + EDGE_CHUNK - 1);
+        const rows = await this.readRect(vertical
+          ? {firstRow: first, lastRow: last, firstColumn: column, lastColumn: column}
+          : {firstRow: row, lastRow: row, firstColumn: first, lastColumn: last});
+        if (token !== this.edgeToken) return;
+        for (let i = first; i <= last; i++) {
+          const value = vertical ? rows[i - first]?.[0] : rows[0]?.[i - first];
+          filled.set(i, value !== null && value !== undefined && value !== '');
+        }
+      }
+    } catch {
+      return;
+    }
+    const target = dataEdge(from, step, end, gridEnd, (i) => filled.get(i) === true);
+    if (token !== this.edgeToken) return;
+    const anchor = this.anchor;
+    this.setActive(vertical ? target : row, vertical ? column : target, {extend});
+    if (extend) this.anchor = anchor;
+  }
+
+  /** @param {boolean} extend */
+  async moveToLastUsed(extend) {
+    const token = ++this.edgeToken;
+    try {
+      const used = await this.usedRange();
+      if (token !== this.edgeToken) return;
+      const anchor = this.anchor;
+      this.setActive(Math.max(1, used.lastRow), Math.max(1, used.lastColumn), {extend});
+      if (extend) this.anchor = anchor;
+    } catch {
+      // the server is unreachable: nowhere to go
+    }
+  }
+
+  // --- clipboard ---
+
+  /** @param {ClipboardEvent} event */
+  onCopy(event) {
+    if (this.editing) return;
+    const rect = this.selection();
+    const cells = (rect.lastRow - rect.firstRow + 1) * (rect.lastColumn - rect.firstColumn + 1);
+    event.preventDefault();
+    if (cells > MAX_COPY_CELLS) return;
+    /** @type {string[][]} */
+    const rows = [];
+    let complete = true;
+    for (let r = rect.firstRow; r <= rect.lastRow && complete; r++) {
+      const line = [];
+      for (let c = rect.firstColumn; c <= rect.lastColumn; c++) {
+        const cell = this.cellAt(r, c);
+        if (!cell) {
+          complete = false;
+          break;
+        }
+        line.push(editValue(cell.value));
+      }
+      rows.push(line);
+    }
+    if (complete) {
+      event.clipboardData?.setData('text/plain', toTsv(rows));
+      return;
+    }
+    // Not all loaded: read the range, then write the clipboard asynchronously.
+    this.readRect(rect)
+      .then((values) => navigator.clipboard.writeText(
+        toTsv(values.map((line) => line.map((v) => editValue(v))))))
+      .catch(() => {});
+  }
+
+  /** @param {ClipboardEvent} event */
+  onPasteEvent(event) {
+    if (this.editing || this.readOnly) return;
+    const text = event.clipboardData?.getData('text/plain') ?? '';
+    event.preventDefault();
+    if (!text) return;
+    const rows = parseTsv(text);
+    if (!rows.length) return;
+    const {row, column} = this.active;
+    const width = Math.max(...rows.map((r) => r.length));
+    const rect = {firstRow: row, firstColumn: column, lastRow: row + rows.length - 1,
+                  lastColumn: column + width - 1};
+    this.onPaste({row, column, rows, baseSeq: this.seqOfRect(rect)});
+    const anchor = {row: rect.lastRow, column: rect.lastColumn};
+    this.setActive(row, column);
+    this.anchor = anchor;
+    this.render();
   }
 }

@@ -1,21 +1,36 @@
+// @ts-check
 // Small DOM helpers shared by the pages: element building, formatting, toasts and
 // modal dialogs. No framework: pages build their DOM with el() and replace it on change.
 
 // el('div.card#main', {onclick, title, ...}, child, ...): tag with optional .classes and
 // #id; attributes starting with "on" become listeners, `dataset`/`style` objects are
 // assigned; children may be strings, nodes, arrays, null or false (skipped).
+/**
+ * An element: its known properties typed, any other (an input's value, a dialog's
+ * showModal) loosely, as pages use the element they asked for.
+ * @typedef {HTMLElement & Record<string, any>} Elem
+ * @typedef {Node|string|number|null|undefined|false|any[]} Child
+ */
+
+/**
+ * @param {string} spec
+ * @param {Record<string, any>|Child} [attrs]
+ * @param {...Child} children
+ * @returns {Elem}
+ */
 export function el(spec, attrs = {}, ...children) {
   const match = /^([a-z0-9-]+)?((?:[.#][\w-]+)*)$/i.exec(spec);
-  const node = document.createElement(match[1] || 'div');
+  if (!match) throw new Error(`el: bad spec '${spec}'`);
+  const node = /** @type {Elem} */ (document.createElement(match[1] || 'div'));
   for (const part of match[2].match(/[.#][\w-]+/g) || []) {
     if (part[0] === '.') node.classList.add(part.slice(1));
     else node.id = part.slice(1);
   }
-  if (attrs instanceof Node || typeof attrs === 'string' || Array.isArray(attrs)) {
-    children.unshift(attrs);
+  if (attrs instanceof Node || typeof attrs !== 'object' || Array.isArray(attrs) || attrs === null) {
+    children.unshift(/** @type {Child} */ (attrs));
     attrs = {};
   }
-  for (const [key, value] of Object.entries(attrs || {})) {
+  for (const [key, value] of Object.entries(/** @type {Record<string, any>} */ (attrs))) {
     if (value === undefined || value === null || value === false) continue;
     if (key.startsWith('on') && typeof value === 'function') {
       node.addEventListener(key.slice(2).toLowerCase(), value);
@@ -33,59 +48,40 @@ export function el(spec, attrs = {}, ...children) {
   return node;
 }
 
+/**
+ * @param {Node} node
+ * @param {Child[]} children
+ */
 function append(node, children) {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     if (Array.isArray(child)) append(node, child);
-    else node.append(child instanceof Node ? child : String(child));
+    else /** @type {Element} */ (node).append(child instanceof Node ? child : String(child));
   }
 }
 
+/**
+ * @param {Element} node
+ * @param {...Child} children
+ */
 export function clear(node, ...children) {
   node.replaceChildren();
   append(node, children);
   return node;
 }
 
-export function formatBytes(bytes) {
-  if (bytes === null || bytes === undefined) return '—';
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${unit === 0 ? value : value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
-}
+// Formatting lives in format.js (pure, unit-tested); pages import it from either.
+export {formatBytes, formatNumber, formatTime, formatUsd, preview} from './format.js';
 
-export function formatNumber(n) {
-  if (n === null || n === undefined) return '—';
-  return Number(n).toLocaleString('en-US');
-}
-
-// Unix seconds as "2026-01-01 12:00:00" in UTC (the server's clock may be manual).
-export function formatTime(unixSeconds) {
-  if (unixSeconds === null || unixSeconds === undefined) return '—';
-  return new Date(unixSeconds * 1000).toISOString().replace('T', ' ').slice(0, 19);
-}
-
-export function formatUsd(usd) {
-  if (usd === 0) return '$0';
-  if (Math.abs(usd) < 0.01) return `$${usd.toPrecision(3)}`;
-  return `$${usd.toFixed(2)}`;
-}
-
-// A JSON value shortened for a table cell.
-export function preview(value, max = 120) {
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
+/** @type {HTMLElement|null} */
 let toastHost = null;
 
 // A short message in the corner; `kind` is info, success, warning or error. Stays until
 // dismissed for errors, a few seconds otherwise.
+/**
+ * @param {string} message
+ * @param {string} [kind]
+ */
 export function toast(message, kind = 'info') {
   if (!toastHost) {
     toastHost = el('div.toasts', {role: 'status', 'aria-live': 'polite'});
@@ -104,6 +100,11 @@ export function toast(message, kind = 'info') {
 // A modal dialog built on <dialog>. `body` is a node; `actions` are
 // [{label, value, kind}] buttons; resolves with the value of the button pressed (or
 // null on Escape / Cancel). `onSubmit(value)` may return false to keep it open.
+/**
+ * @param {{title: string, body?: Node, actions: {label: string, value: string|null, kind?: string}[],
+ *          initialFocus?: string}} options
+ * @returns {Promise<string|null>}
+ */
 export function modal({title, body, actions, initialFocus}) {
   return new Promise((resolve) => {
     const form = el('form.modal-body', {method: 'dialog'});
@@ -125,33 +126,52 @@ export function modal({title, body, actions, initialFocus}) {
     });
     document.body.append(dialog);
     dialog.showModal();
-    (initialFocus ? dialog.querySelector(initialFocus) : buttons.lastChild)?.focus();
+    /** @type {HTMLElement|null} */ (initialFocus ? dialog.querySelector(initialFocus) : buttons.lastElementChild)?.focus();
   });
 }
 
-export async function confirmDialog(title, message, confirmLabel = 'Delete') {
+/**
+ * @param {string} title
+ * @param {string|Node} message
+ * @param {string} [confirmLabel]
+ * @param {string} [kind] the confirm button's kind
+ */
+export async function confirmDialog(title, message, confirmLabel = 'Delete', kind = 'danger') {
   const answer = await modal({
     title,
     body: el('p', message),
     actions: [
       {label: 'Cancel', value: null},
-      {label: confirmLabel, value: 'yes', kind: 'danger'},
+      {label: confirmLabel, value: 'yes', kind},
     ],
   });
   return answer === 'yes';
 }
 
 // A small key/value table: rows are [label, value] with value a string or node.
+/** @param {[string, Child][]} rows */
 export function keyValues(rows) {
   return el('dl.kv', {}, rows.map(([k, v]) => [el('dt', k), el('dd', v ?? '—')]));
 }
 
+/**
+ * @param {Child} label
+ * @param {(event: MouseEvent) => any} onclick
+ * @param {string} [kind]
+ * @param {Record<string, any>} [attrs]
+ */
 export function button(label, onclick, kind = '', attrs = {}) {
   return el(`button.btn${kind ? `.btn-${kind}` : ''}`, {type: 'button', onclick, ...attrs},
             label);
 }
 
 // Runs `action` with `btn` disabled, reporting a failure as a toast.
+/**
+ * @template T
+ * @param {Elem} btn
+ * @param {() => Promise<T>} action
+ * @returns {Promise<T|undefined>}
+ */
 export async function busy(btn, action) {
   btn.disabled = true;
   try {
@@ -164,6 +184,10 @@ export async function busy(btn, action) {
   }
 }
 
+/**
+ * @param {string} text
+ * @param {string} [kind]
+ */
 export function badge(text, kind = '') {
   return el(`span.badge${kind ? `.badge-${kind}` : ''}`, text);
 }

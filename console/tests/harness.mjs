@@ -2,7 +2,7 @@
 // loopback port, talks to it over HTTP, and drives Debian's chromium with playwright-core
 // (never a browser playwright downloads). Nothing is mocked.
 import {spawn} from 'node:child_process';
-import {mkdtempSync, rmSync} from 'node:fs';
+import {mkdtempSync, readFileSync, rmSync} from 'node:fs';
 import net from 'node:net';
 import {tmpdir} from 'node:os';
 import path from 'node:path';
@@ -151,17 +151,44 @@ export async function append(server, sheet, type, body, options = {}) {
   return response.body;
 }
 
-// A browser with a fresh profile directory, removed by close().
-export async function launchBrowser() {
+// SHEETLOG_CONSOLE_DIR=console: pages get the console's files from that directory rather
+// than from the binary (which embeds them at build time), so that a change to the
+// console is tried without rebuilding the server. Unset in CI: the binary's own files.
+const consoleDir = process.env.SHEETLOG_CONSOLE_DIR;
+const CONTENT_TYPES = {'.js': 'text/javascript', '.css': 'text/css', '.html': 'text/html',
+                       '.svg': 'image/svg+xml'};
+
+async function serveConsoleFromDisk(context) {
+  await context.route(/\/console\/.*/, async (route) => {
+    const url = new URL(route.request().url());
+    let file = url.pathname.replace(/^\/console\//, '');
+    if (!path.extname(file)) file = 'index.html';
+    try {
+      const body = readFileSync(path.join(consoleDir, file));
+      await route.fulfill({status: 200, body,
+                           contentType: CONTENT_TYPES[path.extname(file)] || 'application/octet-stream'});
+    } catch {
+      await route.fulfill({status: 404, body: 'not found'});
+    }
+  });
+}
+
+// A browser with a fresh profile directory, removed by close(). `viewport` and
+// `deviceScaleFactor` as Playwright takes them (a phone: {width: 390, height: 844}).
+export async function launchBrowser({viewport = {width: 1280, height: 800}, deviceScaleFactor = 1,
+                                     permissions = []} = {}) {
   const profile = mkdtempSync(path.join(tmpdir(), 'sheetlog-console-profile-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: chromiumPath,
     headless: true,
     acceptDownloads: true,
-    viewport: {width: 1280, height: 800},
+    viewport,
+    deviceScaleFactor,
+    permissions,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
            '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
+  if (consoleDir) await serveConsoleFromDisk(context);
   return {
     context,
     // A new tab; page errors and console errors fail `errors`.

@@ -1,0 +1,500 @@
+// @ts-check
+// The grid tab of a sheet: the formula bar, the rows-and-columns menu, freezing row 1,
+// "snapshot now", the history bar (the sheet as of any seq, read-only), and the grid,
+// whose edits go through the EditQueue (pending, retried, judged per cell on conflict).
+import {cellRef, columnName, displayValue, editValue, parseInput, parseRef} from '../a1.js';
+import {get, post, query, sheetPath} from '../api.js';
+import {EditQueue} from '../edits.js';
+import {cellsOf, describeEntry} from '../entries.js';
+import {formatNumber, formatTime} from '../format.js';
+import {GRID_COLUMNS, GRID_ROWS, VirtualGrid} from '../grid.js';
+import {badge, button, clear, el, toast} from '../ui.js';
+
+const FREEZE_KEY = 'sheetlog.freeze.';
+
+/**
+ * Whether two cell values are the same (a no-op edit appends nothing).
+ * @param {any} a
+ * @param {any} b
+ */
+export function sameValue(a, b) {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * @param {HTMLElement} body
+ * @param {any} ctx the sheet page's context (id, info, nextSeq, feed, listeners)
+ * @param {URLSearchParams} params
+ */
+export function renderGridTab(body, ctx, params) {
+  const {id} = ctx;
+  /** @type {{at: number|null, ownSeqs: Set<number>}} */
+  const state = {at: null, ownSeqs: new Set()};
+  const initialAt = params.get('at');
+  let usedCache = /** @type {{seq: number, value: Promise<{lastRow: number, lastColumn: number}>}|null} */ (null);
+
+  // Formula bar: the active cell's reference (type one to go there) and its content
+  // (a formula as text). Neither is overwritten while the user is typing in it.
+  const refBox = /** @type {HTMLInputElement} */ (el('input.input.ref-box#goto-cell', {
+    value: 'A1', spellcheck: 'false', autocomplete: 'off',
+    title: 'Type a cell (B7) and press Enter to go there',
+    onkeydown(/** @type {KeyboardEvent} */ event) {
+      if (event.key === 'Escape') {
+        refDirty = false;
+        refBox.value = cellRef(grid.active.row, grid.active.column);
+        grid.focus();
+        return;
+      }
+      if (event.key !== 'Enter') return;
+      event.preventDefault();
+      const ref = parseRef(refBox.value);
+      if (ref && ref.row <= GRID_ROWS && ref.column <= GRID_COLUMNS) {
+        refDirty = false;
+        grid.setActive(ref.row, ref.column);
+        grid.focus();
+      } else {
+        toast(`'${refBox.value}' is not a cell reference`, 'warning');
+      }
+    },
+    oninput() { refDirty = true; },
+    onblur() {
+      if (!refDirty) return;
+      refDirty = false;
+      refBox.value = cellRef(grid.active.row, grid.active.column);
+    },
+  }));
+  let refDirty = false;
+  // The formula bar's edit: the cell it edits and the seq its content was read at.
+  /** @type {null|{row: number, column: number, baseSeq: number|null}} */
+  let formulaEdit = null;
+  const formulaInput = /** @type {HTMLInputElement} */ (el('input.input.formula-input#formula-input', {
+    spellcheck: 'false', autocomplete: 'off', placeholder: 'Value or =formula',
+    oninput() {
+      if (!formulaEdit) {
+        const {row, column} = grid.active;
+        formulaEdit = {row, column, baseSeq: grid.seqAt(row, column)};
+      }
+    },
+    onkeydown(/** @type {KeyboardEvent} */ event) {
+      if (event.key === 'Enter') {
+        event.preventDefault();
+        const target = formulaEdit || {...grid.active, baseSeq: grid.seqAt(grid.active.row, grid.active.column)};
+        formulaEdit = null;
+        commit(target.row, target.column, formulaInput.value, target.baseSeq);
+        grid.focus();
+      } else if (event.key === 'Escape') {
+        event.preventDefault();
+        formulaEdit = null;
+        showActive(grid.active.row, grid.active.column, grid.cellAt(grid.active.row, grid.active.column));
+        grid.focus();
+      }
+    },
+  }));
+  const cellInfo = el('span.cell-info');
+  const formulaBar = el('div.formula-bar', {},
+                        el('label.sr-only', {for: 'goto-cell'}, 'Go to cell'), refBox,
+                        el('label.fx', {for: 'formula-input', title: 'Cell content'},
+                           el('span', {'aria-hidden': 'true'}, 'fx'),
+                           el('span.sr-only', 'Cell content')),
+                        formulaInput, cellInfo);
+
+  const structureMenu = el('details.menu#structure-menu', {},
+                           el('summary.btn.btn-small', 'Rows & columns'),
+                           el('div.menu-items', {role: 'group', 'aria-label': 'Rows and columns'},
+                              button('Insert row above', () => structural('InsertRows', -1), 'small'),
+                              button('Insert row below', () => structural('InsertRows', 0), 'small'),
+                              button('Delete row', () => structural('DeleteRows'), 'small'),
+                              button('Insert column left', () => structural('InsertColumns', -1), 'small'),
+                              button('Insert column right', () => structural('InsertColumns', 0), 'small'),
+                              button('Delete column', () => structural('DeleteColumns'), 'small')));
+  const freezeButton = button('Freeze row 1', () => setFrozen(grid.frozenRows === 0), 'small', {
+    'aria-pressed': 'false', id: 'freeze-row',
+  });
+  const snapshotButton = button('Snapshot now', () => snapshotNow(), 'small', {
+    id: 'snapshot-now',
+    title: 'Append a Snapshot entry now: reads of deep rows start from it once it is built',
+  });
+  const tools = el('div.grid-tools', {}, structureMenu, freezeButton, snapshotButton);
+
+  // History bar: the grid as of any seq of the retained log.
+  const slider = /** @type {HTMLInputElement} */ (el('input.history-slider', {
+    type: 'range', min: ctx.info.first_seq, max: Math.max(ctx.info.first_seq, ctx.nextSeq - 1),
+    value: ctx.nextSeq - 1, 'aria-label': 'History: show the sheet as of seq',
+    oninput: () => previewSeq(Number(slider.value)),
+    onchange: () => travelTo(Number(slider.value)),
+  }));
+  const seqInput = /** @type {HTMLInputElement} */ (el('input.input.history-seq#history-seq', {
+    type: 'number', min: ctx.info.first_seq, inputmode: 'numeric',
+    onkeydown(/** @type {KeyboardEvent} */ event) {
+      if (event.key === 'Enter') travelTo(Number(seqInput.value));
+    },
+  }));
+  const liveButton = button('Back to live', () => travelTo(null), 'small', {hidden: true, id: 'back-to-live'});
+  const historyBar = el('div.history-bar', {},
+                        el('span.history-label', {'aria-hidden': 'true'}, 'History'),
+                        button('◀', () => travelTo((state.at ?? ctx.nextSeq - 1) - 1),
+                               'small.btn-icon', {'aria-label': 'Previous seq'}),
+                        slider,
+                        button('▶', () => travelTo((state.at ?? ctx.nextSeq - 1) + 1),
+                               'small.btn-icon', {'aria-label': 'Next seq'}),
+                        el('label.history-seq-label', {for: 'history-seq'}, 'Seq'),
+                        seqInput, liveButton);
+  const banner = el('div.notice.notice-history#history-banner', {hidden: true, role: 'status'});
+  const editStatus = el('div.edit-status#edit-status', {role: 'status', 'aria-live': 'polite'});
+  const gridHost = el('div.grid-host');
+  body.append(el('div.grid-toolbar', {}, formulaBar, tools), historyBar, banner, editStatus,
+              gridHost);
+
+  const grid = new VirtualGrid(gridHost, {
+    label: `Sheet ${ctx.info.name || id}`,
+    loadTile: (range, signal) =>
+      get(sheetPath(id, '/cells') + query({range, at: state.at}), {signal}),
+    onCommit: ({row, column, text, baseSeq}) => commit(row, column, text, baseSeq),
+    onPaste: ({row, column, rows, baseSeq}) => paste(row, column, rows, baseSeq),
+    onClear: ({rect, baseSeq}) => clearRect(rect, baseSeq),
+    onActiveChange: showActive,
+    usedRange,
+    onLeave: () => {
+      refBox.focus();
+      refBox.select();
+    },
+  });
+
+  const edits = new EditQueue({
+    sheetId: id,
+    grid,
+    knownHead: () => ctx.nextSeq,
+    describe: describeEntry,
+    onSaved(seq, nextSeq) {
+      state.ownSeqs.add(seq);
+      ctx.nextSeq = Math.max(ctx.nextSeq, nextSeq);
+      ctx.feed?.refresh();
+      grid.invalidate();
+    },
+    onChange: showEdits,
+  });
+
+  function setFrozen(/** @type {boolean} */ on) {
+    grid.setFrozenRows(on ? 1 : 0);
+    freezeButton.setAttribute('aria-pressed', String(on));
+    freezeButton.classList.toggle('btn-pressed', on);
+    try {
+      if (on) localStorage.setItem(FREEZE_KEY + id, '1');
+      else localStorage.removeItem(FREEZE_KEY + id);
+    } catch { /* storage disabled */ }
+  }
+
+  /**
+   * @param {number} row
+   * @param {number} column
+   * @param {any} cell
+   */
+  function showActive(row, column, cell) {
+    if (!refDirty || document.activeElement !== refBox) refBox.value = cellRef(row, column);
+    // The formula bar keeps what the user is typing in it (a live update re-reads the
+    // active cell; it must not wipe the input).
+    const typing = formulaEdit !== null && document.activeElement === formulaInput;
+    if (typing && formulaEdit && (formulaEdit.row !== row || formulaEdit.column !== column)) {
+      formulaEdit = null;
+    } else if (typing) {
+      return;
+    }
+    if (!typing) formulaEdit = null;
+    formulaInput.value = cell ? editValue(cell.value) : '';
+    const parts = [];
+    if (cell && cell.cached !== null && cell.cached !== undefined) {
+      parts.push(badge(`= ${displayValue(cell.cached)}`, 'info'));
+    }
+    if (cell && cell.format) parts.push(badge(`format ${cell.format}`, 'muted'));
+    clear(cellInfo, parts);
+  }
+
+  // The used range at the head, read once per seq (Ctrl+End, Ctrl+arrows).
+  function usedRange() {
+    const seq = state.at ?? ctx.nextSeq;
+    if (!usedCache || usedCache.seq !== seq) {
+      usedCache = {
+        seq,
+        value: get(sheetPath(id, '/used-range') + query({at: state.at})).then((r) => ({
+          lastRow: r.last_row, lastColumn: r.last_column,
+        })),
+      };
+      usedCache.value.catch(() => { usedCache = null; });
+    }
+    return usedCache.value;
+  }
+
+  // The banner under the toolbar: conflicts (both values, and the choice), edits the
+  // server refused, and edits waiting for the server.
+  function showEdits(/** @type {import('../edits.js').Edit[]} */ list) {
+    const conflicts = list.filter((e) => e.state === 'conflict');
+    const failed = list.filter((e) => e.state === 'failed');
+    const rejected = list.filter((e) => e.state === 'rejected');
+    const pending = list.filter((e) => e.state === 'pending');
+    const items = [];
+    for (const edit of conflicts) {
+      const where = edit.cells.length === 1 ? cellRef(edit.cells[0].row, edit.cells[0].column)
+        : `${cellRef(edit.rect.firstRow, edit.rect.firstColumn)}:${cellRef(edit.rect.lastRow, edit.rect.lastColumn)}`;
+      const theirs = edit.theirs;
+      const one = edit.cells.length === 1;
+      items.push(el('div.notice.notice-warning.conflict-notice', {role: 'alert', dataset: {edit: String(edit.id)}},
+                    el('div.conflict-text', {},
+                       el('strong', `${where} was changed by another client while you edited it.`), ' ',
+                       theirs ? el('span', {}, 'Theirs: ', el('code.theirs', one ? displayValue(theirs.values[0]) : `${theirs.values.length} cells`),
+                                   ` (seq ${theirs.seq}: ${theirs.description}). `) : null,
+                       el('span', {}, 'Yours: ', el('code.yours', one ? displayValue(edit.cells[0].value) : `${edit.cells.length} cells`), '.')),
+                    button('Keep theirs', () => edits.resolve(edit.id, false), 'small'),
+                    button('Use mine', () => edits.resolve(edit.id, true), 'small.btn-primary')));
+    }
+    for (const edit of rejected) {
+      items.push(el('div.notice.notice-error', {role: 'alert'},
+                    `Not saved: ${describeEntry({seq: 0, ...edit.entry})}: ${edit.error}`,
+                    button('Retry', () => edits.retryNow(), 'small'),
+                    button('Discard', () => edits.discard(edit.id), 'small')));
+    }
+    if (failed.length) {
+      const waiting = failed.length + pending.length;
+      items.push(el('div.notice.notice-error#unsaved-notice', {role: 'alert'},
+                    `${waiting} edit${waiting === 1 ? '' : 's'} not saved yet: ` +
+                    `${failed[0].error || 'no answer from the server'}. Retrying; ` +
+                    'nothing you typed is lost.',
+                    button('Retry now', () => edits.retryNow(), 'small')));
+    }
+    clear(editStatus, items);
+  }
+
+  function syncHistoryBar() {
+    const head = ctx.nextSeq - 1;
+    slider.max = String(Math.max(ctx.info.first_seq, head));
+    if (state.at === null) {
+      slider.value = String(head);
+      seqInput.value = String(head);
+    }
+    seqInput.max = String(head);
+  }
+
+  /**
+   * An edit typed into a cell (or the formula bar). Nothing is appended when it does
+   * not change the cell.
+   * @param {number} row
+   * @param {number} column
+   * @param {string} text
+   * @param {number|null} baseSeq
+   */
+  function commit(row, column, text, baseSeq) {
+    if (state.at !== null) return;
+    const value = parseInput(text);
+    const before = grid.cellAt(row, column);
+    if (before && sameValue(before.value, value)) return;
+    if (!before && value === null) return;
+    const format = grid.serverCellAt(row, column)?.format || '';
+    const body = {ref: cellRef(row, column), value, ...(format ? {format} : {})};
+    edits.add({type: 'SetCell', body}, [{row, column, value}], baseSeq);
+  }
+
+  /**
+   * Tab-separated rows pasted at (row, column): one SetCells entry.
+   * @param {number} row
+   * @param {number} column
+   * @param {string[][]} rows
+   * @param {number|null} baseSeq
+   */
+  function paste(row, column, rows, baseSeq) {
+    if (state.at !== null) {
+      toast('Read-only: go back to live to paste', 'warning');
+      return;
+    }
+    if (row + rows.length - 1 > GRID_ROWS ||
+        column + Math.max(...rows.map((r) => r.length)) - 1 > GRID_COLUMNS) {
+      toast('The pasted range does not fit on the sheet from here', 'warning');
+      return;
+    }
+    const values = rows.map((r) => r.map((text) => parseInput(text)));
+    const cells = [];
+    values.forEach((r, i) => r.forEach((value, j) => cells.push({row: row + i, column: column + j, value})));
+    edits.add({type: 'SetCells', body: {at: cellRef(row, column), rows: values}}, cells, baseSeq);
+  }
+
+  /**
+   * Delete on a selection: clears its cells that hold a value (formats stay, as a
+   * spreadsheet's Delete leaves them); nothing when none does.
+   * @param {{firstRow: number, firstColumn: number, lastRow: number, lastColumn: number}} rect
+   * @param {number|null} baseSeq
+   */
+  async function clearRect(rect, baseSeq) {
+    if (state.at !== null) return;
+    const count = (rect.lastRow - rect.firstRow + 1) * (rect.lastColumn - rect.firstColumn + 1);
+    if (count > 100000) {
+      toast('Select at most 100,000 cells to clear', 'warning');
+      return;
+    }
+    /** @type {{row: number, column: number, value: any, format: string}[]} */
+    const filled = [];
+    let complete = true;
+    for (let r = rect.firstRow; r <= rect.lastRow && complete; r++) {
+      for (let c = rect.firstColumn; c <= rect.lastColumn; c++) {
+        const cell = grid.cellAt(r, c);
+        if (!cell) {
+          complete = false;
+          break;
+        }
+        if (cell.value !== null) filled.push({row: r, column: c, value: null, format: cell.format});
+      }
+    }
+    if (!complete) {
+      filled.length = 0;
+      try {
+        const data = await get(sheetPath(id, '/cells') + query({
+          range: `${cellRef(rect.firstRow, rect.firstColumn)}:${cellRef(rect.lastRow, rect.lastColumn)}`,
+        }));
+        data.rows.forEach((/** @type {any[]} */ r, /** @type {number} */ i) => r.forEach((v, j) => {
+          if (v !== null) {
+            filled.push({row: rect.firstRow + i, column: rect.firstColumn + j, value: null,
+                         format: data.formats?.[i]?.[j] || ''});
+          }
+        }));
+        baseSeq = data.at_seq;
+      } catch (error) {
+        toast(`Could not clear: ${/** @type {Error} */ (error).message}`, 'error');
+        return;
+      }
+    }
+    if (filled.length === 0) return;  // nothing to clear: no entry
+    const spec = (/** @type {{format: string}} */ c) => (c.format ? {value: null, format: c.format} : null);
+    const entry = filled.length === 1
+      ? {type: 'SetCell', body: {ref: cellRef(filled[0].row, filled[0].column), value: null,
+                                 ...(filled[0].format ? {format: filled[0].format} : {})}}
+      : {type: 'SetCells', body: {cells: Object.fromEntries(filled.map((c) => [cellRef(c.row, c.column), spec(c)]))}};
+    edits.add(entry, filled.map(({row, column}) => ({row, column, value: null})), baseSeq);
+  }
+
+  /**
+   * @param {'InsertRows'|'DeleteRows'|'InsertColumns'|'DeleteColumns'} type
+   * @param {number} [offset]
+   */
+  async function structural(type, offset = 0) {
+    structureMenu.removeAttribute('open');
+    if (state.at !== null) {
+      toast('Read-only: go back to live to edit', 'warning');
+      return;
+    }
+    const {row, column} = grid.active;
+    const bodies = {
+      InsertRows: () => ({after: row + offset}),
+      DeleteRows: () => ({at: row}),
+      InsertColumns: () => ({after: column + offset === 0 ? 0 : columnName(column + offset)}),
+      DeleteColumns: () => ({at: columnName(column)}),
+    };
+    try {
+      const done = await post(sheetPath(id, '/entries'), {type, body: bodies[type](), expect_seq: ctx.nextSeq});
+      state.ownSeqs.add(done.seq);
+      ctx.nextSeq = Math.max(ctx.nextSeq, done.next_seq || done.seq + 1);
+      ctx.feed?.refresh();
+      grid.invalidate();
+      toast(`${type} appended at seq ${done.seq}`, 'success');
+    } catch (error) {
+      const e = /** @type {any} */ (error);
+      if (e.status === 409) {
+        // Rows and columns move every cell after them: never applied over a change the
+        // page has not shown yet.
+        grid.invalidate();
+        toast(`${type} not applied: another client changed the sheet first. Refreshed; ` +
+              'try again.', 'warning');
+      } else {
+        toast(`${type} failed: ${e.message}`, 'error');
+      }
+    } finally {
+      grid.focus();
+    }
+  }
+
+  async function snapshotNow() {
+    snapshotButton.disabled = true;
+    try {
+      const done = await post(sheetPath(id, '/snapshots'), {});
+      toast(`Snapshot entry appended at seq ${formatNumber(done.seq)}; the pipeline builds it.`,
+            'success');
+    } catch (error) {
+      toast(`Snapshot failed: ${/** @type {Error} */ (error).message}`, 'error');
+    } finally {
+      snapshotButton.disabled = false;
+    }
+  }
+
+  /** @type {ReturnType<typeof setTimeout>|undefined} */
+  let previewTimer;
+  function previewSeq(/** @type {number} */ seq) {
+    seqInput.value = String(seq);
+    clearTimeout(previewTimer);
+    previewTimer = setTimeout(() => travelTo(seq), 250);
+  }
+
+  /**
+   * Shows the grid as of `seq` (read-only, with the entry at seq), or live for null.
+   * @param {number|null} seq
+   */
+  async function travelTo(seq) {
+    clearTimeout(previewTimer);
+    const head = ctx.nextSeq - 1;
+    if (seq !== null) seq = Math.min(Math.max(seq, ctx.info.first_seq), head);
+    if (seq === state.at) return;
+    state.at = seq;
+    const url = new URL(location.href);
+    if (seq === null) url.searchParams.delete('at');
+    else url.searchParams.set('at', String(seq));
+    history.replaceState(null, '', url.pathname + url.search);
+    grid.setReadOnly(seq !== null);
+    grid.invalidate();
+    liveButton.hidden = seq === null;
+    historyBar.classList.toggle('history-active', seq !== null);
+    formulaInput.readOnly = seq !== null;
+    if (seq === null) {
+      banner.hidden = true;
+      syncHistoryBar();
+      return;
+    }
+    slider.value = String(seq);
+    seqInput.value = String(seq);
+    banner.hidden = false;
+    clear(banner, el('strong', `Read-only: as of seq ${formatNumber(seq)}`), ' · loading entry…');
+    try {
+      const entry = await get(sheetPath(id, `/entries/${seq}`));
+      if (state.at !== seq) return;
+      clear(banner,
+            el('strong', `Read-only: the sheet as of seq ${formatNumber(seq)}`),
+            el('span.banner-entry', {}, ' · changed by ', el('code', describeEntry(entry)),
+               ` at ${formatTime(entry.created)}`));
+      const changed = cellsOf(entry);
+      if (changed.length) grid.flash(changed);
+    } catch (error) {
+      if (state.at === seq) clear(banner, `As of seq ${seq}: ${/** @type {Error} */ (error).message}`);
+    }
+  }
+
+  const listener = (/** @type {any[]} */ entries) => {
+    syncHistoryBar();
+    if (state.at !== null) return;
+    const changed = [];
+    for (const entry of entries) {
+      if (state.ownSeqs.delete(entry.seq)) continue;
+      changed.push(...cellsOf(entry));
+    }
+    grid.invalidate();
+    if (changed.length) grid.flash(changed);
+  };
+  ctx.listeners.add(listener);
+
+  try {
+    if (localStorage.getItem(FREEZE_KEY + id)) setFrozen(true);
+  } catch { /* storage disabled */ }
+  syncHistoryBar();
+  if (initialAt !== null && initialAt !== '') travelTo(Number(initialAt));
+  grid.focus();
+  return () => {
+    ctx.listeners.delete(listener);
+    edits.close();
+    grid.destroy();
+  };
+}
