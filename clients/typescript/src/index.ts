@@ -9,3 +9,10 @@ export * from "./result.js";
 export type * from "./types.js";
 export { infinisheetEventLog, infinisheetBlobStore } from "./infinisheet.js";
 export type { InfinisheetResultKit } from "./infinisheet.js";
+export { SheetlogWorker, SheetlogWorkerHost } from "./worker-host.js";
+export type {
+  InfiniSheetWorker,
+  PendingWorkflowMessage,
+  SheetlogWorkerHostOptions,
+  WorkerJobReport,
+} from "./worker-host.js";
