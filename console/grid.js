@@ -263,13 +263,21 @@ export class VirtualGrid {
 
   // Drops every cached tile (the sheet changed, or the seq shown did): the old values
   // stay on screen until the new ones arrive, so a refresh does not flicker.
+  // Two refreshes in a row keep what the first kept: a tile still reloading when the
+  // second comes shows its older values, never nothing.
   invalidate() {
     this.generation++;
-    this.stale = new Map();
+    const stale = new Map(this.stale);
     for (const [key, tile] of this.tiles) {
-      if (tile.state === 'ready') this.stale.set(key, tile);
+      if (tile.state === 'ready') stale.set(key, tile);
       else tile.abort?.abort();
     }
+    // Bounded like the tiles: the oldest kept go first.
+    for (const key of stale.keys()) {
+      if (stale.size <= MAX_TILES) break;
+      stale.delete(key);
+    }
+    this.stale = stale;
     this.tiles = new Map();
     this.queueRender();
   }
@@ -935,8 +943,28 @@ export class VirtualGrid {
     const {row, column} = this.active;
     this.scrollIntoView(row, column);
     const cell = this.cellAt(row, column);
-    this.editing = {row, column, kind, baseSeq: this.seqAt(row, column)};
-    this.input.value = editValue(cell ? cell.value : null);
+    if (!cell) {
+      // Not loaded yet: read it first, so the editor never starts from a blank that
+      // would overwrite the cell.
+      const token = ++this.edgeToken;
+      this.loadTile(rangeRef(row, column, row, column)).then((data) => {
+        if (token !== this.edgeToken || this.editing) return;
+        this.openEditor(kind, data.rows[0]?.[0] ?? null, data.at_seq ?? null);
+      }).catch(() => {});
+      return;
+    }
+    this.openEditor(kind, cell.value, this.seqAt(row, column));
+  }
+
+  /**
+   * @param {'edit'} kind
+   * @param {any} value the cell's content
+   * @param {number|null} baseSeq the seq it was read at
+   */
+  openEditor(kind, value, baseSeq) {
+    const {row, column} = this.active;
+    this.editing = {row, column, kind, baseSeq};
+    this.input.value = editValue(value);
     this.showEditor();
     this.input.setSelectionRange(this.input.value.length, this.input.value.length);
   }
