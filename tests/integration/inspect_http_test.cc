@@ -142,7 +142,7 @@ TEST_F(InspectHttpTest, TablesAreBrowsedByKeyAndBadInputChangesNothing) {
 
 TEST_F(InspectHttpTest, InvocationsAreListedNewestFirstWithTheirOutcome) {
   Start({});
-  const std::string sheet = NewSheet();
+  NewSheet();
   ASSERT_TRUE(Eventually([&] {
     JsonResponse r = Get(*client_, "/v1/admin/invocations?source=entry-effects");
     return r.status == 200 && !r.body["invocations"].empty();
@@ -153,8 +153,9 @@ TEST_F(InspectHttpTest, InvocationsAreListedNewestFirstWithTheirOutcome) {
     EXPECT_TRUE(inv["status"] == "succeeded" || inv["status"] == "deferred" ||
                 inv["status"] == "started")
         << inv.dump();
-    if (inv["status"] != "started")
+    if (inv["status"] != "started") {
       EXPECT_TRUE(inv["duration_ms"].is_number()) << inv.dump();
+    }
   }
   JsonResponse one = Get(*client_, "/v1/admin/invocations?limit=1");
   ASSERT_EQ(one.body["invocations"].size(), 1u);
