@@ -1,5 +1,5 @@
-// Routes of api.md section "Operations" that need no storage: health, readiness and
-// metrics.
+// Routes of api.md section "Operations" that need no storage: health, readiness,
+// version and metrics.
 #include "src/api/routes.h"
 #include "src/app/app.h"
 #include "src/version.h"
@@ -12,6 +12,15 @@ void RegisterOpsRoutes(Router& router, App& app) {
       "/healthz",
       [](Call& call) {
         call.Reply(200, json{{"status", "ok"}, {"version", Version()}});
+      },
+      open);
+  // The release (`sheetlog version` prints the same) and the schema version of the
+  // open data directory.
+  router.Get(
+      "/version",
+      [&app](Call& call) {
+        call.Reply(
+            200, json{{"version", Version()}, {"schema_version", app.schema_version()}});
       },
       open);
   router.Get(
