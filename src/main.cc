@@ -25,6 +25,9 @@ Usage: sheetlog <command> [flags]
 
 Commands:
   serve      run the HTTP server
+  restore --from DIR --data-dir DIR [--json]
+             restore a backup (`sheetlog backup`) into a new or empty data directory,
+             checking every file against its checksum first; no server may use it
   version    print the version
   help       show this text
 %s
@@ -85,6 +88,35 @@ int Serve(int argc, char** argv) {
   return 0;
 }
 
+// Offline: writes a data directory no server uses yet (App::Restore).
+int Restore(int argc, char** argv) {
+  Flags flags(argc, argv, 2, {"json"});
+  if (!flags.error().empty()) return Fail(flags.error());
+  const std::optional<std::string> from = flags.Find("from");
+  const std::optional<std::string> data_dir = flags.Find("data-dir");
+  const bool as_json = flags.Bool("json");
+  if (std::string unused = flags.Unused(); !unused.empty()) {
+    return Fail("unknown flag --" + unused + " (see `sheetlog help`)");
+  }
+  if (!from || !data_dir || !flags.positional().empty()) {
+    return Fail("usage: sheetlog restore --from DIR --data-dir DIR [--json]");
+  }
+  Result<RestoreReport> report = App::Restore(*from, *data_dir);
+  if (!report.ok()) return Fail("restore refused: " + report.status().message());
+  if (as_json) {
+    std::printf("%s\n", report->ToJson().dump(2).c_str());
+  } else {
+    std::printf(
+        "restored backup %s (sheetlog %s, schema %d) into %s: database %lld bytes, "
+        "%lld objects (%lld bytes), every file matched its checksum\n",
+        report->id.c_str(), report->app_version.c_str(), report->schema_version,
+        data_dir->c_str(), static_cast<long long>(report->database_bytes),
+        static_cast<long long>(report->blobs),
+        static_cast<long long>(report->blob_bytes));
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace sheetlog
 
@@ -122,6 +154,7 @@ int main(int argc, char** argv) {
     }
     return sheetlog::Serve(argc, argv);
   }
+  if (command == "restore") return sheetlog::Restore(argc, argv);
   for (const sheetlog::cli::Command& c : sheetlog::ClientCommands()) {
     if (command == c.name) return c.run(argc, argv);
   }

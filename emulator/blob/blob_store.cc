@@ -241,6 +241,10 @@ Status BlobStore::Recover() {
       return ErrnoStatus("unlink", path, errno);
     }
   }
+  // Links of a capture a previous process did not finish (a backup it was writing).
+  std::error_code ec;
+  std::filesystem::remove_all(options_.root + "/capture", ec);
+  if (ec) return Internal("remove " + options_.root + "/capture: " + ec.message());
   return RecoverDir(objects_dir_, "").status();
 }
 
@@ -439,7 +443,9 @@ Result<BlobInfo> BlobStore::CommitBody(const std::string& key,
   // would: tests use it to check that such debris is invisible and cleaned up.
   RETURN_IF_ERROR(Fault(FaultPoint::kBlobPutAfterBody));
 
+  std::shared_lock<std::shared_mutex> gate(capture_gate_);
   Result<StoredMeta> old = ReadMeta(key);
+  if (capture_ != nullptr && old.ok()) CaptureLocked(key, *old);
   StoredMeta meta;
   meta.body_id = body_id;
   meta.size = size;
@@ -645,7 +651,9 @@ Result<std::optional<int64_t>> BlobStore::DeleteLocked(const std::string& key,
                                                        bool sync) {
   const std::string dir = ObjectDir(key);
   const std::string meta_path = dir + "/" + std::string(kMetaName);
+  std::shared_lock<std::shared_mutex> gate(capture_gate_);
   Result<StoredMeta> meta = ReadMeta(key);
+  if (capture_ != nullptr && meta.ok()) CaptureLocked(key, *meta);
   std::optional<int64_t> deleted;
   if (::unlink(meta_path.c_str()) == 0) {  // the commit point of a delete
     deleted = meta.ok() ? meta->size : 0;
@@ -1076,6 +1084,92 @@ void BlobStore::SweepObject(const std::string& key, bool has_meta, int64_t body_
   if (report->deleted_keys.size() < kMaxDeletedKeysReported) {
     report->deleted_keys.push_back(key);
   }
+}
+
+// ---------------------------------------------------------------------------------
+// Capture
+
+Result<std::unique_ptr<BlobCapture>> BlobStore::Capture(
+    const std::function<Status()>& at_point) {
+  ASSIGN_OR_RETURN(std::string id, NewBodyId());
+  RETURN_IF_ERROR(blob_files::MakeDirs(options_.root, "capture/" + id, false));
+  std::unique_ptr<BlobCapture> capture(
+      new BlobCapture(this, options_.root + "/capture/" + id));
+  std::unique_lock<std::shared_mutex> gate(capture_gate_);
+  if (capture_ != nullptr) {
+    capture->stopped_ = true;  // never active: the destructor only removes its dir
+    return FailedPrecondition("another capture of blob store " + options_.root +
+                              " is running (one backup at a time)");
+  }
+  Status point = at_point();
+  if (!point.ok()) {
+    capture->stopped_ = true;
+    return point;
+  }
+  capture_ = capture.get();
+  return capture;
+}
+
+void BlobStore::CaptureLocked(const std::string& key, const StoredMeta& meta) {
+  capture_->Add(key, meta.body_id, meta.ToInfo(key));
+}
+
+BlobCapture::~BlobCapture() {
+  Stop();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+void BlobCapture::Add(const std::string& key, const std::string& body_id, BlobInfo info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (captured_.count(key) != 0) return;
+  const std::string body =
+      store_->ObjectDir(key) + "/" + std::string(kBodyPrefix) + body_id;
+  std::string link = dir_ + "/" + std::to_string(next_link_++);
+  if (::link(body.c_str(), link.c_str()) != 0) {
+    if (error_.ok()) error_ = ErrnoStatus("link to " + link, body, errno);
+    return;
+  }
+  captured_[key] = CapturedBlob{std::move(info), body_id, std::move(link)};
+}
+
+Status BlobCapture::Walk() {
+  BlobListOptions page_options;
+  while (true) {
+    ASSIGN_OR_RETURN(BlobListResult page, store_->List(page_options));
+    for (const BlobInfo& listed : page.keys) {
+      std::lock_guard<std::mutex> key_lock(store_->KeyMutex(listed.key));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (captured_.count(listed.key) != 0) continue;  // changed since the instant
+      }
+      bool unreadable = false;
+      Result<BlobStore::StoredMeta> meta = store_->ReadMeta(listed.key, &unreadable);
+      if (!meta.ok()) {
+        if (unreadable) {
+          ++unreadable_;
+        } else if (!meta.status().IsNotFound()) {
+          return meta.status();
+        }
+        continue;  // NotFound: created after the instant and deleted since
+      }
+      Add(listed.key, meta->body_id, meta->ToInfo(listed.key));
+    }
+    if (!page.continuation) break;
+    page_options.continuation = *page.continuation;
+  }
+  Stop();
+  std::lock_guard<std::mutex> lock(mu_);
+  objects_.clear();
+  for (auto& [key, blob] : captured_) objects_.push_back(blob);
+  return error_;
+}
+
+void BlobCapture::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  std::unique_lock<std::shared_mutex> gate(store_->capture_gate_);
+  if (store_->capture_ == this) store_->capture_ = nullptr;
 }
 
 }  // namespace sheetlog

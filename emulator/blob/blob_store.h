@@ -13,6 +13,8 @@
 //   <root>/LOCK                 flock()ed by the open BlobStore: one per directory
 //   <root>/secret               presigning secret, 0600 (blob_presigner.h)
 //   <root>/tmp/                 bodies being written, metadata being replaced
+//   <root>/capture/<id>/        hard links to the bodies a BlobCapture holds (removed
+//                               with it, and by Open after a crash)
 //   <root>/objects/<key>/       one directory per key, e.g. objects/sheets/s1/body/
 //       \meta                   metadata (JSON). Its presence IS the object.
 //       \body.<id>              the body the metadata names (<id>: 32 random hex digits)
@@ -52,6 +54,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +68,7 @@ struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
 
 namespace sheetlog {
 
+class BlobCapture;
 class BlobPresigner;
 class BlobReader;
 class BlobWriter;
@@ -276,6 +280,22 @@ class BlobStore {
   // for objects whose metadata is unreadable.
   BlobStats Stats() const;
 
+  // Starts a capture of every object as it is at one instant, for a backup (RocksDB's
+  // Checkpoint over immutable files, plus S3 versioning's "a delete keeps the old
+  // version" while it runs). `at_point` runs with every put, overwrite and delete of
+  // the store held off (it should be quick: a backup starts its database read
+  // transaction there), so the objects at that instant are exactly the committed ones.
+  // From then until BlobCapture::Walk returns, an overwrite or delete first hard-links
+  // the version it replaces into the capture (under the key's lock, before its commit
+  // point), and Walk links every other object's current version: the capture ends up
+  // with, for every object that existed at the instant, that version, and never a
+  // later one (tags excepted: a tag change is not a new version, and the capture holds
+  // the tags the object has when it is captured). Objects created after the instant
+  // may or may not be in it. Bodies are never copied here; a capture costs a link per
+  // object, and disk space only for versions deleted while it lives. One capture at a
+  // time (FailedPrecondition otherwise). An error of `at_point` is returned as is.
+  Result<std::unique_ptr<BlobCapture>> Capture(const std::function<Status()>& at_point);
+
   const BlobStoreOptions& options() const { return options_; }
 
  private:
@@ -331,6 +351,10 @@ class BlobStore {
                    const LifecycleRule& rule, const BlobKeepPredicate& keep,
                    SweepReport* report);
 
+  // Links `meta`'s body of `key` into the active capture unless it already holds the
+  // key. REQUIRES: the key's lock and capture_gate_ (shared or exclusive) held.
+  void CaptureLocked(const std::string& key, const StoredMeta& meta);
+
   static constexpr size_t kLockStripes = 64;
 
   const BlobStoreOptions options_;
@@ -344,6 +368,56 @@ class BlobStore {
   std::array<Mutex, kLockStripes> key_mutexes_;
   std::atomic<int64_t> object_count_{0};
   std::atomic<int64_t> byte_count_{0};
+  // Every change to an object's version (commit of a put, delete) holds this shared,
+  // from reading the version it replaces to its commit point; Capture holds it
+  // exclusively while it fixes its instant. Lock order: a key's lock, then this.
+  std::shared_mutex capture_gate_;
+  BlobCapture* capture_ = nullptr;  // GUARDED_BY(capture_gate_): the active capture
+  friend class BlobCapture;
+};
+
+// One object of a BlobCapture: its metadata and a path to its body that stays readable
+// until the capture is destroyed, whatever happens to the object meanwhile.
+struct CapturedBlob {
+  BlobInfo info;
+  // The stored version (S3's VersionId): a new put of the key always gets a new one,
+  // so equal versions mean equal bodies.
+  std::string version;
+  std::string body_path;
+};
+
+// What BlobStore::Capture returns. Walk it once, read objects(), then destroy it
+// (removes its links). Not thread-safe; the store must outlive it.
+class BlobCapture {
+ public:
+  ~BlobCapture();
+  BlobCapture(const BlobCapture&) = delete;
+  BlobCapture& operator=(const BlobCapture&) = delete;
+
+  // Links every object not captured yet, then stops capturing changes. Fails if any
+  // link failed (the capture would miss that object).
+  Status Walk();
+  // The captured objects in key order (after Walk). Objects whose metadata is
+  // unreadable are not in it; unreadable() counts them.
+  const std::vector<CapturedBlob>& objects() const { return objects_; }
+  int64_t unreadable() const { return unreadable_; }
+
+ private:
+  friend class BlobStore;
+  BlobCapture(BlobStore* store, std::string dir) : store_(store), dir_(std::move(dir)) {}
+  // Called under the key's lock (and the gate, for changes).
+  void Add(const std::string& key, const std::string& body_id, BlobInfo info);
+  void Stop();
+
+  BlobStore* const store_;
+  const std::string dir_;
+  std::mutex mu_;
+  std::map<std::string, CapturedBlob> captured_;  // GUARDED_BY(mu_)
+  Status error_;                                  // GUARDED_BY(mu_): first link failure
+  int64_t next_link_ = 0;                         // GUARDED_BY(mu_)
+  bool stopped_ = false;
+  int64_t unreadable_ = 0;
+  std::vector<CapturedBlob> objects_;
 };
 
 // A put in progress (BlobStore::BeginPut). Not thread-safe: one thread feeds it.

@@ -1,11 +1,14 @@
 #include "emulator/sqlite/database.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <exception>
 
 #include "emulator/env/clock.h"
@@ -273,7 +276,8 @@ Status Database::Init() {
                              migrations[i - 1].name + " and " + migrations[i].name);
     }
   }
-  ASSIGN_OR_RETURN(schema_version_, ApplyMigrations(*writer_, migrations));
+  ASSIGN_OR_RETURN(schema_version_, ApplyMigrations(*writer_, migrations,
+                                                    options_.release, options_.faults));
   for (int i = 0; i < std::max(1, options_.read_connections); ++i) {
     ASSIGN_OR_RETURN(auto reader, OpenConnection(/*writer=*/false));
     MutexLock lock(&read_mu_);  // not shared yet; the analysis wants it all the same
@@ -474,6 +478,49 @@ void Database::CommitterLoop() {
     LeadBatch(nullptr);
     write_mu_.Lock();
   }
+}
+
+Result<std::unique_ptr<DatabaseSnapshot>> Database::BeginSnapshot() {
+  ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, OpenConnection(/*writer=*/false));
+  // BEGIN is deferred: the read transaction, and with it the instant, starts at the
+  // first read.
+  RETURN_IF_ERROR(conn->Exec("BEGIN"));
+  ASSIGN_OR_RETURN(Statement read, conn->Prepare("SELECT COUNT(*) FROM sqlite_schema"));
+  RETURN_IF_ERROR(read.Step().status());
+  return std::unique_ptr<DatabaseSnapshot>(new DatabaseSnapshot(std::move(conn)));
+}
+
+DatabaseSnapshot::~DatabaseSnapshot() {
+  if (conn_) (void)conn_->Exec("ROLLBACK");
+}
+
+Result<int64_t> DatabaseSnapshot::CopyTo(const std::string& path) {
+  ::unlink(path.c_str());
+  sqlite3* dest = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &dest,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> closer(dest, sqlite3_close_v2);
+  if (rc != SQLITE_OK) return SqliteStatus(dest, rc, "open " + path);
+  // The backup reads the source through its open read transaction (it begins one
+  // only when there is none), so the copy is the snapshot's instant.
+  sqlite3_backup* backup = sqlite3_backup_init(dest, "main", conn_->raw(), "main");
+  if (backup == nullptr)
+    return SqliteStatus(dest, sqlite3_errcode(dest), "backup to " + path);
+  rc = sqlite3_backup_step(backup, -1);
+  int finished = sqlite3_backup_finish(backup);
+  if (rc != SQLITE_DONE) return SqliteStatus(dest, rc, "backup to " + path);
+  if (finished != SQLITE_OK) return SqliteStatus(dest, finished, "backup to " + path);
+  rc = sqlite3_exec(dest, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return SqliteStatus(dest, rc, "journal mode of " + path);
+  closer.reset();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Internal("open " + path + ": " + std::strerror(errno));
+  struct stat st;
+  const bool ok = ::fsync(fd) == 0 && ::fstat(fd, &st) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return Internal("sync " + path + ": " + std::strerror(err));
+  return static_cast<int64_t>(st.st_size);
 }
 
 Status Database::Read(const WorkFn& work) {

@@ -32,6 +32,7 @@
 namespace sheetlog {
 
 class Clock;
+class FaultInjector;
 
 // A prepared statement borrowed from a Connection's cache. Reset on destruction.
 // Bind indexes are 1-based (SQLite's); column indexes are 0-based.
@@ -108,6 +109,27 @@ class Connection {
 // Translates a SQLite result code into a Status.
 Status SqliteStatus(sqlite3* db, int rc, std::string_view what);
 
+// A read transaction held open on a connection of its own (Database::BeginSnapshot):
+// what it reads, and the copy it writes, is the database as of the instant it began,
+// however long it is kept and whatever commits meanwhile (WAL: writers go on, and
+// checkpoints stop short of what it still reads). For backups. Not thread-safe.
+class DatabaseSnapshot {
+ public:
+  ~DatabaseSnapshot();  // ends the read transaction and closes the connection
+  DatabaseSnapshot(const DatabaseSnapshot&) = delete;
+  DatabaseSnapshot& operator=(const DatabaseSnapshot&) = delete;
+
+  // Writes the snapshot to a new database file at `path` (replaced if present) with
+  // SQLite's online backup API, as one self-contained file (rollback journal mode; the
+  // server turns WAL on again when it opens it), synced. Returns its size in bytes.
+  Result<int64_t> CopyTo(const std::string& path);
+
+ private:
+  friend class Database;
+  explicit DatabaseSnapshot(std::unique_ptr<Connection> conn) : conn_(std::move(conn)) {}
+  std::unique_ptr<Connection> conn_;
+};
+
 enum class SyncMode {
   kOff,     // no syncs: for --in-memory and tests only
   kNormal,  // WAL + synchronous=NORMAL: a committed write survives a process crash
@@ -130,6 +152,11 @@ class Database final : public Transactions {
     // (EmulatorMigrations) in one version order. A version both lists hold is refused
     // (InvalidArgument). Default: none — the database holds only the emulator's tables.
     std::vector<Migration> migrations;
+    // The application release applying migrations (recorded with each, and named when
+    // a newer release's database is refused). Default: unknown.
+    std::string release;
+    // Fault points of the migrations (ApplyMigrations). May be null.
+    FaultInjector* faults = nullptr;
     // Time as SQL sees it: `sheetlog_now_micros()` in triggers and statements returns
     // this clock's NowMicros(). Default: SystemClock.
     Clock* clock = nullptr;
@@ -170,6 +197,9 @@ class Database final : public Transactions {
   // hand-written entry triggers older data directories keep): batches that touch no
   // stream-fed table (checkpoints, queues, history) wake nobody.
   void AddCommitListener(std::function<void()> listener) EXCLUDES(listeners_mu_);
+
+  // Starts a DatabaseSnapshot: the instant is fixed when this returns.
+  Result<std::unique_ptr<DatabaseSnapshot>> BeginSnapshot();
 
   // Current schema version.
   int schema_version() const { return schema_version_; }

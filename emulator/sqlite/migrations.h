@@ -14,6 +14,7 @@
 namespace sheetlog {
 
 class Connection;
+class FaultInjector;
 
 struct Migration {
   int version;
@@ -26,8 +27,15 @@ struct Migration {
 const std::vector<Migration>& EmulatorMigrations();
 
 // Brings the database to the newest version in `migrations`. Returns the version now in
-// force. Fails with FailedPrecondition if the database records a version newer than any
-// migration known here (written by a newer sheetlog): it is never modified then.
-Result<int> ApplyMigrations(Connection& conn, const std::vector<Migration>& migrations);
+// force. Each migration commits in its own transaction with its `schema_version` row
+// (recording `release`, the application release applying it), so one interrupted by a
+// crash is rolled back whole and applied again by the next start. Fails with
+// FailedPrecondition if the database records a version newer than any migration known
+// here (written by a newer release), naming both releases and versions: it is never
+// modified then. `faults` (may be null) has the point "migration.before_commit": after a
+// migration's statements, before its commit.
+Result<int> ApplyMigrations(Connection& conn, const std::vector<Migration>& migrations,
+                            const std::string& release = "",
+                            FaultInjector* faults = nullptr);
 
 }  // namespace sheetlog

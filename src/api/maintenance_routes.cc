@@ -1,6 +1,6 @@
 // Routes of api.md "Operations" that check and repair the stored state itself —
 // verify (every invariant of architecture.md) and rebuild-snapshots — and what a sheet
-// would cost on AWS (GET /v1/sheets/{id}/cost).
+// would cost on AWS (GET /v1/sheets/{id}/cost); backups (POST /v1/admin/backup).
 #include "emulator/env/uuid.h"
 #include "emulator/json_text.h"
 #include "src/api/routes.h"
@@ -155,6 +155,24 @@ void RegisterMaintenanceRoutes(Router& router, App& app) {
                                     sheet, app.log(), app.blobs(), {}))));
               },
               admin);
+
+  // A backup of the database and every object (emulator/backup/backup.h) into a
+  // directory of the server's machine, taken while it serves; the reply comes when the
+  // backup is complete. `sheetlog backup --to DIR` calls it.
+  router.Post(
+      "/v1/admin/backup",
+      [&](Call& call) {
+        json body = call.Body();
+        FieldReader fields(body, "request body");
+        std::optional<std::string> to = fields.String("to");
+        fields.Finish();
+        if (!to || to->empty() || (*to)[0] != '/') {
+          throw ApiError::Validation(
+              "\"to\" must be the absolute path of a directory on the server's machine");
+        }
+        call.Reply(200, Check(app.Backup(*to)).ToJson());
+      },
+      admin);
 
   // Not itself charged (and its own reads are not counted): asking costs nothing.
   router.Get(R"(/v1/sheets/([^/]+)/cost)",

@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <string_view>
 #include <system_error>
 
 #include "emulator/blob/blob_lifecycle.h"
@@ -26,6 +28,7 @@
 #include "src/snapshot/head_view_cache.h"
 #include "src/snapshot/import_check.h"
 #include "src/snapshot/worker.h"
+#include "src/version.h"
 
 namespace sheetlog {
 
@@ -66,6 +69,30 @@ void PublishJobEvent(PipelineEvents* events, const RuntimeEvent& e) {
   }
   if (!e.message_id.empty()) data["message_id"] = e.message_id;
   events->Publish("job", std::move(data));
+}
+
+// SHEETLOG_ARM_FAULTS="point[:crash|error],...": fault points armed (once each) before
+// anything is opened, for the points no request can reach in time, such as
+// migration.before_commit. Only with --enable-faults (tests).
+Status ArmStartupFaults(FaultInjector* faults) {
+  const char* text = std::getenv("SHEETLOG_ARM_FAULTS");
+  for (std::string_view rest = text == nullptr ? "" : text; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+    const size_t colon = item.find(':');
+    FaultSpec spec;
+    const std::string_view kind =
+        colon == std::string_view::npos ? "error" : item.substr(colon + 1);
+    if (kind == "crash") {
+      spec.kind = FaultKind::kCrash;
+    } else if (kind != "error") {
+      return InvalidArgument("SHEETLOG_ARM_FAULTS: kind must be crash or error, got '" +
+                             std::string(kind) + "'");
+    }
+    faults->Arm(std::string(item.substr(0, colon)), spec);
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -111,6 +138,7 @@ Status App::Init() {
     clock_ = SystemClock::Default();
   }
   faults_ = std::make_unique<FaultInjector>(clock_);
+  if (options_.enable_faults) RETURN_IF_ERROR(ArmStartupFaults(faults_.get()));
 
   if (options_.in_memory) {
     // A RAM-backed temporary directory when the system has one: the same code paths
@@ -137,6 +165,8 @@ Status App::Init() {
   db_options.path = (fs::path(data_dir_) / "sheetlog.db").string();
   db_options.sync = sync ? options_.sync : SyncMode::kOff;
   db_options.clock = clock_;
+  db_options.release = Version();
+  db_options.faults = faults_.get();
   ASSIGN_OR_RETURN(db_, OpenSheetlogDatabase(db_options));
 
   BlobStoreOptions blob_options;
@@ -481,6 +511,36 @@ void App::PurgeDeletedSheets() {
   if (!purged.ok()) {
     spdlog::warn("purge of deleted sheets failed: {}", purged.status().ToString());
   }
+}
+
+Result<BackupReport> App::Backup(const std::string& to) {
+  BackupOptions options;
+  options.to = to;
+  options.app_version = Version();
+  options.schema_version = schema_version();
+  options.clock = clock_;
+  return WriteBackup(*db_, *blobs_, options);
+}
+
+Result<RestoreReport> App::Restore(const std::string& from, const std::string& data_dir) {
+  std::error_code ec;
+  if (fs::exists(data_dir, ec) && !fs::is_empty(data_dir, ec)) {
+    return FailedPrecondition("data directory " + data_dir +
+                              " is not empty: restore only into an empty or new one");
+  }
+  ASSIGN_OR_RETURN(
+      RestoreReport report,
+      RestoreBackup(from, (fs::path(data_dir) / "sheetlog.db").string(),
+                    (fs::path(data_dir) / "blobs").string(), SystemClock::Default()));
+  AppOptions options;
+  options.data_dir = data_dir;
+  options.workers = false;
+  Result<std::unique_ptr<App>> opened = App::Open(options);
+  if (!opened.ok()) {
+    return opened.status().Annotate("restored to " + data_dir +
+                                    ", but this sheetlog cannot open it");
+  }
+  return report;
 }
 
 Status App::Start() {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "emulator/backup/backup.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/metrics/metrics.h"
@@ -109,6 +110,18 @@ class App {
   // sheet works as on a fresh install. Work in flight at that moment may leave a blob
   // behind; nothing references it. The caller checks options().allow_reset.
   Result<ResetReport> Reset();
+
+  // POST /v1/admin/backup: a consistent backup of the database and of every object to
+  // the absolute directory `to` while the server serves and takes writes
+  // (emulator/backup/backup.h: one instant for both; incremental when `to` holds an
+  // earlier backup). FailedPrecondition while another backup runs.
+  Result<BackupReport> Backup(const std::string& to);
+  // `sheetlog restore`: the backup in `from` into `data_dir` (which must not exist or
+  // be empty), after checking every file against its checksum; then opens it once
+  // without workers, so its migrations run and a database this release cannot open is
+  // reported now. No server may use `data_dir`.
+  static Result<RestoreReport> Restore(const std::string& from,
+                                       const std::string& data_dir);
 
   // What verify adds beyond the stored state of each sheet: messages in a dead-letter
   // queue (of `sheet` only when given) and, for all sheets, change-feed consumers
