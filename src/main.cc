@@ -1,10 +1,17 @@
 // sheetlog: the command line. `sheetlog serve` runs the server; see `sheetlog help`.
 #include <signal.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,16 +44,108 @@ http://127.0.0.1:8787), --token TOKEN (default $SHEETLOG_TOKEN).
 %s)";
 
 using cli::Fail;
+using cli::Flags;
+
+// Under systemd with its output connected to the journal (JOURNAL_STREAM, set by
+// systemd, names the stream), each line starts with its syslog priority ("<3>" for an
+// error) and carries no time stamp, so `journalctl -p warning` filters by level and the
+// journal's own time is the only one. Elsewhere spdlog's default pattern stays.
+class JournalPriorityFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    // trace, debug, info, warn, err, critical, off
+    static constexpr std::string_view kPriority[] = {"<7>", "<7>", "<6>", "<4>",
+                                                     "<3>", "<2>", "<6>"};
+    const std::string_view priority = kPriority[static_cast<int>(msg.level)];
+    dest.append(priority.data(), priority.data() + priority.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JournalPriorityFlag>();
+  }
+};
+
+// The token of --token-file: the file's first line, trimmed. The file must be
+// readable by its owner only (the service user), so no other local user can read it.
+Result<std::string> ReadTokenFile(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return InvalidArgument("--token-file " + path + ": " + std::strerror(errno));
+  }
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return InvalidArgument("--token-file " + path + " can be read by other users (mode " +
+                           mode + "): chmod 0400 it, owned by the user sheetlog runs as");
+  }
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    return InvalidArgument("--token-file " + path + " cannot be read or is empty");
+  }
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
+    line.pop_back();
+  }
+  return line;
+}
+
+// The text of the configuration file `path`.
+Result<std::string> ReadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return InvalidArgument("cannot read configuration file " + path + ": " +
+                           std::strerror(errno));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void LogToJournalIfConnected() {
+  const char* stream = std::getenv("JOURNAL_STREAM");
+  if (stream == nullptr) return;
+  struct stat st;
+  if (fstat(STDOUT_FILENO, &st) != 0) return;
+  const std::string own = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  if (own != stream) return;  // inherited by a child whose output goes elsewhere
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<JournalPriorityFlag>('*').set_pattern("%*%v");
+  spdlog::set_formatter(std::move(formatter));
+}
 
 int Serve(int argc, char** argv) {
+  // Every setting from the command line, SHEETLOG_<NAME> and the --config file
+  // (src/serve_config.h ranks them whatever the order they are applied in).
   ServeConfig config;
   Status configured = config.ApplyEnvironment(std::getenv);
   if (configured.ok()) configured = config.ParseCommandLine(argc, argv, 2);
+  if (configured.ok() && !config.options().config_file.empty()) {
+    const std::string& path = config.options().config_file;
+    Result<std::string> text = ReadConfigFile(path);
+    configured = text.ok() ? config.ApplyFile(path, *text) : text.status();
+  }
   if (!configured.ok()) return Fail(configured.message());
-  const ServeOptions& options = config.options();
+  ServeOptions options = config.options();
+  if (!options.token_file.empty()) {
+    if (config.origin("token").kind != SettingOrigin::Kind::kDefault) {
+      return Fail(
+          "give --token or --token-file, not both (the token came from " +
+          ServeConfig::Describe(*FindServeSetting("token"), config.origin("token")) +
+          ")");
+    }
+    Result<std::string> token = ReadTokenFile(options.token_file);
+    if (!token.ok()) return Fail(token.status().message());
+    if (token->find_first_not_of(" \t\r\n\f\v") == std::string::npos) {
+      return Fail("--token-file " + options.token_file +
+                  " holds an empty or blank token: give it a secret of visible "
+                  "characters, or leave it unset (loopback only)");
+    }
+    options.server.token = *token;
+  }
   const AppOptions& app_options = options.app;
   const api::ServerOptions& server_options = options.server;
   spdlog::set_level(spdlog::level::from_str(options.log_level));
+  LogToJournalIfConnected();
 
   // Signals are taken by one thread with sigwait, so no handler runs in a random thread
   // in the middle of a request.

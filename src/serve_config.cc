@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <cassert>
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <system_error>
 
@@ -173,9 +175,18 @@ std::vector<ServeSetting> BuildTable() {
           {"HOST:PORT with a port in 0..65535", ApplyListen}),
       Row("in-memory", "", "false", "temporary data directory removed at exit, no syncs",
           Switch([](O& o) -> bool& { return o.app.in_memory; })),
+      Row("config", "FILE", "",
+          "read settings from FILE: `name = value` lines, names as below without the "
+          "dashes ('#' starts a comment line); the environment and then the command "
+          "line override it; an unknown name is an error",
+          Text([](O& o) -> std::string& { return o.config_file; })),
       Row("token", "TOKEN", "",
           "bearer token required on /v1/*; not blank (needed off loopback)",
           {"", ApplyToken}, "SHEETLOG_TOKEN"),
+      Row("token-file", "FILE", "",
+          "the token from FILE's first line (not with --token); FILE must be readable by "
+          "its owner only (mode 0400 or 0600)",
+          Text([](O& o) -> std::string& { return o.token_file; })),
       Row("allowed-host", "H,...", "",
           "host names (or name:port) accepted in the Host header besides IP addresses "
           "and "
@@ -308,7 +319,11 @@ void AppendWrapped(std::string_view words, size_t column, std::string& out) {
 }  // namespace
 
 std::string ServeUsage() {
-  std::string out = "serve flags (in a configuration file: name = value):\n";
+  std::string out =
+      "serve flags (also SHEETLOG_<NAME> in the environment, e.g. SHEETLOG_DATA_DIR, "
+      "and\n"
+      "`name = value` in the --config file; the command line wins over the environment,\n"
+      "the environment over the file):\n";
   for (const ServeSetting& setting : ServeSettings()) {
     std::string flag = "  --" + std::string(setting.name);
     if (!setting.value_name.empty()) flag += " " + std::string(setting.value_name);
@@ -337,6 +352,15 @@ std::string ServeUsage() {
     out += "\n";
   }
   return out;
+}
+
+std::string ServeEnvironmentVariable(std::string_view name) {
+  std::string variable = "SHEETLOG_";
+  for (char c : name) {
+    variable +=
+        c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return variable;
 }
 
 ServeConfig::ServeConfig() : origins_(ServeSettings().size()) {
@@ -429,12 +453,49 @@ Status ServeConfig::ParseCommandLine(int argc, char** argv, int first) {
 Status ServeConfig::ApplyEnvironment(
     const std::function<const char*(const char*)>& getenv) {
   for (const ServeSetting& setting : ServeSettings()) {
-    if (setting.env.empty()) continue;
-    const std::string variable(setting.env);
+    const std::string variable = ServeEnvironmentVariable(setting.name);
     const char* value = getenv(variable.c_str());
     if (value == nullptr) continue;
     RETURN_IF_ERROR(
         Set(setting.name, value, {SettingOrigin::Kind::kEnvironment, variable, 0}));
+  }
+  return Status::OK();
+}
+
+Status ServeConfig::ApplyFile(std::string_view path, std::string_view text) {
+  auto trim = [](std::string_view part) {
+    const size_t begin = part.find_first_not_of(" \t\r");
+    if (begin == std::string_view::npos) return std::string_view();
+    return part.substr(begin, part.find_last_not_of(" \t\r") - begin + 1);
+  };
+  std::map<std::string, int, std::less<>> first_line;  // name -> line it was set on
+  int number = 0;
+  while (!text.empty()) {
+    ++number;
+    const size_t newline = text.find('\n');
+    const std::string_view line = trim(text.substr(0, newline));
+    text = newline == std::string_view::npos ? "" : text.substr(newline + 1);
+    if (line.empty() || line[0] == '#') continue;
+    const std::string where =
+        std::string(path) + " line " + std::to_string(number) + ": ";
+    const size_t equals = line.find('=');
+    if (equals == std::string_view::npos) {
+      return InvalidArgument(where + "expected `name = value`, got '" +
+                             std::string(line) + "'");
+    }
+    const std::string_view name = trim(line.substr(0, equals));
+    if (name.empty()) return InvalidArgument(where + "no name before '='");
+    if (name == "config") {
+      return InvalidArgument(where + "config cannot be set in a configuration file");
+    }
+    if (auto seen = first_line.find(name); seen != first_line.end()) {
+      return InvalidArgument(where + "'" + std::string(name) +
+                             "' is set twice (first on line " +
+                             std::to_string(seen->second) + ")");
+    }
+    first_line.emplace(std::string(name), number);
+    RETURN_IF_ERROR(Set(name, trim(line.substr(equals + 1)),
+                        {SettingOrigin::Kind::kFile, std::string(path), number}));
   }
   return Status::OK();
 }

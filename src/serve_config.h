@@ -2,8 +2,9 @@
 // parses every source of a setting and prints the usage, so the two cannot drift.
 //
 // A setting has one name: `--name VALUE` (or `--name=VALUE`; a switch is `--name`) on
-// the command line, `name = VALUE` in a configuration file, and, for the few that have
-// one, an environment variable (`ServeSetting::env`). Every source goes through
+// the command line, `name = VALUE` in a configuration file (--config, ApplyFile), and
+// SHEETLOG_<NAME> in the environment ("data-dir": SHEETLOG_DATA_DIR; an empty variable
+// counts as set). Every source goes through
 // ServeConfig::Set, which checks the value against the table's range and remembers
 // where it came from. Sources rank file < environment < command line: a value from a
 // stronger source than the current one replaces it, one from a weaker source is checked
@@ -14,6 +15,8 @@
 //   ServeConfig config;                       // every setting at its default
 //   Status s = config.ApplyEnvironment(std::getenv);
 //   if (s.ok()) s = config.ParseCommandLine(argc, argv, 2);
+//   if (s.ok() && !config.options().config_file.empty())
+//     s = config.ApplyFile(config.options().config_file, <the file's text>);
 //   ... config.options().app, config.options().server, config.origin("listen") ...
 #pragma once
 
@@ -38,6 +41,11 @@ struct ServeOptions {
   std::string sync;
   // Written with the bound port once listening; "" = none.
   std::string port_file;
+  // The configuration file (--config) the caller reads and hands to ApplyFile; "" = none.
+  std::string config_file;
+  // A file holding the token (--token-file), read by the caller (main.cc checks that
+  // only its owner may read it); "" = none. Excludes a token from another source.
+  std::string token_file;
   // spdlog's level name (trace, debug, info, warn, error, critical, off).
   std::string log_level;
 };
@@ -67,7 +75,8 @@ struct ServeSetting {
   std::string range;
   // One or more sentences for the usage (without the default or the range).
   std::string_view help;
-  // An environment variable ApplyEnvironment reads for this setting; "" = none.
+  // The environment variable the usage names beside the flag; "" = none named. Every
+  // setting is read from ServeEnvironmentVariable(name) whether named here or not.
   std::string_view env;
   // Parses `text` into `options`. Returns OK, or InvalidArgument with an empty message
   // when `text` is outside `range` (the caller words the refusal), or with a message
@@ -81,6 +90,9 @@ const std::vector<ServeSetting>& ServeSettings();
 const ServeSetting* FindServeSetting(std::string_view name);
 // The "serve flags:" part of `sheetlog help`, from the table.
 std::string ServeUsage();
+// The environment variable of a setting: SHEETLOG_ and its name in capitals with '_'
+// for '-' ("data-dir": SHEETLOG_DATA_DIR).
+std::string ServeEnvironmentVariable(std::string_view name);
 
 // A configuration being assembled from its sources. Not thread-safe (used by one thread
 // at start-up).
@@ -101,8 +113,14 @@ class ServeConfig {
   // argument, an unknown flag or a flag without its value is InvalidArgument.
   Status ParseCommandLine(int argc, char** argv, int first);
 
-  // Sets each setting that names an environment variable which `getenv` finds set.
+  // Sets each setting whose variable (ServeEnvironmentVariable) `getenv` finds set.
   Status ApplyEnvironment(const std::function<const char*(const char*)>& getenv);
+
+  // The lines of the configuration file `path` (its text: the caller reads it), each
+  // `name = value` (spaces around both trimmed) or blank or a comment starting with
+  // '#'. InvalidArgument naming the file and line for a line without '=', a name set
+  // twice, `config` itself, an unknown name or a value outside its range.
+  Status ApplyFile(std::string_view path, std::string_view text);
 
   const ServeOptions& options() const { return options_; }
   // Where `name`'s current value came from. REQUIRES: FindServeSetting(name).

@@ -62,6 +62,8 @@ TEST(ServeConfigTest, DefaultsOfTheTableAreThoseOfTheOptionStructs) {
   EXPECT_EQ(got.sync, "normal");
   EXPECT_EQ(got.log_level, "info");
   EXPECT_EQ(got.port_file, "");
+  EXPECT_EQ(got.config_file, "");
+  EXPECT_EQ(got.token_file, "");
   for (const ServeSetting& setting : ServeSettings()) {
     EXPECT_EQ(config.origin(setting.name).kind, SettingOrigin::Kind::kDefault)
         << setting.name;
@@ -204,9 +206,14 @@ TEST(ServeConfigTest, StrongerSourcesWinInAnyOrder) {
   EXPECT_EQ(forward.options().server.threads, 16);
 }
 
-TEST(ServeConfigTest, EnvironmentSetsOnlySettingsThatNameAVariable) {
-  std::map<std::string, std::string> environment = {{"SHEETLOG_TOKEN", "s3cret"},
-                                                    {"SHEETLOG_THREADS", "3"}};
+// Every setting has its variable, SHEETLOG_<NAME>; other variables are not settings.
+TEST(ServeConfigTest, EnvironmentSetsEverySettingFromItsVariable) {
+  std::map<std::string, std::string> environment = {
+      {"SHEETLOG_TOKEN", "s3cret"},
+      {"SHEETLOG_THREADS", "3"},
+      {"SHEETLOG_DATA_DIR", "/srv/sheetlog"},
+      {"SHEETLOG_URL", "http://x"},
+      {"THREADS", "5"}};
   auto getenv = [&](const char* name) -> const char* {
     auto it = environment.find(name);
     return it == environment.end() ? nullptr : it->second.c_str();
@@ -216,7 +223,14 @@ TEST(ServeConfigTest, EnvironmentSetsOnlySettingsThatNameAVariable) {
   EXPECT_EQ(config.options().server.token, "s3cret");
   EXPECT_EQ(config.origin("token").kind, SettingOrigin::Kind::kEnvironment);
   EXPECT_EQ(config.origin("token").source, "SHEETLOG_TOKEN");
-  EXPECT_EQ(config.options().server.threads, 64);
+  EXPECT_EQ(config.options().server.threads, 3);
+  EXPECT_EQ(config.origin("threads").source, "SHEETLOG_THREADS");
+  EXPECT_EQ(config.options().app.data_dir, "/srv/sheetlog");
+  EXPECT_EQ(ServeEnvironmentVariable("retain-archive"), "SHEETLOG_RETAIN_ARCHIVE");
+  for (const ServeSetting& setting : ServeSettings()) {
+    if (setting.env.empty()) continue;  // a variable the usage names is the setting's own
+    EXPECT_EQ(setting.env, ServeEnvironmentVariable(setting.name)) << setting.name;
+  }
   ASSERT_TRUE(ParseArgs(config, {"--token", "other"}).ok());
   EXPECT_EQ(config.options().server.token, "other");
 
@@ -225,6 +239,58 @@ TEST(ServeConfigTest, EnvironmentSetsOnlySettingsThatNameAVariable) {
   const Status refused = blank.ApplyEnvironment(getenv);
   EXPECT_EQ(refused.message().rfind("SHEETLOG_TOKEN is empty or blank", 0), 0u)
       << refused.message();
+
+  environment["SHEETLOG_TOKEN"] = "s3cret";
+  environment["SHEETLOG_THREADS"] = "0";
+  ServeConfig out_of_range;
+  EXPECT_EQ(out_of_range.ApplyEnvironment(getenv).message(),
+            "SHEETLOG_THREADS must be an integer in 1..4096, got '0'");
+}
+
+// The configuration file: `name = value` lines through Set, ranked below the
+// environment and the command line; every refusal names the file and the line.
+TEST(ServeConfigTest, FileLinesAreSettingsNamedByFileAndLine) {
+  ServeConfig config;
+  ASSERT_TRUE(ParseArgs(config, {"--threads", "16"}).ok());
+  ASSERT_TRUE(config
+                  .ApplyFile("/etc/sheetlog.conf",
+                             "# the service\n"
+                             "\n"
+                             "  data-dir =  /srv/sheetlog \r\n"
+                             "threads=8\n"
+                             "allow-reset = true\n"
+                             "token-file = /etc/sheetlog/token")
+                  .ok());
+  EXPECT_EQ(config.options().app.data_dir, "/srv/sheetlog");
+  EXPECT_EQ(config.origin("data-dir").line, 3);
+  EXPECT_EQ(config.origin("data-dir").source, "/etc/sheetlog.conf");
+  EXPECT_EQ(config.options().server.threads, 16);  // the command line's
+  EXPECT_TRUE(config.options().app.allow_reset);
+  EXPECT_EQ(config.options().token_file, "/etc/sheetlog/token");
+  EXPECT_EQ(config.origin("token-file").line, 6);
+
+  struct Case {
+    std::string text;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"sync = full\nlisten\n", "f.conf line 2: expected `name = value`, got 'listen'"},
+      {"= 3\n", "f.conf line 1: no name before '='"},
+      {"config = other.conf\n",
+       "f.conf line 1: config cannot be set in a configuration file"},
+      {"threads = 2\n# again\nthreads = 3\n",
+       "f.conf line 3: 'threads' is set twice (first on line 1)"},
+      {"sync = full\n# fine\nthreads-per-core = 4\n",
+       "f.conf line 3: unknown setting 'threads-per-core'"},
+      {"sync = sometimes\n",
+       "f.conf line 1: sync must be normal or full, got 'sometimes'"},
+  };
+  for (const Case& c : cases) {
+    ServeConfig refused;
+    const Status status = refused.ApplyFile("f.conf", c.text);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.text;
+    EXPECT_EQ(status.message(), c.message) << c.text;
+  }
 }
 
 TEST(ServeConfigTest, PricesOverrideSeedDefaultsWhole) {
