@@ -443,7 +443,7 @@ Result<BlobInfo> BlobStore::CommitBody(const std::string& key,
   // would: tests use it to check that such debris is invisible and cleaned up.
   RETURN_IF_ERROR(Fault(FaultPoint::kBlobPutAfterBody));
 
-  std::shared_lock<std::shared_mutex> gate(capture_gate_);
+  ReaderMutexLock gate(&capture_gate_);
   Result<StoredMeta> old = ReadMeta(key);
   if (capture_ != nullptr && old.ok()) CaptureLocked(key, *old);
   StoredMeta meta;
@@ -651,7 +651,7 @@ Result<std::optional<int64_t>> BlobStore::DeleteLocked(const std::string& key,
                                                        bool sync) {
   const std::string dir = ObjectDir(key);
   const std::string meta_path = dir + "/" + std::string(kMetaName);
-  std::shared_lock<std::shared_mutex> gate(capture_gate_);
+  ReaderMutexLock gate(&capture_gate_);
   Result<StoredMeta> meta = ReadMeta(key);
   if (capture_ != nullptr && meta.ok()) CaptureLocked(key, *meta);
   std::optional<int64_t> deleted;
@@ -1095,7 +1095,7 @@ Result<std::unique_ptr<BlobCapture>> BlobStore::Capture(
   RETURN_IF_ERROR(blob_files::MakeDirs(options_.root, "capture/" + id, false));
   std::unique_ptr<BlobCapture> capture(
       new BlobCapture(this, options_.root + "/capture/" + id));
-  std::unique_lock<std::shared_mutex> gate(capture_gate_);
+  WriterMutexLock gate(&capture_gate_);
   if (capture_ != nullptr) {
     capture->stopped_ = true;  // never active: the destructor only removes its dir
     return FailedPrecondition("another capture of blob store " + options_.root +
@@ -1121,7 +1121,7 @@ BlobCapture::~BlobCapture() {
 }
 
 void BlobCapture::Add(const std::string& key, const std::string& body_id, BlobInfo info) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (captured_.count(key) != 0) return;
   const std::string body =
       store_->ObjectDir(key) + "/" + std::string(kBodyPrefix) + body_id;
@@ -1138,9 +1138,9 @@ Status BlobCapture::Walk() {
   while (true) {
     ASSIGN_OR_RETURN(BlobListResult page, store_->List(page_options));
     for (const BlobInfo& listed : page.keys) {
-      std::lock_guard<std::mutex> key_lock(store_->KeyMutex(listed.key));
+      MutexLock key_lock(&store_->KeyMutex(listed.key));
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(&mu_);
         if (captured_.count(listed.key) != 0) continue;  // changed since the instant
       }
       bool unreadable = false;
@@ -1159,7 +1159,7 @@ Status BlobCapture::Walk() {
     page_options.continuation = *page.continuation;
   }
   Stop();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   objects_.clear();
   for (auto& [key, blob] : captured_) objects_.push_back(blob);
   return error_;
@@ -1168,7 +1168,7 @@ Status BlobCapture::Walk() {
 void BlobCapture::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  std::unique_lock<std::shared_mutex> gate(store_->capture_gate_);
+  WriterMutexLock gate(&store_->capture_gate_);
   if (store_->capture_ == this) store_->capture_ = nullptr;
 }
 

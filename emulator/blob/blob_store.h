@@ -54,7 +54,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -353,7 +352,8 @@ class BlobStore {
 
   // Links `meta`'s body of `key` into the active capture unless it already holds the
   // key. REQUIRES: the key's lock and capture_gate_ (shared or exclusive) held.
-  void CaptureLocked(const std::string& key, const StoredMeta& meta);
+  void CaptureLocked(const std::string& key, const StoredMeta& meta)
+      REQUIRES_SHARED(capture_gate_);
 
   static constexpr size_t kLockStripes = 64;
 
@@ -371,8 +371,8 @@ class BlobStore {
   // Every change to an object's version (commit of a put, delete) holds this shared,
   // from reading the version it replaces to its commit point; Capture holds it
   // exclusively while it fixes its instant. Lock order: a key's lock, then this.
-  std::shared_mutex capture_gate_;
-  BlobCapture* capture_ = nullptr;  // GUARDED_BY(capture_gate_): the active capture
+  SharedMutex capture_gate_;
+  BlobCapture* capture_ GUARDED_BY(capture_gate_) = nullptr;  // the active capture
   friend class BlobCapture;
 };
 
@@ -411,10 +411,10 @@ class BlobCapture {
 
   BlobStore* const store_;
   const std::string dir_;
-  std::mutex mu_;
-  std::map<std::string, CapturedBlob> captured_;  // GUARDED_BY(mu_)
-  Status error_;                                  // GUARDED_BY(mu_): first link failure
-  int64_t next_link_ = 0;                         // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::string, CapturedBlob> captured_ GUARDED_BY(mu_);
+  Status error_ GUARDED_BY(mu_);  // the first link failure
+  int64_t next_link_ GUARDED_BY(mu_) = 0;
   bool stopped_ = false;
   int64_t unreadable_ = 0;
   std::vector<CapturedBlob> objects_;

@@ -51,6 +51,9 @@ namespace sheetlog {
   X(kHistoryAfterReadBeforeClaim, "history.after_read_before_claim",                     \
     "the execution history read, before the invocation claims its key")                  \
   X(kHistoryFinish, "history.finish", "before an invocation's outcome row is written")   \
+  /* emulator/sqlite */                                                                  \
+  X(kMigrationBeforeCommit, "migration.before_commit",                                   \
+    "a migration applied and recorded, before its transaction commits")                  \
   /* src/log */                                                                          \
   X(kLogAddEntryBeforePut, "log.add_entry.before_put",                                   \
     "Add Entry before its conditional put")                                              \

@@ -74,7 +74,8 @@ Result<int> ApplyMigrations(Connection& conn, const std::vector<Migration>& migr
         status = record->Bind(1, m.version).Bind(2, m.name).Bind(3, release).Run();
       }
     }
-    if (status.ok() && faults != nullptr) status = faults->Hit("migration.before_commit");
+    if (status.ok() && faults != nullptr)
+      status = faults->Hit(FaultPoint::kMigrationBeforeCommit);
     if (status.ok()) status = conn.Exec("COMMIT");
     if (!status.ok()) {
       (void)conn.Exec("ROLLBACK");

@@ -90,7 +90,10 @@ Status ArmStartupFaults(FaultInjector* faults) {
       return InvalidArgument("SHEETLOG_ARM_FAULTS: kind must be crash or error, got '" +
                              std::string(kind) + "'");
     }
-    faults->Arm(std::string(item.substr(0, colon)), spec);
+    // A name not in emulator/env/fault_points.h is refused, as through the API.
+    if (Status armed = faults->Arm(item.substr(0, colon), spec); !armed.ok()) {
+      return armed.Annotate("SHEETLOG_ARM_FAULTS");
+    }
   }
   return Status::OK();
 }
