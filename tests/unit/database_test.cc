@@ -114,7 +114,7 @@ TEST(DatabaseTest, InterruptedMigrationIsAppliedByTheNextOpen) {
   FaultInjector faults;
   FaultSpec once;
   once.remaining = 1;
-  faults.Arm("migration.before_commit", once);
+  faults.Arm(FaultPoint::kMigrationBeforeCommit, once);
   options.faults = &faults;
   options.release = "0.1.0";
   // Fires at the first migration (the emulator's own): nothing of it stays.
