@@ -87,6 +87,13 @@ Status ApiServer::Bind() {
   return Status::OK();
 }
 
+Status ApiServer::ReloadTls(const std::string& cert_file, const std::string& key_file) {
+  Result<std::shared_ptr<http::TlsContext>> tls =
+      http::TlsContext::Load(cert_file, key_file);
+  if (!tls.ok()) return tls.status();
+  return http_->ReplaceTls(*tls);
+}
+
 void ApiServer::Serve() {
   http_->Serve();
   // Appends reply from the thread that commits them: let the last ones finish while

@@ -59,6 +59,11 @@ class ApiServer : private http::HttpHandler {
   // default) to finish. Thread-safe, idempotent, returns at once.
   void Stop();
 
+  // Loads the certificate and key again (SIGHUP) for the connections accepted from now
+  // on; on an error the current ones stay in use. FailedPrecondition if the server was
+  // started without TLS (ServerOptions::http.tls).
+  Status ReloadTls(const std::string& cert_file, const std::string& key_file);
+
   // The bound port (useful with port 0).
   int port() const { return bound_port_; }
 

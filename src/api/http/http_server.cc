@@ -26,6 +26,8 @@
 #include "src/api/http/response_channel.h"
 #include "src/api/http/response_framing.h"
 #include "src/api/http/socket_body_reader.h"
+#include "src/api/http/tls.h"
+#include "src/api/http/transport.h"
 #include "src/api/http/worker_pool.h"
 
 namespace sheetlog::api::http {
@@ -136,6 +138,11 @@ enum class Timeout {
 struct Connection {
   uint64_t id = 0;
   int fd = -1;
+  std::unique_ptr<Transport> transport;  // the socket in the clear, or TLS over it
+  // A TLS read waits for the socket to be writable, or a TLS write for it to be
+  // readable (handshake messages).
+  bool read_wants_write = false;
+  bool write_wants_read = false;
   Phase phase = Phase::kReadingHead;
   uint32_t events = 0;  // registered epoll interest
   bool registered = false;
@@ -214,7 +221,9 @@ class HttpServer::Impl {
         mailbox_(std::make_shared<Mailbox>()),
         max_streamed_(options_.max_streamed_bodies > 0
                           ? options_.max_streamed_bodies
-                          : std::max(1, options_.worker_threads / 2)) {
+                          : std::max(1, options_.worker_threads / 2)),
+        tls_enabled_(options_.tls != nullptr),
+        tls_(options_.tls) {
     manual_clock_ = static_cast<bool>(options_.clock_ms);
     if (!manual_clock_) options_.clock_ms = SteadyNowMs;
   }
@@ -325,6 +334,7 @@ class HttpServer::Impl {
         }
       }
       DrainMailbox();
+      RereadBuffered();
       if (stop_requested_.load() && !stopping_) BeginStop();
       if (now_ >= next_sweep) {
         Sweep();
@@ -351,6 +361,28 @@ class HttpServer::Impl {
  private:
   // --- epoll bookkeeping ---
 
+  // Reads the connections whose TLS layer holds input epoll cannot see.
+  void RereadBuffered() {
+    std::vector<uint64_t> ids;
+    ids.swap(rereads_);
+    for (uint64_t id : ids) {
+      Connection* c = Find(id);
+      if (c && (c->events & EPOLLIN) && c->transport->HasBufferedInput()) ReadInput(*c);
+    }
+  }
+
+  std::shared_ptr<TlsContext> CurrentTls() {
+    std::lock_guard lock(tls_mu_);
+    return tls_;
+  }
+
+ public:
+  void SetTls(std::shared_ptr<TlsContext> tls) {
+    std::lock_guard lock(tls_mu_);
+    tls_ = std::move(tls);
+  }
+
+ private:
   void AddToEpoll(int fd, uint64_t id, uint32_t events) {
     epoll_event e{};
     e.events = events;
@@ -379,6 +411,11 @@ class HttpServer::Impl {
         break;
     }
     if (c.out_pos < c.out.size()) want |= EPOLLOUT;
+    // TLS: a read that waits for writability, a write that waits for readability.
+    if (c.read_wants_write && (want & EPOLLIN)) want |= EPOLLOUT;
+    if (c.write_wants_read && (want & EPOLLOUT)) want |= EPOLLIN;
+    // Bytes TLS already took off the socket raise no event: read them next turn.
+    if ((want & EPOLLIN) && c.transport->HasBufferedInput()) rereads_.push_back(c.id);
     if (want == c.events) return;
     epoll_event e{};
     e.events = want;
@@ -424,6 +461,11 @@ class HttpServer::Impl {
       auto c = std::make_unique<Connection>();
       c->id = next_id_++;
       c->fd = fd;
+      std::shared_ptr<TlsContext> tls = CurrentTls();
+      c->transport = tls ? MakeTlsTransport(fd, std::move(tls)) : MakePlainTransport(fd);
+      // A TLS client must finish its handshake and its first head within
+      // header_timeout, like the head alone.
+      if (tls_enabled_) c->head_started = now_;
       c->last_activity = now_;
       c->idle_order = ++idle_counter_;
       c->events = EPOLLIN;
@@ -513,7 +555,7 @@ class HttpServer::Impl {
       Close(c);
       return;
     }
-    shutdown(c.fd, SHUT_WR);
+    c.transport->ShutdownWrite();
     c.phase = Phase::kLingering;
     c.last_activity = now_;
     c.in.clear();
@@ -533,8 +575,13 @@ class HttpServer::Impl {
       if (events & EPOLLHUP) Close(c);
       return;
     }
-    if (events & (EPOLLIN | EPOLLHUP)) ReadInput(c);
-    if (!c.closed && (events & EPOLLOUT)) Flush(c);
+    if ((events & (EPOLLIN | EPOLLHUP)) || ((events & EPOLLOUT) && c.read_wants_write)) {
+      ReadInput(c);
+    }
+    if (!c.closed &&
+        ((events & EPOLLOUT) || ((events & EPOLLIN) && c.write_wants_read))) {
+      Flush(c);
+    }
   }
 
   void ReadInput(Connection& c) {
@@ -545,17 +592,19 @@ class HttpServer::Impl {
           c.phase == Phase::kAwaitingStreamSlot) {
         return;
       }
-      ssize_t n = recv(c.fd, chunk, sizeof(chunk), 0);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        if (errno == EINTR) continue;
+      size_t got = 0;
+      Transport::Io io = c.transport->Read(chunk, sizeof(chunk), &got);
+      c.read_wants_write = io == Transport::Io::kWouldBlock && c.transport->wants_write();
+      if (io == Transport::Io::kWouldBlock) break;
+      if (io == Transport::Io::kError) {
         Close(c);
         return;
       }
-      if (n == 0) {
+      if (io == Transport::Io::kEof) {
         c.peer_closed = true;
         break;
       }
+      const ssize_t n = static_cast<ssize_t>(got);
       c.last_activity = now_;
       if (c.phase == Phase::kLingering) {
         c.lingered += static_cast<size_t>(n);
@@ -849,12 +898,13 @@ class HttpServer::Impl {
     if (c.head->expect_continue && c.facts.minor_version > 0) {
       // The output buffer is empty between responses; a short write is all but
       // impossible, and then the client just sends the body after its own timeout.
-      ssize_t sent = send(c.fd, kContinue.data(), kContinue.size(), MSG_NOSIGNAL);
-      (void)sent;
+      size_t sent = 0;
+      (void)c.transport->Write(kContinue.data(), kContinue.size(), &sent);
     }
     std::shared_ptr<RequestHead> head = std::move(c.head);
     const uint64_t id = c.id;
     const int fd = c.fd;
+    Transport* transport = c.transport.get();  // lives while lent: reaped only after
     const int route = c.route;
     const int64_t max_body = c.max_body;
     const RequestFacts facts = c.facts;
@@ -863,10 +913,11 @@ class HttpServer::Impl {
                   manual_clock_};
     auto buffered = std::make_shared<std::string>(std::move(c.in));
     c.in.clear();
-    auto task = [this, id, fd, head, route, max_body, pace, buffered, facts, server_close,
+    auto task = [this, id, fd, transport, head, route, max_body, pace, buffered, facts,
+                 server_close,
                  decoder = std::make_shared<BodyDecoder>(std::move(decoder))] {
-      SocketBodyReader reader(fd, std::move(*buffered), std::move(*decoder), max_body,
-                              pace);
+      SocketBodyReader reader(transport, fd, std::move(*buffered), std::move(*decoder),
+                              max_body, pace);
       ContentReader read_body = [&reader](ContentReceiver receiver) {
         return reader.Read(receiver);
       };
@@ -1041,17 +1092,18 @@ class HttpServer::Impl {
         if (c.phase == Phase::kResponding) ResponseDone(c);
         break;
       }
-      ssize_t n =
-          send(c.fd, c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
-      if (n > 0) {
-        c.out_pos += static_cast<size_t>(n);
-        c.response_sent += n;
+      size_t sent = 0;
+      Transport::Io io =
+          c.transport->Write(c.out.data() + c.out_pos, c.out.size() - c.out_pos, &sent);
+      c.write_wants_read = io == Transport::Io::kWouldBlock && c.transport->wants_read();
+      if (io == Transport::Io::kDone) {
+        c.out_pos += sent;
+        c.response_sent += static_cast<int64_t>(sent);
         c.last_activity = now_;
         c.last_write = now_;
         continue;
       }
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n < 0 && errno == EINTR) continue;
+      if (io == Transport::Io::kWouldBlock) break;
       Close(c);
       return;
     }
@@ -1227,9 +1279,13 @@ class HttpServer::Impl {
   int epoll_fd_ = -1;
   size_t max_connections_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
-  size_t live_connections_ = 0;   // not closed
-  std::vector<uint64_t> closed_;  // closed this turn: Reap frees them
-  std::vector<uint64_t> ready_;   // connections that finished a response
+  size_t live_connections_ = 0;    // not closed
+  std::vector<uint64_t> closed_;   // closed this turn: Reap frees them
+  std::vector<uint64_t> ready_;    // connections that finished a response
+  std::vector<uint64_t> rereads_;  // TLS input buffered past epoll's sight
+  const bool tls_enabled_;         // chosen at construction; contexts may be replaced
+  std::mutex tls_mu_;
+  std::shared_ptr<TlsContext> tls_;  // GUARDED_BY(tls_mu_): for new connections
   uint64_t next_id_ = 2;
   uint64_t idle_counter_ = 0;
   int64_t buffered_body_bytes_ = 0;  // sum of Connection::budgeted
@@ -1242,7 +1298,8 @@ class HttpServer::Impl {
 };
 
 HttpServer::HttpServer(HttpServerOptions options, HttpHandler* handler)
-    : impl_(std::make_unique<Impl>(this, std::move(options), handler)) {}
+    : impl_tls_enabled_(options.tls != nullptr),
+      impl_(std::make_unique<Impl>(this, std::move(options), handler)) {}
 
 HttpServer::~HttpServer() = default;
 
@@ -1251,5 +1308,14 @@ Status HttpServer::Bind() { return impl_->Bind(&bound_port_, &max_connections_);
 void HttpServer::Serve() { impl_->Serve(); }
 
 void HttpServer::Stop() { impl_->Stop(); }
+
+Status HttpServer::ReplaceTls(std::shared_ptr<TlsContext> tls) {
+  if (!impl_tls_enabled_) {
+    return FailedPrecondition("the server was started without TLS");
+  }
+  if (!tls) return InvalidArgument("no TLS context");
+  impl_->SetTls(std::move(tls));
+  return Status::OK();
+}
 
 }  // namespace sheetlog::api::http

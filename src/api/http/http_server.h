@@ -55,6 +55,7 @@
 
 #include "emulator/status.h"
 #include "src/api/http/http_message.h"
+#include "src/api/http/tls.h"
 
 namespace sheetlog::api::http {
 
@@ -103,6 +104,9 @@ struct HttpServerOptions {
   // its route's limit); a body that would pass it is a 503 (retry) and the connection
   // closes. Default: 256 MiB.
   int64_t max_buffered_body_bytes = 256 << 20;
+  // Set: every connection speaks TLS (tls.h) with this context, replaceable while
+  // serving (HttpServer::ReplaceTls). Empty: plain HTTP.
+  std::shared_ptr<TlsContext> tls;
 };
 
 // What the application decides about a request from its head alone, on the event
@@ -154,6 +158,9 @@ class HttpServer {
   // shutdown_grace_ms, then closes the rest (their providers and streams are released).
   // Thread-safe, idempotent, returns at once (Serve returns when done).
   void Stop();
+  // Connections accepted from now on use `tls` (a reloaded certificate); open ones keep
+  // theirs. FailedPrecondition if the server was made without TLS. Thread-safe.
+  Status ReplaceTls(std::shared_ptr<TlsContext> tls);
 
   int port() const { return bound_port_; }
   // Connections open now (for tests and metrics).
@@ -163,6 +170,7 @@ class HttpServer {
 
  private:
   class Impl;
+  const bool impl_tls_enabled_;
   std::unique_ptr<Impl> impl_;
   int bound_port_ = 0;
   size_t max_connections_ = 0;

@@ -1,7 +1,6 @@
 #include "src/api/http/socket_body_reader.h"
 
 #include <poll.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,9 +17,10 @@ int64_t RateDeadlineMs(int64_t started_ms, int64_t transferred, int64_t timeout_
   return started_ms + timeout_ms + transferred * 1000 / min_rate;
 }
 
-SocketBodyReader::SocketBodyReader(int fd, std::string buffered, BodyDecoder decoder,
-                                   int64_t max_bytes, BodyPace pace)
-    : fd_(fd),
+SocketBodyReader::SocketBodyReader(Transport* transport, int fd, std::string buffered,
+                                   BodyDecoder decoder, int64_t max_bytes, BodyPace pace)
+    : transport_(transport),
+      fd_(fd),
       buffer_(std::move(buffered)),
       decoder_(std::move(decoder)),
       max_bytes_(max_bytes),
@@ -47,21 +47,28 @@ bool SocketBodyReader::Read(const ContentReceiver& receiver) {
       if (state == BodyDecoder::State::kError) return false;
       if (!piece.empty() || consumed > 0) continue;
     }
-    const int64_t now = pace_.clock();
-    const int64_t deadline = std::min(
-        last_progress_ms_ + pace_.timeout_ms,
-        RateDeadlineMs(started_ms_, received_, pace_.timeout_ms, pace_.min_rate));
-    if (now >= deadline) return false;  // stalled, or arriving too slowly
-    int64_t wait = deadline - now;
-    if (pace_.poll_in_slices) wait = std::min(wait, kPollSliceMs);
-    pollfd p{fd_, POLLIN, 0};
-    int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(wait, 1 << 30)));
-    if (ready == 0 || (ready < 0 && errno == EINTR)) continue;  // see the clock
-    if (ready < 0) return false;
+    // Whatever has arrived first (TLS may hold decrypted bytes the socket no longer
+    // shows), then wait for the socket.
     char chunk[kReadChunk];
-    ssize_t n = recv(fd_, chunk, sizeof(chunk), 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) return false;  // the client stopped sending, or the server closed
+    size_t got = 0;
+    Transport::Io io = transport_->Read(chunk, sizeof(chunk), &got);
+    if (io == Transport::Io::kEof || io == Transport::Io::kError) {
+      return false;  // the client stopped sending, or the server closed
+    }
+    if (io == Transport::Io::kWouldBlock) {
+      const int64_t now = pace_.clock();
+      const int64_t deadline = std::min(
+          last_progress_ms_ + pace_.timeout_ms,
+          RateDeadlineMs(started_ms_, received_, pace_.timeout_ms, pace_.min_rate));
+      if (now >= deadline) return false;  // stalled, or arriving too slowly
+      int64_t wait = deadline - now;
+      if (pace_.poll_in_slices) wait = std::min(wait, kPollSliceMs);
+      pollfd p{fd_, static_cast<short>(transport_->wants_write() ? POLLOUT : POLLIN), 0};
+      int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(wait, 1 << 30)));
+      if (ready < 0 && errno != EINTR) return false;
+      continue;  // read again, or see the clock
+    }
+    const ssize_t n = static_cast<ssize_t>(got);
     buffer_.append(chunk, static_cast<size_t>(n));
     received_ += n;
     last_progress_ms_ = pace_.clock();

@@ -11,6 +11,7 @@
 
 #include "src/api/http/http_message.h"
 #include "src/api/http/http_parser.h"
+#include "src/api/http/transport.h"
 
 namespace sheetlog::api::http {
 
@@ -31,9 +32,10 @@ struct BodyPace {
 
 class SocketBodyReader {
  public:
-  // `buffered`: body bytes the loop had already read with the head.
-  SocketBodyReader(int fd, std::string buffered, BodyDecoder decoder, int64_t max_bytes,
-                   BodyPace pace);
+  // `buffered`: body bytes the loop had already read with the head. `transport` reads
+  // `fd` (in the clear or through TLS); the reader waits on `fd` for readiness.
+  SocketBodyReader(Transport* transport, int fd, std::string buffered,
+                   BodyDecoder decoder, int64_t max_bytes, BodyPace pace);
 
   // Delivers the decoded body to `receiver` piece by piece. True once all of it was
   // delivered; false if it ended early (the client stopped sending, a timeout, a
@@ -45,6 +47,7 @@ class SocketBodyReader {
   std::string TakeLeftover() { return std::move(buffer_); }
 
  private:
+  Transport* transport_;
   int fd_;
   std::string buffer_;
   BodyDecoder decoder_;
