@@ -153,6 +153,7 @@ int Serve(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // reload the TLS certificate and key
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -165,15 +166,25 @@ int Serve(int argc, char** argv) {
     // Written in place (not renamed): it may be a FIFO a test harness waits on.
     std::ofstream(options.port_file) << server.port() << "\n";
   }
-  spdlog::info("sheetlog {} serving http://{}:{} data={} sync={} clock={}{}{}", Version(),
-               server_options.host, server.port(),
+  spdlog::info("sheetlog {} serving {}://{}:{} data={} sync={} clock={}{}{}", Version(),
+               server.tls() ? "https" : "http", server_options.host, server.port(),
                app_options.in_memory ? "(in memory)" : (*app)->data_dir(), options.sync,
                options.clock, server_options.token.empty() ? "" : " auth=token",
                app_options.enable_faults ? " faults=enabled" : "");
 
   std::thread signal_thread([&] {
     int received = 0;
-    sigwait(&signals, &received);
+    while (sigwait(&signals, &received) == 0 && received == SIGHUP) {
+      if (!server.tls()) {
+        spdlog::info("SIGHUP: nothing to reload (no --tls-cert)");
+      } else if (Status reloaded = server.ReloadTls(); reloaded.ok()) {
+        spdlog::info("SIGHUP: TLS certificate and key reloaded from {} and {}",
+                     server_options.tls_cert_file, server_options.tls_key_file);
+      } else {
+        spdlog::error("SIGHUP: TLS reload refused, the previous certificate stays: {}",
+                      reloaded.ToString());
+      }
+    }
     spdlog::info("received signal {}, shutting down", received);
     server.Stop();
   });

@@ -187,6 +187,12 @@ std::vector<ServeSetting> BuildTable() {
           "the token from FILE's first line (not with --token); FILE must be readable by "
           "its owner only (mode 0400 or 0600)",
           Text([](O& o) -> std::string& { return o.token_file; })),
+      Row("tls-cert", "FILE", "",
+          "serve HTTPS (TLS 1.2 or later) with this PEM certificate chain (with "
+          "--tls-key); both files are read again on SIGHUP",
+          Text([](O& o) -> std::string& { return o.server.tls_cert_file; })),
+      Row("tls-key", "FILE", "", "the PEM private key of --tls-cert",
+          Text([](O& o) -> std::string& { return o.server.tls_key_file; })),
       Row("allowed-host", "H,...", "",
           "host names (or name:port) accepted in the Host header besides IP addresses "
           "and "

@@ -27,6 +27,19 @@ ApiServer::ApiServer(App* app, ServerOptions options)
   http_options.host = options_.host;
   http_options.port = options_.port;
   http_options.worker_threads = options_.threads;
+  if (options_.tls_cert_file.empty() != options_.tls_key_file.empty()) {
+    tls_error_ = InvalidArgument(
+        "give both --tls-cert and --tls-key (a certificate chain and its private key), "
+        "or neither");
+  } else if (!options_.tls_cert_file.empty()) {
+    Result<std::shared_ptr<http::TlsContext>> tls =
+        http::TlsContext::Load(options_.tls_cert_file, options_.tls_key_file);
+    if (tls.ok()) {
+      http_options.tls = *tls;
+    } else {
+      tls_error_ = tls.status();
+    }
+  }
   http::HttpHandler* handler = this;  // the base is private: convert here
   http_ = std::make_shared<http::HttpServer>(http_options, handler);
   std::weak_ptr<http::HttpServer> weak = http_;
@@ -66,6 +79,7 @@ void ApiServer::RegisterRoutes() {
 }
 
 Status ApiServer::Bind() {
+  if (!tls_error_.ok()) return tls_error_;
   const std::string& token = options_.token;
   if (!token.empty() && std::all_of(token.begin(), token.end(), [](unsigned char c) {
         return std::isspace(c) != 0;
@@ -87,11 +101,12 @@ Status ApiServer::Bind() {
   return Status::OK();
 }
 
-Status ApiServer::ReloadTls(const std::string& cert_file, const std::string& key_file) {
-  Result<std::shared_ptr<http::TlsContext>> tls =
-      http::TlsContext::Load(cert_file, key_file);
-  if (!tls.ok()) return tls.status();
-  return http_->ReplaceTls(*tls);
+Status ApiServer::ReloadTls() {
+  if (!tls()) return FailedPrecondition("the server was started without TLS");
+  Result<std::shared_ptr<http::TlsContext>> loaded =
+      http::TlsContext::Load(options_.tls_cert_file, options_.tls_key_file);
+  if (!loaded.ok()) return loaded.status();
+  return http_->ReplaceTls(*loaded);
 }
 
 void ApiServer::Serve() {

@@ -36,6 +36,11 @@ struct ServerOptions {
   // Host names (or name:port) accepted in the Host header besides this server's IP
   // addresses and localhost (--allowed-host; see request_policy.h).
   std::vector<std::string> allowed_hosts;
+  // TLS (--tls-cert/--tls-key): both set = every connection speaks TLS 1.2+ with this
+  // PEM certificate chain and key (http/tls.h); both empty = plain HTTP. Read when the
+  // server is made and again by ReloadTls.
+  std::string tls_cert_file;
+  std::string tls_key_file;
   // Connection bounds and timeouts (see http_server.h for each default).
   http::HttpServerOptions http;
 };
@@ -49,8 +54,9 @@ class ApiServer : private http::HttpHandler {
   ~ApiServer() override;
 
   // Binds the listening socket. Fails if the address is taken, if the host is not
-  // loopback and no token is set (api.md: refuse to serve unauthenticated off-host), or
-  // if the token is blank.
+  // loopback and no token is set (api.md: refuse to serve unauthenticated off-host), if
+  // the token is blank, or if only one of the TLS files is given or they do not load
+  // (the message names the file).
   Status Bind();
   // Serves until Stop(); returns when the listener has closed and in-flight requests
   // have finished (or were cut off after the shutdown grace). REQUIRES: Bind() succeeded.
@@ -59,10 +65,12 @@ class ApiServer : private http::HttpHandler {
   // default) to finish. Thread-safe, idempotent, returns at once.
   void Stop();
 
-  // Loads the certificate and key again (SIGHUP) for the connections accepted from now
-  // on; on an error the current ones stay in use. FailedPrecondition if the server was
-  // started without TLS (ServerOptions::http.tls).
-  Status ReloadTls(const std::string& cert_file, const std::string& key_file);
+  // Reads ServerOptions' certificate and key files again (SIGHUP) for the connections
+  // accepted from now on; on an error the current ones stay in use. FailedPrecondition
+  // if the server was made without TLS. Thread-safe.
+  Status ReloadTls();
+  // True if the server speaks TLS.
+  bool tls() const { return !options_.tls_cert_file.empty(); }
 
   // The bound port (useful with port 0).
   int port() const { return bound_port_; }
@@ -87,6 +95,8 @@ class ApiServer : private http::HttpHandler {
   std::shared_ptr<void> events_;
   std::unique_ptr<RequestPolicy> policy_;
   int bound_port_ = 0;
+  // Why the TLS files given could not be loaded (Bind returns it); OK otherwise.
+  Status tls_error_;
 };
 
 // True if `host` is a loopback address (127.0.0.0/8, ::1, localhost).

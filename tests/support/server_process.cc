@@ -120,7 +120,7 @@ bool ServerProcess::Start() {
     return false;
   }
   port_ = std::stoi(port_text);
-  httplib::Client client("127.0.0.1", port_);
+  httplib::Client client = Client();
   auto res = client.Get("/readyz");
   if (res && res->status == 200) return true;
   error_ = "server is not ready: " + Log();
@@ -154,7 +154,10 @@ bool ServerProcess::Exited() {
 }
 
 httplib::Client ServerProcess::Client() const {
-  httplib::Client client("127.0.0.1", port_);
+  const bool tls = !options_.tls_ca_file.empty();
+  httplib::Client client((tls ? "https://127.0.0.1:" : "http://127.0.0.1:") +
+                         std::to_string(port_));
+  if (tls) client.set_ca_cert_path(options_.tls_ca_file.c_str());
   client.set_keep_alive(true);
   client.set_tcp_nodelay(true);
   client.set_read_timeout(60);

@@ -30,6 +30,9 @@ struct ServerOptions {
   bool in_memory = false;
   std::vector<std::string> extra;  // more `serve` flags
   std::string token;
+  // Set: the server is reached over HTTPS, trusting this certificate authority (PEM),
+  // for the readiness check and Client(); the caller passes --tls-cert/--tls-key.
+  std::string tls_ca_file;
   // Environment variables set (or replaced) for the server, e.g. ASAN_OPTIONS.
   std::vector<std::pair<std::string, std::string>> env;
 };
