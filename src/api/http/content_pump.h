@@ -20,6 +20,8 @@ namespace sheetlog::api::http {
 
 class ResponseChannel;
 
+// Thread-safe in the way it is used: one slice runs at a time (the next is submitted
+// only once the previous parked or ended), on any worker.
 class ContentPump : public std::enable_shared_from_this<ContentPump> {
  public:
   // Runs a task on a worker thread. Must accept it (a parked pump is one per

@@ -88,7 +88,7 @@ ResponseSender::~ResponseSender() {
 void ResponseSender::Send(Response response) {
   Deliver deliver;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (sent_) return;
     sent_ = true;
     if (!deliver_) {
@@ -103,7 +103,7 @@ void ResponseSender::Send(Response response) {
 void ResponseSender::Attach(Deliver deliver) {
   std::optional<Response> early;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     deliver_ = deliver;
     early.swap(early_);
   }

@@ -18,11 +18,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "emulator/env/mutex.h"
 
 namespace sheetlog::api::http {
 
@@ -162,6 +163,7 @@ struct Response {
 //  - A sender dropped without Send() answers 500 (text/plain): a request is never left
 //    without a response. Layers above send their own error before that happens.
 //  - After the server stopped, a response is dropped.
+//  - Thread-safe.
 class ResponseSender {
  public:
   ResponseSender() = default;
@@ -177,10 +179,10 @@ class ResponseSender {
   void Attach(Deliver deliver);
 
  private:
-  std::mutex mu_;
-  std::optional<Response> early_;  // sent before Attach
-  Deliver deliver_;
-  bool sent_ = false;
+  Mutex mu_;
+  std::optional<Response> early_ GUARDED_BY(mu_);  // sent before Attach
+  Deliver deliver_ GUARDED_BY(mu_);
+  bool sent_ GUARDED_BY(mu_) = false;
 };
 
 // The reason phrase of an HTTP status ("Not Found"); "Unknown" for others.

@@ -70,7 +70,8 @@ std::string PercentDecode(std::string_view text, bool plus_as_space);
 // Splits a query string into decoded parameters.
 void ParseQuery(std::string_view query, Params* params);
 
-// Removes the framing of a request body: Content-Length or chunked.
+// Removes the framing of a request body: Content-Length or chunked. Not thread-safe
+// (one connection's reader).
 class BodyDecoder {
  public:
   enum class State { kMore, kDone, kError };
@@ -99,7 +100,8 @@ class BodyDecoder {
 };
 
 // Inflates a gzip body in pieces, bounded: the inflated size is counted against a limit
-// as it grows, so a small compressed body cannot become a large one in memory.
+// as it grows, so a small compressed body cannot become a large one in memory. Not
+// thread-safe (one body's reader).
 class GzipInflater {
  public:
   enum class State { kMore, kDone, kTooLarge, kError };

@@ -17,10 +17,10 @@
 #include <cstring>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "emulator/env/mutex.h"
 #include "src/api/http/content_pump.h"
 #include "src/api/http/http_parser.h"
 #include "src/api/http/response_channel.h"
@@ -65,13 +65,15 @@ struct Completion {
 // Where workers and stream writers leave news for the event loop; shared so a
 // StreamWriter or ResponseSender kept by a producer stays safe after the server is gone.
 struct Mailbox {
-  std::mutex mu;
-  std::vector<Completion> completions;
-  std::vector<uint64_t> wakes;
+  Mutex mu;
+  std::vector<Completion> completions GUARDED_BY(mu);
+  std::vector<uint64_t> wakes GUARDED_BY(mu);
+  // Set before the loop starts and closed after it ends (under mu, as producers that
+  // outlive the server may still notify).
   int event_fd = -1;
-  bool closed = false;
+  bool closed GUARDED_BY(mu) = false;
 
-  void NotifyLocked(bool was_empty) {
+  void NotifyLocked(bool was_empty) REQUIRES(mu) {
     if (was_empty && event_fd >= 0) {
       uint64_t one = 1;
       ssize_t n = write(event_fd, &one, sizeof(one));
@@ -79,7 +81,7 @@ struct Mailbox {
     }
   }
   void Post(Completion completion) {
-    std::lock_guard lock(mu);
+    MutexLock lock(&mu);
     if (closed) {
       if (completion.response.channel) completion.response.channel->Break();
       return;
@@ -89,20 +91,20 @@ struct Mailbox {
     NotifyLocked(was_empty);
   }
   void Wake(uint64_t connection) {
-    std::lock_guard lock(mu);
+    MutexLock lock(&mu);
     if (closed) return;
     bool was_empty = completions.empty() && wakes.empty();
     wakes.push_back(connection);
     NotifyLocked(was_empty);
   }
   void Signal() {
-    std::lock_guard lock(mu);
+    MutexLock lock(&mu);
     NotifyLocked(true);
   }
   // From now on a response is dropped and its body's producer released at once, so no
   // producer waits for a loop that is gone.
   void CloseAndDrop() {
-    std::lock_guard lock(mu);
+    MutexLock lock(&mu);
     closed = true;
     for (Completion& c : completions) {
       if (c.response.channel) c.response.channel->Break();
@@ -230,7 +232,7 @@ class HttpServer::Impl {
 
   ~Impl() {
     {
-      std::lock_guard lock(mailbox_->mu);
+      MutexLock lock(&mailbox_->mu);
       mailbox_->closed = true;
       for (Completion& c : mailbox_->completions) {
         if (c.response.channel) c.response.channel->Break();
@@ -372,13 +374,13 @@ class HttpServer::Impl {
   }
 
   std::shared_ptr<TlsContext> CurrentTls() {
-    std::lock_guard lock(tls_mu_);
+    MutexLock lock(&tls_mu_);
     return tls_;
   }
 
  public:
   void SetTls(std::shared_ptr<TlsContext> tls) {
-    std::lock_guard lock(tls_mu_);
+    MutexLock lock(&tls_mu_);
     tls_ = std::move(tls);
   }
 
@@ -983,7 +985,7 @@ class HttpServer::Impl {
     std::vector<Completion> completions;
     std::vector<uint64_t> wakes;
     {
-      std::lock_guard lock(mailbox_->mu);
+      MutexLock lock(&mailbox_->mu);
       completions.swap(mailbox_->completions);
       wakes.swap(mailbox_->wakes);
     }
@@ -1284,8 +1286,8 @@ class HttpServer::Impl {
   std::vector<uint64_t> ready_;    // connections that finished a response
   std::vector<uint64_t> rereads_;  // TLS input buffered past epoll's sight
   const bool tls_enabled_;         // chosen at construction; contexts may be replaced
-  std::mutex tls_mu_;
-  std::shared_ptr<TlsContext> tls_;  // GUARDED_BY(tls_mu_): for new connections
+  Mutex tls_mu_;
+  std::shared_ptr<TlsContext> tls_ GUARDED_BY(tls_mu_);  // for new connections
   uint64_t next_id_ = 2;
   uint64_t idle_counter_ = 0;
   int64_t buffered_body_bytes_ = 0;  // sum of Connection::budgeted

@@ -10,7 +10,7 @@ ResponseChannel::ResponseChannel(size_t buffer_limit)
 void ResponseChannel::Wake(bool was_empty) {
   std::function<void()> wake;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!was_empty || !wake_) return;
     wake = wake_;
   }
@@ -20,7 +20,7 @@ void ResponseChannel::Wake(bool was_empty) {
 StreamWriter::WriteResult ResponseChannel::Write(std::string_view data) {
   bool was_empty;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (broken_ || finished_) return WriteResult::kClosed;
     if (buffered_ + data.size() > limit_) return WriteResult::kFull;
     if (data.empty()) return WriteResult::kQueued;
@@ -35,7 +35,7 @@ StreamWriter::WriteResult ResponseChannel::Write(std::string_view data) {
 bool ResponseChannel::Append(std::string_view data) {
   bool was_empty;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (broken_ || finished_) return false;
     if (data.empty()) return true;
     was_empty = pieces_.empty();
@@ -48,7 +48,7 @@ bool ResponseChannel::Append(std::string_view data) {
 
 void ResponseChannel::Finish() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (finished_ || broken_) return;
     finished_ = true;
   }
@@ -58,7 +58,7 @@ void ResponseChannel::Finish() {
 
 void ResponseChannel::Close(std::string_view last) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (finished_ || broken_) return;
     if (!last.empty()) {
       pieces_.emplace_back(last);
@@ -69,23 +69,23 @@ void ResponseChannel::Close(std::string_view last) {
 }
 
 bool ResponseChannel::closed() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return finished_ || broken_;
 }
 
 bool ResponseChannel::broken() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return broken_;
 }
 
 size_t ResponseChannel::buffered() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return buffered_;
 }
 
 void ResponseChannel::OnClose(std::function<void()> callback) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!close_callback_ran_) {
       on_close_ = std::move(callback);
       return;
@@ -95,7 +95,7 @@ void ResponseChannel::OnClose(std::function<void()> callback) {
 }
 
 bool ResponseChannel::ParkUntilRoom(std::function<void()> resume) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (broken_ || buffered_ < limit_) return false;
   resume_ = std::move(resume);
   return true;
@@ -104,7 +104,7 @@ bool ResponseChannel::ParkUntilRoom(std::function<void()> resume) {
 void ResponseChannel::Attach(bool chunked, std::function<void()> wake) {
   bool has_news;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     chunked_ = chunked;
     wake_ = std::move(wake);
     has_news = !pieces_.empty() || finished_;
@@ -116,7 +116,7 @@ bool ResponseChannel::Take(std::string* out) {
   std::function<void()> resume;
   bool complete;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (std::string& piece : pieces_) {
       if (chunked_) {
         char size_line[32];
@@ -149,7 +149,7 @@ void ResponseChannel::Break() {
   std::function<void()> wake;
   std::function<void()> parked;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (broken_) return;
     broken_ = true;
     // A producer that breaks the channel (a failed provider) must get the loop to

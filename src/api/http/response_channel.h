@@ -14,13 +14,12 @@
 // Thread-safe: every method may be called from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "emulator/env/mutex.h"
 #include "src/api/http/http_message.h"
 
 namespace sheetlog::api::http {
@@ -67,20 +66,20 @@ class ResponseChannel : public StreamWriter {
 
  private:
   // Calls wake_ if the loop may be waiting for bytes; REQUIRES lock not held.
-  void Wake(bool was_empty);
+  void Wake(bool was_empty) EXCLUDES(mu_);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   const size_t limit_;
-  bool chunked_ = false;
-  std::deque<std::string> pieces_;  // unframed, in order
-  size_t buffered_ = 0;             // bytes in pieces_
-  bool finished_ = false;
-  bool end_taken_ = false;  // the last chunk went out (chunked)
-  bool broken_ = false;
-  bool close_callback_ran_ = false;
-  std::function<void()> wake_;
-  std::function<void()> on_close_;
-  std::function<void()> resume_;  // a parked producer
+  bool chunked_ GUARDED_BY(mu_) = false;
+  std::deque<std::string> pieces_ GUARDED_BY(mu_);  // unframed, in order
+  size_t buffered_ GUARDED_BY(mu_) = 0;             // bytes in pieces_
+  bool finished_ GUARDED_BY(mu_) = false;
+  bool end_taken_ GUARDED_BY(mu_) = false;  // the last chunk went out (chunked)
+  bool broken_ GUARDED_BY(mu_) = false;
+  bool close_callback_ran_ GUARDED_BY(mu_) = false;
+  std::function<void()> wake_ GUARDED_BY(mu_);
+  std::function<void()> on_close_ GUARDED_BY(mu_);
+  std::function<void()> resume_ GUARDED_BY(mu_);  // a parked producer
 };
 
 }  // namespace sheetlog::api::http

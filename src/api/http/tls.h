@@ -14,6 +14,7 @@ struct ssl_ctx_st;
 
 namespace sheetlog::api::http {
 
+// Immutable once loaded: thread-safe (shared by every connection accepted with it).
 class TlsContext {
  public:
   // Loads `cert_file` (the server certificate first, then its chain) and `key_file`.

@@ -10,11 +10,11 @@ WorkerPool::~WorkerPool() { Shutdown(); }
 
 bool WorkerPool::Push(std::function<void()> task, bool bounded) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_ || (bounded && queue_.size() >= max_queued_)) return false;
     queue_.push_back(std::move(task));
   }
-  ready_.notify_one();
+  ready_.NotifyOne();
   return true;
 }
 
@@ -29,11 +29,11 @@ void WorkerPool::Submit(std::function<void()> task) {
 void WorkerPool::Shutdown() {
   std::deque<std::function<void()>> dropped;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     dropped.swap(queue_);
   }
-  ready_.notify_all();
+  ready_.NotifyAll();
   for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
@@ -45,8 +45,8 @@ void WorkerPool::Run() {
   while (true) {
     std::function<void()> task;
     {
-      std::unique_lock lock(mu_);
-      ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) ready_.Wait(mu_);
       if (queue_.empty()) return;
       task = std::move(queue_.front());
       queue_.pop_front();

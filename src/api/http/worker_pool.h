@@ -2,12 +2,12 @@
 // Thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "emulator/env/mutex.h"
 
 namespace sheetlog::api::http {
 
@@ -33,10 +33,10 @@ class WorkerPool {
   bool Push(std::function<void()> task, bool bounded);
 
   const size_t max_queued_;
-  std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar ready_;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 
