@@ -120,7 +120,8 @@ int Serve(int argc, char** argv) {
   Status configured = config.ApplyEnvironment(std::getenv);
   if (configured.ok()) configured = config.ParseCommandLine(argc, argv, 2);
   if (configured.ok() && !config.options().config_file.empty()) {
-    const std::string& path = config.options().config_file;
+    // A copy: ApplyFile replaces the options it would refer to.
+    const std::string path = config.options().config_file;
     Result<std::string> text = ReadConfigFile(path);
     configured = text.ok() ? config.ApplyFile(path, *text) : text.status();
   }

@@ -491,11 +491,15 @@ Result<std::vector<DeadLetterMessage>> QueueService::ListDeadLetters(
     out.clear();
     ASSIGN_OR_RETURN(bool exists, QueueExists(c, dead_letter_queue));
     if (!exists) return NotFound("queue " + dead_letter_queue + " does not exist");
-    // Page after (sent_micros, id) of `after_id`; the first page starts below any key.
+    // Page after (sent_micros, rowid) of `after_id`: oldest sent first, and messages
+    // sent in the same microsecond (a manual clock stands still) in the order they were
+    // inserted, not by their random ids. The first page starts below any key.
     int64_t after_sent = std::numeric_limits<int64_t>::min();
+    int64_t after_row = std::numeric_limits<int64_t>::min();
     if (!after_id.empty()) {
-      ASSIGN_OR_RETURN(Statement a, c.Prepare("SELECT sent_micros FROM queue_message "
-                                              "WHERE id = ?1 AND queue = ?2"));
+      ASSIGN_OR_RETURN(Statement a,
+                       c.Prepare("SELECT sent_micros, rowid FROM queue_message "
+                                 "WHERE id = ?1 AND queue = ?2"));
       a.Bind(1, after_id).Bind(2, dead_letter_queue);
       ASSIGN_OR_RETURN(bool row, a.Step());
       if (!row) {
@@ -503,15 +507,17 @@ Result<std::vector<DeadLetterMessage>> QueueService::ListDeadLetters(
                                dead_letter_queue);
       }
       after_sent = a.ColumnInt(0);
+      after_row = a.ColumnInt(1);
     }
     ASSIGN_OR_RETURN(
         Statement s,
         c.Prepare(
             "SELECT id, body, receive_count, last_error, sent_micros, source_queue, "
             "dead_lettered_micros FROM queue_message "
-            "WHERE queue = ?1 AND (sent_micros > ?2 OR (sent_micros = ?2 AND id > ?3)) "
-            "ORDER BY sent_micros, id LIMIT ?4"));
-    s.Bind(1, dead_letter_queue).Bind(2, after_sent).Bind(3, after_id).Bind(4, limit);
+            "WHERE queue = ?1 AND (sent_micros > ?2 OR (sent_micros = ?2 AND rowid > "
+            "?3)) "
+            "ORDER BY sent_micros, rowid LIMIT ?4"));
+    s.Bind(1, dead_letter_queue).Bind(2, after_sent).Bind(3, after_row).Bind(4, limit);
     while (true) {
       ASSIGN_OR_RETURN(bool row, s.Step());
       if (!row) return Status::OK();

@@ -38,8 +38,11 @@ class TlsHttpTest : public ::testing::Test {
   }
 
   ServerOptions TlsOptions(const TestCertificate& trusted) {
-    ServerOptions options(dir_.File("data"),
-                          {"--tls-cert", cert_file_, "--tls-key", key_file_}, kToken);
+    // Info: the reloads are logged at that level.
+    ServerOptions options(
+        dir_.File("data"),
+        {"--tls-cert", cert_file_, "--tls-key", key_file_, "--log-level", "info"},
+        kToken);
     options.tls_ca_file = trusted.ca_file;
     return options;
   }
@@ -146,7 +149,7 @@ TEST_F(TlsHttpTest, SighupServesARenewedCertificateAndKeepsTheOldOneWhenTheNewIs
 }
 
 TEST_F(TlsHttpTest, SighupWithoutTlsChangesNothing) {
-  ServerProcess server(ServerOptions(dir_.File("data")));
+  ServerProcess server(ServerOptions(dir_.File("data"), {"--log-level", "info"}));
   ASSERT_TRUE(server.Start()) << server.error();
   ASSERT_EQ(kill(server.pid(), SIGHUP), 0);
   ASSERT_TRUE(LogEventuallyHas(server, "nothing to reload")) << server.Log();
