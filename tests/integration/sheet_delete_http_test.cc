@@ -85,13 +85,19 @@ class SheetDeleteHttpTest : public ::testing::Test {
                   201);
       }
     }
-    // Snapshots complete, then the first segments are archived away.
+    // Snapshots complete, then the first segments are archived away. On a timeout the
+    // sheet, its snapshots, the pending snapshots and the queues say where it stopped.
+    JsonResponse state;
     EXPECT_TRUE(EventuallyWithClock([&] {
-      JsonResponse s = Get(*client_, "/v1/sheets/" + sheet);
-      return s.body.is_object() && s.body["pending_snapshots"] == 0 &&
-             s.body["segments"].size() >= 3 &&
-             s.body["segments"][1]["last_snapshot"].is_number();
-    }));
+      state = Get(*client_, "/v1/sheets/" + sheet);
+      return state.body.is_object() && state.body["pending_snapshots"] == 0 &&
+             state.body["segments"].size() >= 3 &&
+             state.body["segments"][1]["last_snapshot"].is_number();
+    })) << "sheet: "
+        << state.raw
+        << "\nsnapshots: " << Get(*client_, "/v1/sheets/" + sheet + "/snapshots").raw
+        << "\npending: " << Get(*client_, "/v1/admin/pending-snapshots").raw
+        << "\nqueues: " << Get(*client_, "/v1/admin/queues").raw;
     JsonResponse truncated = Post(*client_, "/v1/sheets/" + sheet + "/truncate",
                                   {{"before_seq", 4}, {"archive", true}});
     EXPECT_EQ(truncated.status, 200) << truncated.raw;
