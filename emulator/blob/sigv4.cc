@@ -13,7 +13,7 @@ namespace {
 
 constexpr char kHexDigits[] = "0123456789abcdef";
 
-std::string Hex(const unsigned char* bytes, size_t n) {
+std::string HexOfBytes(const unsigned char* bytes, size_t n) {
   std::string out;
   out.reserve(n * 2);
   for (size_t i = 0; i < n; ++i) {
@@ -66,7 +66,7 @@ std::string Sha256Hex(std::string_view data) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   unsigned int length = 0;
   EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
-  return Hex(digest, length);
+  return HexOfBytes(digest, length);
 }
 
 SigV4Presigned SigV4Presign(const SigV4PresignRequest& request,
@@ -107,7 +107,7 @@ SigV4Presigned SigV4Presign(const SigV4PresignRequest& request,
   key = HmacSha256(key, request.service);
   key = HmacSha256(key, "aws4_request");
   const std::string mac = HmacSha256(key, out.string_to_sign);
-  out.signature = Hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+  out.signature = HexOfBytes(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
   out.url = request.scheme + "://" + request.host + request.encoded_path + "?" + query +
             "&X-Amz-Signature=" + out.signature;
   return out;
