@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "tests/support/temp_dir.h"
 
@@ -28,7 +28,7 @@ std::unique_ptr<BlobStore> Open(const std::string& root, bool sync) {
   BlobStoreOptions options;
   options.root = root;
   options.sync = sync;
-  auto store = BlobStore::Open(options, SystemClock::Default());
+  auto store = DirectoryBlobStore::Open(options, SystemClock::Default());
   if (!store.ok()) {
     std::fprintf(stderr, "open: %s\n", store.status().ToString().c_str());
     std::abort();

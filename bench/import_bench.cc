@@ -25,7 +25,7 @@
 #include <sstream>
 #include <string>
 
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/scratch_file.h"
 #include "src/sheet/csv.h"
@@ -137,7 +137,7 @@ std::unique_ptr<BlobStore> OpenBlobs(const std::string& root) {
   BlobStoreOptions options;
   options.root = root;
   options.sync = false;
-  auto store = BlobStore::Open(options, SystemClock::Default());
+  auto store = DirectoryBlobStore::Open(options, SystemClock::Default());
   Require(store.status(), "blob store");
   return std::move(store).value();
 }

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "src/snapshot/cells_at.h"
 #include "src/snapshot/chunk_codec.h"
@@ -72,7 +72,7 @@ std::unique_ptr<BlobStore> OpenStore(const std::string& dir) {
   BlobStoreOptions options;
   options.root = dir;
   options.sync = false;  // measure the snapshot code, not the disk's fsync
-  auto store = BlobStore::Open(options, SystemClock::Default());
+  auto store = DirectoryBlobStore::Open(options, SystemClock::Default());
   if (!store.ok()) {
     std::fprintf(stderr, "open store: %s\n", store.status().ToString().c_str());
     std::exit(1);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/uuid.h"
 #include "emulator/json_text.h"
@@ -274,14 +275,25 @@ Result<BackupReport> WriteBackupImpl(Database& db, BlobStore& blobs,
   }
   std::error_code ec;
   const fs::path target = fs::weakly_canonical(to, ec);
-  for (const fs::path& own :
-       {fs::path(db.path()).parent_path(), fs::path(blobs.options().root)}) {
+  std::vector<fs::path> own_dirs{fs::path(db.path()).parent_path()};
+  if (!blobs.local_root().empty()) own_dirs.push_back(blobs.local_root());
+  for (const fs::path& own : own_dirs) {
     const fs::path canonical = fs::weakly_canonical(fs::absolute(own), ec);
     if (Inside(target, canonical) || Inside(canonical, target)) {
       return InvalidArgument("backup directory " + options.to +
                              " overlaps the data directory " + canonical.string());
     }
   }
+
+  // One instant for both: the database's read transaction starts while the blob store
+  // holds every change off (backup.h). Taken before anything is written, so a store
+  // that cannot be captured (S3) refuses the backup with nothing changed.
+  std::unique_ptr<DatabaseSnapshot> snapshot;
+  ASSIGN_OR_RETURN(std::unique_ptr<BlobCapture> capture, blobs.Capture([&]() -> Status {
+    ASSIGN_OR_RETURN(snapshot, db.BeginSnapshot());
+    return Status::OK();
+  }));
+
   fs::create_directories(to, ec);
   if (ec) return Internal("create " + options.to + ": " + ec.message());
   fs::permissions(to, fs::perms::owner_all, ec);
@@ -311,13 +323,6 @@ Result<BackupReport> WriteBackupImpl(Database& db, BlobStore& blobs,
   report.id = UtcText(now_s, "%Y%m%dT%H%M%SZ") + "-" + NewRandomUuid().substr(0, 8);
   report.database_file = "database-" + report.id + ".sqlite";
 
-  // One instant for both: the database's read transaction starts while the blob store
-  // holds every change off (backup.h).
-  std::unique_ptr<DatabaseSnapshot> snapshot;
-  ASSIGN_OR_RETURN(std::unique_ptr<BlobCapture> capture, blobs.Capture([&]() -> Status {
-    ASSIGN_OR_RETURN(snapshot, db.BeginSnapshot());
-    return Status::OK();
-  }));
   RETURN_IF_ERROR(capture->Walk());
   report.unreadable_blobs = capture->unreadable();
   const std::string database_path = options.to + "/" + report.database_file;
@@ -497,8 +502,8 @@ Result<RestoreReport> RestoreBackupImpl(const std::string& from,
 
   BlobStoreOptions store_options;
   store_options.root = blob_root;
-  ASSIGN_OR_RETURN(std::unique_ptr<BlobStore> store,
-                   BlobStore::Open(store_options, clock));
+  ASSIGN_OR_RETURN(std::unique_ptr<DirectoryBlobStore> store,
+                   DirectoryBlobStore::Open(store_options, clock));
   for (const json& blob : manifest["blobs"]) {
     const std::string key = blob.value("key", "");
     BlobPutOptions put;

@@ -169,7 +169,8 @@ Result<S3Location> ParseS3Url(std::string_view url) {
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
     std::string name(pair.substr(0, eq));
-    std::string value = eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1));
+    std::string value =
+        eq == std::string_view::npos ? "" : PercentDecode(pair.substr(eq + 1));
     if (name == "endpoint") {
       location.endpoint = value;
     } else if (name == "region") {
@@ -183,8 +184,9 @@ Result<S3Location> ParseS3Url(std::string_view url) {
     } else if (name == "part_bytes") {
       ASSIGN_OR_RETURN(location.part_bytes, PositiveParameter(name, value));
       if (location.part_bytes < (5 << 20)) {
-        return InvalidArgument("--blobs: part_bytes must be at least 5 MiB (S3's "
-                               "smallest multipart part)");
+        return InvalidArgument(
+            "--blobs: part_bytes must be at least 5 MiB (S3's "
+            "smallest multipart part)");
       }
     } else if (name == "tagging") {
       if (value != "on" && value != "off") {
@@ -193,18 +195,20 @@ Result<S3Location> ParseS3Url(std::string_view url) {
       location.store_tags = value == "on";
     } else if (name == "credentials_file") {
       credentials_file = value;
-    } else if (name == "access_key" || name == "secret_key" || name == "aws_access_key_id" ||
-               name == "aws_secret_access_key") {
-      return InvalidArgument("--blobs: credentials never go on the command line: set "
-                             "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or use "
-                             "credentials_file=PATH");
+    } else if (name == "access_key" || name == "secret_key" ||
+               name == "aws_access_key_id" || name == "aws_secret_access_key") {
+      return InvalidArgument(
+          "--blobs: credentials never go on the command line: set "
+          "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or use "
+          "credentials_file=PATH");
     } else {
       return InvalidArgument("--blobs: unknown parameter '" + name + "'");
     }
   }
   if (location.endpoint.rfind("http://", 0) != 0 &&
       location.endpoint.rfind("https://", 0) != 0) {
-    return InvalidArgument("--blobs: endpoint=http://host:port (or https://) is required");
+    return InvalidArgument(
+        "--blobs: endpoint=http://host:port (or https://) is required");
   }
   while (!location.endpoint.empty() && location.endpoint.back() == '/') {
     location.endpoint.pop_back();
@@ -216,8 +220,9 @@ Result<S3Location> ParseS3Url(std::string_view url) {
     const char* secret = std::getenv("AWS_SECRET_ACCESS_KEY");
     const char* token = std::getenv("AWS_SESSION_TOKEN");
     if (id == nullptr || secret == nullptr || *id == '\0' || *secret == '\0') {
-      return InvalidArgument("--blobs: no credentials: set AWS_ACCESS_KEY_ID and "
-                             "AWS_SECRET_ACCESS_KEY, or credentials_file=PATH");
+      return InvalidArgument(
+          "--blobs: no credentials: set AWS_ACCESS_KEY_ID and "
+          "AWS_SECRET_ACCESS_KEY, or credentials_file=PATH");
     }
     location.credentials = {id, secret, token == nullptr ? "" : token};
   }
@@ -239,7 +244,7 @@ struct S3Client::Request {
 
 struct S3Client::Response {
   long status = 0;
-  std::string body;  // unless a sink took it (2xx)
+  std::string body;                            // unless a sink took it (2xx)
   std::map<std::string, std::string> headers;  // lowercase names
 };
 
@@ -348,7 +353,8 @@ Result<S3Client::Response> S3Client::Send(const Request& request) {
   headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
   if (!location_.credentials.session_token.empty()) {
     headers = curl_slist_append(
-        headers, ("x-amz-security-token: " + location_.credentials.session_token).c_str());
+        headers,
+        ("x-amz-security-token: " + location_.credentials.session_token).c_str());
   }
   for (const std::string& header : request.headers) {
     headers = curl_slist_append(headers, header.c_str());
@@ -365,8 +371,9 @@ Result<S3Client::Response> S3Client::Send(const Request& request) {
   if (request.object_body) {
     // At least 1 KiB/s over the stall timeout, however long the body.
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1024L);
-    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-                     std::max<long>(1, static_cast<long>(location_.stall_timeout_ms / 1000)));
+    curl_easy_setopt(
+        curl, CURLOPT_LOW_SPEED_TIME,
+        std::max<long>(1, static_cast<long>(location_.stall_timeout_ms / 1000)));
   } else {
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
                      static_cast<long>(location_.request_timeout_ms));
@@ -400,9 +407,8 @@ Result<S3Client::Response> S3Client::Send(const Request& request) {
     if (code == CURLE_WRITE_ERROR && !transfer.sink_status.ok()) {
       return transfer.sink_status;
     }
-    return Unavailable("the object store at " + location_.endpoint +
-                       " is unreachable (" + request.what + "): " +
-                       curl_easy_strerror(code));
+    return Unavailable("the object store at " + location_.endpoint + " is unreachable (" +
+                       request.what + "): " + curl_easy_strerror(code));
   }
   ReleaseHandle(curl);
   return response;
@@ -489,7 +495,8 @@ Result<std::string> S3Client::CreateMultipartUpload(
   if (response.status != 200) return ErrorOf(request, response);
   ASSIGN_OR_RETURN(std::unique_ptr<XmlElement> xml, ParseXml(response.body));
   std::string upload_id = xml->ChildText("UploadId");
-  if (upload_id.empty()) return Internal("CreateMultipartUpload " + key + ": no UploadId");
+  if (upload_id.empty())
+    return Internal("CreateMultipartUpload " + key + ": no UploadId");
   return upload_id;
 }
 

@@ -39,7 +39,8 @@ namespace sheetlog {
 // 's3://BUCKET?endpoint=http://host:port&region=us-east-1'`.
 struct S3Location {
   std::string bucket;
-  std::string endpoint;  // "http://host:port" or "https://host"; the bucket is in the path
+  std::string
+      endpoint;  // "http://host:port" or "https://host"; the bucket is in the path
   std::string region = "us-east-1";
   SigV4Credentials credentials;
   // Bounds (milliseconds): connecting, a whole request without an object body, and a

@@ -121,7 +121,8 @@ json ExternalJson(App& app, const std::string& key) {
   Result<BlobInfo> info = app.blobs()->Head(key);
   if (info.ok()) out["size"] = info->size;
   int64_t expires = app.clock()->NowSeconds() + kPresignedGetSeconds;
-  out["url"] = app.uploads()->PresignedPath("GET", key, expires);
+  Result<std::string> url = app.uploads()->PresignedPath("GET", key, expires);
+  if (url.ok()) out["url"] = *url;
   return out;
 }
 
@@ -133,8 +134,8 @@ json InlineExternalBody(App& app, const EntryRecord& entry, UnitMeter* meter) {
 }
 
 std::string ManifestUrl(App& app, const std::string& root) {
-  return app.uploads()->PresignedPath("GET", root,
-                                      app.clock()->NowSeconds() + kPresignedGetSeconds);
+  return Check(app.uploads()->PresignedPath(
+      "GET", root, app.clock()->NowSeconds() + kPresignedGetSeconds));
 }
 
 void DeleteBlobsBestEffort(App& app, const std::vector<std::string>& keys) {
@@ -319,8 +320,8 @@ void RegisterBlobRoutes(Router& router, App& app) {
     std::optional<int64_t> size = fields.Int("size");
     fields.Finish();
     if (!type || type->empty()) throw ApiError::Validation("field 'type' is required");
-    if (size && (*size < 0 || *size > blobs.options().max_object_bytes)) {
-      throw ApiError::PayloadTooLarge(blobs.options().max_object_bytes);
+    if (size && (*size < 0 || *size > blobs.max_object_bytes())) {
+      throw ApiError::PayloadTooLarge(blobs.max_object_bytes());
     }
     // The small declared body is checked now, like an inline append's.
     Check(ValidateAppend(*type, version, entry_body.value_or(json(nullptr))));
@@ -328,12 +329,14 @@ void RegisterBlobRoutes(Router& router, App& app) {
     if (entry_body && !entry_body->is_null()) encoded = entry_body->dump();
     UploadInfo upload = Check(app.uploads()->Create(sheet, *type, version, encoded,
                                                     content_type, size, &call.meter));
-    call.Reply(201,
-               json{{"upload_id", upload.upload_id},
-                    {"key", upload.blob_key},
-                    {"url", BaseUrl(call) + app.uploads()->PresignedPath(
-                                                "PUT", upload.blob_key, upload.expires)},
-                    {"expires", upload.expires}});
+    // The store's own URL (S3), or this server's presigned route.
+    std::string url =
+        Check(app.uploads()->PresignedPath("PUT", upload.blob_key, upload.expires));
+    if (url.starts_with("/")) url = BaseUrl(call) + url;
+    call.Reply(201, json{{"upload_id", upload.upload_id},
+                         {"key", upload.blob_key},
+                         {"url", url},
+                         {"expires", upload.expires}});
   });
 
   router.Post(R"(/v1/sheets/([^/]+)/uploads/([^/]+)/complete)", [&](Call& call) {

@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "emulator/blob/blob_lifecycle.h"
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/periodic_worker.h"
 #include "emulator/queue/queue.h"
 #include "emulator/runtime/function_runtime.h"
@@ -175,7 +175,7 @@ Status App::Init() {
   BlobStoreOptions blob_options;
   blob_options.root = (fs::path(data_dir_) / "blobs").string();
   blob_options.sync = sync;
-  ASSIGN_OR_RETURN(blobs_, BlobStore::Open(blob_options, clock_, faults_.get()));
+  ASSIGN_OR_RETURN(blobs_, DirectoryBlobStore::Open(blob_options, clock_, faults_.get()));
 
   log_ =
       std::make_unique<EventLog>(db_.get(), clock_, faults_.get(), EventLog::Options{});

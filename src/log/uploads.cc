@@ -318,8 +318,13 @@ bool Uploads::KeepForSweep(const std::string& key) {
 
 Result<std::string> Uploads::ReadBody(const std::string& key) { return blobs_->Get(key); }
 
-std::string Uploads::PresignedPath(const std::string& method, const std::string& key,
-                                   int64_t expires) const {
+Result<std::string> Uploads::PresignedPath(const std::string& method,
+                                           const std::string& key, int64_t expires) {
+  BlobTags put_tags;
+  if (method == "PUT") put_tags[kAutoDeleteTag] = "true";
+  ASSIGN_OR_RETURN(std::optional<std::string> url,
+                   blobs_->PresignUrl(method, key, expires, put_tags));
+  if (url) return *url;
   return "/v1/blobs/" + key + "?expires=" + std::to_string(expires) +
          "&signature=" + blobs_->Sign(method, key, expires);
 }

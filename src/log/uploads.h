@@ -129,9 +129,13 @@ class Uploads {
   // The payload of an external entry.
   Result<std::string> ReadBody(const std::string& key);
 
-  // Presigned URL path+query for `method` on `key` valid until `expires`.
-  std::string PresignedPath(const std::string& method, const std::string& key,
-                            int64_t expires) const;
+  // A presigned URL for `method` on `key` valid until `expires`: the blob store's own
+  // (absolute: an S3 store's SigV4 URL) or the server's path+query (starting with '/',
+  // for a store whose presigned requests the server serves). A PUT URL's object is
+  // tagged auto-delete (seed 000's discardable write). Errors: the store's (S3 records
+  // the upload's tags before it hands out the URL).
+  Result<std::string> PresignedPath(const std::string& method, const std::string& key,
+                                    int64_t expires);
 
   BlobStore* blobs() { return blobs_; }
 

@@ -11,7 +11,7 @@
 #include <functional>
 #include <sstream>
 
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/json_text.h"
 #include "tests/support/server_process.h"
@@ -67,8 +67,7 @@ class VerifyHttpTest : public ::testing::Test {
     {
       BlobStoreOptions options;
       options.root = dir_.File("blobs");
-      Result<std::unique_ptr<BlobStore>> store =
-          BlobStore::Open(options, SystemClock::Default());
+      auto store = DirectoryBlobStore::Open(options, SystemClock::Default());
       ASSERT_TRUE(store.ok()) << store.status().ToString();
       Status damaged = damage(**store);
       ASSERT_TRUE(damaged.ok()) << damaged.ToString();

@@ -2,13 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "emulator/blob/directory_blob_store.h"
+
 namespace sheetlog::testing {
 
 std::unique_ptr<BlobStore> OpenTestBlobStore(const std::string& root, Clock* clock) {
   BlobStoreOptions options;
   options.root = root;
   options.sync = false;
-  auto store = BlobStore::Open(options, clock);
+  auto store = DirectoryBlobStore::Open(options, clock);
   if (!store.ok()) {
     ADD_FAILURE() << "opening the blob store at " << root << ": "
                   << store.status().ToString();

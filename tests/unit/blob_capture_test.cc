@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -32,7 +32,7 @@ class BlobCaptureTest : public ::testing::Test {
     BlobStoreOptions options;
     options.root = dir_.File("blobs");
     options.sync = false;
-    auto store = BlobStore::Open(options, &clock_);
+    auto store = DirectoryBlobStore::Open(options, &clock_);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(*store);
   }

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "tests/support/status_matchers.h"
@@ -27,7 +27,7 @@ class BlobLifecycleTest : public ::testing::Test {
     BlobStoreOptions options;
     options.root = dir_.File("blobs");
     options.sync = false;
-    auto store = BlobStore::Open(options, &clock_, &faults_);
+    auto store = DirectoryBlobStore::Open(options, &clock_, &faults_);
     ASSERT_OK(store);
     store_ = std::move(store).value();
   }

@@ -7,7 +7,7 @@
 #include <random>
 #include <set>
 
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "tests/support/blob_fixture.h"
 #include "tests/support/status_matchers.h"

@@ -1,4 +1,4 @@
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
@@ -62,7 +62,7 @@ class BlobStoreTest : public ::testing::Test {
     options.root = dir_.File("blobs");
     options.sync = false;
     options.max_object_bytes = max_object_bytes;
-    auto store = BlobStore::Open(options, &clock_, &faults_);
+    auto store = DirectoryBlobStore::Open(options, &clock_, &faults_);
     EXPECT_OK(store);
     return store.ok() ? std::move(store).value() : nullptr;
   }
@@ -469,11 +469,11 @@ TEST_F(BlobStoreTest, SecondOpenOfSameDirectoryIsRefused) {
   auto store = OpenStore();
   BlobStoreOptions options;
   options.root = Root();
-  auto second = BlobStore::Open(options, &clock_);
+  auto second = DirectoryBlobStore::Open(options, &clock_);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
   store.reset();
-  EXPECT_OK(BlobStore::Open(options, &clock_));  // the lock died with the store
+  EXPECT_OK(DirectoryBlobStore::Open(options, &clock_));  // the lock died with the store
 }
 
 TEST_F(BlobStoreTest, CrashBetweenBodyAndCommitLeavesOldObjectAndDebrisIsRemoved) {
@@ -540,11 +540,11 @@ TEST_F(BlobStoreTest, UnreadableMetadataIsReportedNotGuessed) {
 
 TEST_F(BlobStoreTest, OpenRejectsBadOptions) {
   BlobStoreOptions options;
-  EXPECT_EQ(BlobStore::Open(options, &clock_).status().code(),
+  EXPECT_EQ(DirectoryBlobStore::Open(options, &clock_).status().code(),
             StatusCode::kInvalidArgument);
   options.root = Root();
   options.max_object_bytes = 0;
-  EXPECT_EQ(BlobStore::Open(options, &clock_).status().code(),
+  EXPECT_EQ(DirectoryBlobStore::Open(options, &clock_).status().code(),
             StatusCode::kInvalidArgument);
 }
 
@@ -566,7 +566,7 @@ TEST_F(BlobStoreTest, SyncedStoreWorksTheSame) {
   BlobStoreOptions options;
   options.root = Root();
   options.sync = true;
-  auto store = BlobStore::Open(options, &clock_);
+  auto store = DirectoryBlobStore::Open(options, &clock_);
   ASSERT_OK(store);
   ASSERT_OK((*store)->Put("deep/er/key", "durable"));
   ASSERT_OK((*store)->PutTags("deep/er/key", {{"t", "1"}}));

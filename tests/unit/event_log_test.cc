@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/faults.h"
 #include "emulator/json_text.h"
 #include "emulator/stream/change_feed.h"
@@ -743,7 +744,7 @@ TEST_F(TruncateTest, ArchivesEachDroppedSegmentFirstAndRecordsTheKey) {
   BlobStoreOptions options;
   options.root = dir_.File("blobs");
   options.sync = false;
-  auto blobs = BlobStore::Open(options, &clock_);
+  auto blobs = DirectoryBlobStore::Open(options, &clock_);
   ASSERT_OK(blobs);
   faults_.Arm(FaultPoint::kLogTruncateBeforeDrop, {});
   auto crashed = log_->Truncate(sheet, 5, blobs->get(), nullptr);
@@ -979,7 +980,7 @@ TEST_F(TruncateTest, ExactTruncationAtTheNextSeqKeepsAppendsWorking) {
   BlobStoreOptions options;
   options.root = dir_.File("blobs");
   options.sync = false;
-  auto blobs = BlobStore::Open(options, &clock_);
+  auto blobs = DirectoryBlobStore::Open(options, &clock_);
   ASSERT_OK(blobs);
   auto later = log_->TruncateExact(sheet, 6, "snapshots/six", blobs->get(), nullptr);
   ASSERT_OK(later);

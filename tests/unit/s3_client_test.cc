@@ -61,9 +61,10 @@ TEST(S3ClientTest, ObjectRoundTripRangesTagsAndDelete) {
   ASSERT_OK(client.DeleteObject(key));
   EXPECT_TRUE(client.HeadObject(key).status().IsNotFound());
   EXPECT_OK(client.DeleteObject(key));  // idempotent
-  EXPECT_TRUE(client.GetObject(key, 0, -1, "", [](std::string_view) {
-                      return Status::OK();
-                    }).status().IsNotFound());
+  EXPECT_TRUE(
+      client.GetObject(key, 0, -1, "", [](std::string_view) { return Status::OK(); })
+          .status()
+          .IsNotFound());
 }
 
 TEST(S3ClientTest, ListingPagesWithPrefixDelimiterAndContinuation) {
@@ -177,17 +178,19 @@ TEST(ParseS3UrlTest, ParsesLocationAndKeepsCredentialsOffTheCommandLine) {
   EXPECT_FALSE(parsed->store_tags);
   EXPECT_EQ(parsed->credentials.access_key_id, "AKID");
 
-  EXPECT_NE(ParseS3Url("s3://b?endpoint=http://h&secret_key=x").status().message().find(
-                "never go on the command line"),
+  EXPECT_NE(ParseS3Url("s3://b?endpoint=http://h&secret_key=x")
+                .status()
+                .message()
+                .find("never go on the command line"),
             std::string::npos);
-  EXPECT_FALSE(ParseS3Url("s3://b").ok());                          // no endpoint
-  EXPECT_FALSE(ParseS3Url("http://b?endpoint=http://h").ok());      // not s3://
+  EXPECT_FALSE(ParseS3Url("s3://b").ok());                      // no endpoint
+  EXPECT_FALSE(ParseS3Url("http://b?endpoint=http://h").ok());  // not s3://
   EXPECT_FALSE(ParseS3Url("s3://b?endpoint=http://h&part_bytes=1").ok());
   EXPECT_FALSE(ParseS3Url("s3://b?endpoint=http://h&colour=red").ok());
   unsetenv("AWS_ACCESS_KEY_ID");
-  EXPECT_NE(ParseS3Url("s3://b?endpoint=http://h").status().message().find(
-                "no credentials"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseS3Url("s3://b?endpoint=http://h").status().message().find("no credentials"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "emulator/blob/blob_store.h"
+#include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/uuid.h"
 #include "src/snapshot/chunk_codec.h"
@@ -27,7 +27,7 @@ std::unique_ptr<BlobStore> OpenStore(const testing::TempDir& dir, Clock* clock) 
   BlobStoreOptions options;
   options.root = dir.File("blobs");
   options.sync = false;
-  auto store = BlobStore::Open(options, clock);
+  auto store = DirectoryBlobStore::Open(options, clock);
   EXPECT_OK(store);
   return std::move(store).value();
 }
