@@ -461,9 +461,11 @@ Status S3Client::CreateBucket() {
 
 Result<std::string> S3Client::PutObject(const std::string& key, std::string_view body,
                                         const std::string& content_type,
-                                        const std::map<std::string, std::string>& tags) {
+                                        const std::map<std::string, std::string>& tags,
+                                        const std::vector<std::string>& extra_headers) {
   Request request;
   request.method = "PUT";
+  request.headers = extra_headers;
   request.key = key;
   request.body = body;
   request.has_body = true;
@@ -518,7 +520,8 @@ Result<std::string> S3Client::UploadPart(const std::string& key,
 
 Result<std::string> S3Client::CompleteMultipartUpload(
     const std::string& key, const std::string& upload_id,
-    const std::vector<std::string>& part_etags) {
+    const std::vector<std::string>& part_etags,
+    const std::vector<std::string>& extra_headers) {
   std::string xml = "<CompleteMultipartUpload>";
   for (size_t i = 0; i < part_etags.size(); ++i) {
     xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>\"" +
@@ -532,6 +535,7 @@ Result<std::string> S3Client::CompleteMultipartUpload(
   request.body = xml;
   request.has_body = true;
   request.what = "CompleteMultipartUpload " + key;
+  request.headers = extra_headers;
   request.headers.push_back("Content-Type: application/xml");
   ASSIGN_OR_RETURN(Response response, Send(request));
   if (response.status != 200) return ErrorOf(request, response);

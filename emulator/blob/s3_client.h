@@ -95,9 +95,11 @@ class S3Client {
   Status CreateBucket();
 
   // PutObject. Returns the etag. `tags` as the x-amz-tagging header (if store_tags).
+  // `extra_headers` ("If-None-Match: *"...) are sent as given.
   Result<std::string> PutObject(const std::string& key, std::string_view body,
                                 const std::string& content_type,
-                                const std::map<std::string, std::string>& tags);
+                                const std::map<std::string, std::string>& tags,
+                                const std::vector<std::string>& extra_headers = {});
 
   Result<std::string> CreateMultipartUpload(
       const std::string& key, const std::string& content_type,
@@ -106,9 +108,10 @@ class S3Client {
   Result<std::string> UploadPart(const std::string& key, const std::string& upload_id,
                                  int part_number, std::string_view body);
   // Returns the object's etag.
-  Result<std::string> CompleteMultipartUpload(const std::string& key,
-                                              const std::string& upload_id,
-                                              const std::vector<std::string>& part_etags);
+  Result<std::string> CompleteMultipartUpload(
+      const std::string& key, const std::string& upload_id,
+      const std::vector<std::string>& part_etags,
+      const std::vector<std::string>& extra_headers = {});
   Status AbortMultipartUpload(const std::string& key, const std::string& upload_id);
 
   // NotFound if there is no such object.
