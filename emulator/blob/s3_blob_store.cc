@@ -51,6 +51,13 @@ Status Annotated(const Status& status, const std::string& what) {
   return Status(status.code(), what + ": " + status.message());
 }
 
+// As the directory store words it.
+Status TooLarge(const std::string& key, int64_t limit) {
+  return ResourceExhausted("blob " + QuoteForMessage(key) +
+                           " exceeds the maximum object size of " +
+                           std::to_string(limit) + " bytes");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------
@@ -66,8 +73,7 @@ class S3BlobWriter final : public BlobWriter {
     if (!failure_.ok()) return failure_;
     if (finished_) return FailedPrecondition("the put of " + key_ + " is finished");
     if (size_ + static_cast<int64_t>(data.size()) > store_->max_object_bytes()) {
-      failure_ = ResourceExhausted("object " + key_ + " would exceed " +
-                                   std::to_string(store_->max_object_bytes()) + " bytes");
+      failure_ = TooLarge(key_, store_->max_object_bytes());
       Abort();
       return failure_;
     }
@@ -385,8 +391,7 @@ Result<BlobInfo> S3BlobStore::Put(const std::string& key, std::string_view body,
   RETURN_IF_ERROR(ValidateKey(key));
   RETURN_IF_ERROR(ValidateBlobPutOptions(options));
   if (static_cast<int64_t>(body.size()) > options_.max_object_bytes) {
-    return ResourceExhausted("object " + key + " would exceed " +
-                             std::to_string(options_.max_object_bytes) + " bytes");
+    return TooLarge(key, options_.max_object_bytes);
   }
   RETURN_IF_ERROR(Fault(FaultPoint::kBlobPut));
   const int64_t now = clock_->NowMicros();
@@ -730,6 +735,8 @@ Result<SweepReport> S3BlobStore::Sweep(const LifecycleRule& rule,
       }
       ++report.deleted;
       report.deleted_bytes += object->size;
+      object_count_.fetch_sub(1);
+      byte_count_.fetch_sub(object->size);
       if (report.deleted_keys.size() < kS3MaxDeletedKeysReported) {
         report.deleted_keys.push_back(key);
       }

@@ -107,7 +107,8 @@ SigV4Presigned SigV4Presign(const SigV4PresignRequest& request,
   key = HmacSha256(key, request.service);
   key = HmacSha256(key, "aws4_request");
   const std::string mac = HmacSha256(key, out.string_to_sign);
-  out.signature = HexOfBytes(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+  out.signature =
+      HexOfBytes(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
   out.url = request.scheme + "://" + request.host + request.encoded_path + "?" + query +
             "&X-Amz-Signature=" + out.signature;
   return out;

@@ -1,6 +1,7 @@
 #include "tests/support/s3_test_server.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -27,9 +28,11 @@ std::string S3TestEndpoint() {
   return parsed["endpoint"].get<std::string>();
 }
 
-S3Location NewS3TestBucket(const std::string& purpose) {
+namespace {
+
+S3Location NewBucketAt(const std::string& endpoint, const std::string& purpose) {
   S3Location location;
-  location.endpoint = S3TestEndpoint();
+  location.endpoint = endpoint;
   location.credentials = {"S3RVER", "S3RVER", ""};
   std::string name = purpose.substr(0, 20);
   for (char& c : name) {
@@ -47,9 +50,67 @@ S3Location NewS3TestBucket(const std::string& purpose) {
   return location;
 }
 
+std::string Script() { return std::string(SHEETLOG_SOURCE_DIR) + "/scripts/s3rver"; }
+
+}  // namespace
+
+S3Location NewS3TestBucket(const std::string& purpose) {
+  return NewBucketAt(S3TestEndpoint(), purpose);
+}
+
 std::string S3BlobsFlag(const S3Location& location) {
   return "s3://" + location.bucket + "?endpoint=" + location.endpoint +
          "&region=" + location.region;
 }
+
+PrivateS3Server::PrivateS3Server() {
+  const std::string server = dir_.File("s3rver");
+  if (std::system((Script() + " start " + server + " >/dev/null").c_str()) != 0) {
+    ADD_FAILURE() << "scripts/s3rver start " << server << " failed";
+    return;
+  }
+  std::ifstream in(server + "/endpoint.json");
+  nlohmann::json parsed = nlohmann::json::parse(in, nullptr, false);
+  if (parsed.is_object() && parsed.contains("endpoint")) {
+    endpoint_ = parsed["endpoint"].get<std::string>();
+  }
+  EXPECT_FALSE(endpoint_.empty()) << "no endpoint.json in " << server;
+}
+
+PrivateS3Server::~PrivateS3Server() {
+  Resume();
+  (void)std::system((Script() + " stop " + dir_.File("s3rver")).c_str());
+}
+
+S3Location PrivateS3Server::NewBucket(const std::string& purpose) {
+  S3Location location = NewBucketAt(endpoint_, purpose);
+  location.connect_timeout_ms = 1000;
+  location.request_timeout_ms = 2000;
+  location.stall_timeout_ms = 2000;
+  return location;
+}
+
+void PrivateS3Server::Stop() {
+  Resume();
+  EXPECT_EQ(std::system((Script() + " stop " + dir_.File("s3rver") + " --keep").c_str()),
+            0);
+}
+
+void PrivateS3Server::Restart() {
+  EXPECT_EQ(
+      std::system((Script() + " restart " + dir_.File("s3rver") + " >/dev/null").c_str()),
+      0);
+}
+
+namespace {
+void Signal(const std::string& pid_file, int signal) {
+  std::ifstream in(pid_file);
+  long pid = 0;
+  if (in >> pid && pid > 0) ::kill(static_cast<pid_t>(pid), signal);
+}
+}  // namespace
+
+void PrivateS3Server::Pause() { Signal(dir_.File("s3rver/pid"), SIGSTOP); }
+void PrivateS3Server::Resume() { Signal(dir_.File("s3rver/pid"), SIGCONT); }
 
 }  // namespace sheetlog::testing

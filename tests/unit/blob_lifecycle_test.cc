@@ -12,6 +12,7 @@
 #include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "tests/support/blob_fixture.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 
@@ -21,15 +22,12 @@ namespace {
 constexpr int64_t kDay = 24LL * 3600 * 1000000;
 const BlobTags kAutoDelete = {{"auto-delete", "true"}};
 
-class BlobLifecycleTest : public ::testing::Test {
+// One source for both stores (blob_fixture.h).
+class BlobLifecycleTest : public testing::BlobStoreKindTest {
  protected:
   void SetUp() override {
-    BlobStoreOptions options;
-    options.root = dir_.File("blobs");
-    options.sync = false;
-    auto store = DirectoryBlobStore::Open(options, &clock_, &faults_);
-    ASSERT_OK(store);
-    store_ = std::move(store).value();
+    store_ = OpenStore();
+    ASSERT_NE(store_, nullptr);
   }
 
   void Put(const std::string& key, const BlobTags& tags) {
@@ -37,13 +35,11 @@ class BlobLifecycleTest : public ::testing::Test {
   }
   bool Exists(const std::string& key) { return store_->Head(key).ok(); }
 
-  testing::TempDir dir_;
-  ManualClock clock_;
-  FaultInjector faults_{&clock_};
   std::unique_ptr<BlobStore> store_;
 };
+using DirectoryBlobLifecycleTest = BlobLifecycleTest;
 
-TEST_F(BlobLifecycleTest, DeletesOnlyOldTaggedUnvetoedObjects) {
+TEST_P(BlobLifecycleTest, DeletesOnlyOldTaggedUnvetoedObjects) {
   Put("uploads/orphan", kAutoDelete);
   Put("uploads/referenced", kAutoDelete);  // completed, untag not yet run
   Put("uploads/untagged", {});
@@ -59,7 +55,9 @@ TEST_F(BlobLifecycleTest, DeletesOnlyOldTaggedUnvetoedObjects) {
   };
   auto report = store_->Sweep(LifecycleRule{}, keep);
   ASSERT_OK(report);
-  EXPECT_EQ(report->examined, 5);
+  // Directory: every object. S3: the table store's rows, one per object that has or had
+  // tags (uploads/untagged never had any), never the bucket (s3_blob_store.h).
+  EXPECT_EQ(report->examined, IsS3() ? 4 : 5);
   EXPECT_EQ(report->matched, 3);
   EXPECT_EQ(report->too_young, 1);
   EXPECT_EQ(report->kept_by_predicate, 1);
@@ -77,7 +75,7 @@ TEST_F(BlobLifecycleTest, DeletesOnlyOldTaggedUnvetoedObjects) {
   EXPECT_EQ(store_->Stats().objects, 4);
 }
 
-TEST_F(BlobLifecycleTest, AgeBoundaryIsStrictlyOlderThan) {
+TEST_P(BlobLifecycleTest, AgeBoundaryIsStrictlyOlderThan) {
   Put("k", kAutoDelete);
   clock_.Advance(3 * kDay);
   EXPECT_EQ(store_->Sweep(LifecycleRule{}, {}).value().deleted, 0);
@@ -87,7 +85,7 @@ TEST_F(BlobLifecycleTest, AgeBoundaryIsStrictlyOlderThan) {
   EXPECT_FALSE(Exists("k"));
 }
 
-TEST_F(BlobLifecycleTest, SeedFlowUntagSavesTheUpload) {
+TEST_P(BlobLifecycleTest, SeedFlowUntagSavesTheUpload) {
   // 1. discardable write, 2. linchpin write (elsewhere), 3. untag side effect.
   Put("uploads/s1/e7", kAutoDelete);
   ASSERT_OK(store_->DeleteTags("uploads/s1/e7"));
@@ -99,7 +97,7 @@ TEST_F(BlobLifecycleTest, SeedFlowUntagSavesTheUpload) {
   EXPECT_TRUE(Exists("uploads/s1/e7"));
 }
 
-TEST_F(BlobLifecycleTest, UntagOrOverwriteRacingTheSweepWins) {
+TEST_P(BlobLifecycleTest, UntagOrOverwriteRacingTheSweepWins) {
   Put("race/untagged", kAutoDelete);
   Put("race/overwritten", kAutoDelete);
   Put("race/deleted", kAutoDelete);
@@ -126,7 +124,7 @@ TEST_F(BlobLifecycleTest, UntagOrOverwriteRacingTheSweepWins) {
   EXPECT_EQ(store_->Get("race/overwritten").value(), "new");
 }
 
-TEST_F(BlobLifecycleTest, CustomRuleAndValidation) {
+TEST_P(BlobLifecycleTest, CustomRuleAndValidation) {
   Put("tmp/a", {{"expire", "soon"}});
   Put("tmp/b", kAutoDelete);
   clock_.Advance(61 * 1000000);
@@ -141,7 +139,7 @@ TEST_F(BlobLifecycleTest, CustomRuleAndValidation) {
             StatusCode::kInvalidArgument);
 }
 
-TEST_F(BlobLifecycleTest, UnreadableMetadataIsNeverSwept) {
+TEST_P(DirectoryBlobLifecycleTest, UnreadableMetadataIsNeverSwept) {
   Put("damaged", kAutoDelete);
   clock_.Advance(10 * kDay);
   {
@@ -155,7 +153,7 @@ TEST_F(BlobLifecycleTest, UnreadableMetadataIsNeverSwept) {
   EXPECT_TRUE(std::filesystem::exists(dir_.File("blobs/objects/damaged/\\meta")));
 }
 
-TEST_F(BlobLifecycleTest, SweepRemovesDebrisOfFailedPuts) {
+TEST_P(DirectoryBlobLifecycleTest, SweepRemovesDebrisOfFailedPuts) {
   Put("doc", {});
   faults_.Arm(FaultPoint::kBlobPutAfterBody, FaultSpec{});
   EXPECT_FALSE(store_->Put("doc", "uncommitted").ok());
@@ -169,7 +167,7 @@ TEST_F(BlobLifecycleTest, SweepRemovesDebrisOfFailedPuts) {
   EXPECT_FALSE(std::filesystem::exists(dir_.File("blobs/objects/never")));
 }
 
-TEST_F(BlobLifecycleTest, SweepFaultSkipsDeletionAndCountsIt) {
+TEST_P(BlobLifecycleTest, SweepFaultSkipsDeletionAndCountsIt) {
   Put("k", kAutoDelete);
   clock_.Advance(4 * kDay);
   faults_.Arm(FaultPoint::kBlobSweepDelete, FaultSpec{});
@@ -181,7 +179,7 @@ TEST_F(BlobLifecycleTest, SweepFaultSkipsDeletionAndCountsIt) {
   EXPECT_EQ(store_->Sweep(LifecycleRule{}, {}).value().deleted, 1);  // next time
 }
 
-TEST_F(BlobLifecycleTest, CancelFlagStopsTheSweep) {
+TEST_P(BlobLifecycleTest, CancelFlagStopsTheSweep) {
   for (int i = 0; i < 5; ++i) Put("k" + std::to_string(i), kAutoDelete);
   clock_.Advance(4 * kDay);
   std::atomic<bool> cancel{false};
@@ -196,7 +194,7 @@ TEST_F(BlobLifecycleTest, CancelFlagStopsTheSweep) {
   EXPECT_EQ(store_->Stats().objects, 4);
 }
 
-TEST_F(BlobLifecycleTest, WorkerSweepsAtStartAndEveryPeriodOfTheClock) {
+TEST_P(BlobLifecycleTest, WorkerSweepsAtStartAndEveryPeriodOfTheClock) {
   Put("orphan", kAutoDelete);
   Put("referenced", kAutoDelete);
   LifecycleSweeperOptions options;  // auto-delete=true, 3 days, every hour
@@ -232,7 +230,7 @@ TEST_F(BlobLifecycleTest, WorkerSweepsAtStartAndEveryPeriodOfTheClock) {
   sweeper.Stop();  // idempotent
 }
 
-TEST_F(BlobLifecycleTest, WorkerWithoutStartSweepWaitsOnePeriod) {
+TEST_P(BlobLifecycleTest, WorkerWithoutStartSweepWaitsOnePeriod) {
   Put("orphan", kAutoDelete);
   clock_.Advance(4 * kDay);
   LifecycleSweeperOptions options;
@@ -247,12 +245,19 @@ TEST_F(BlobLifecycleTest, WorkerWithoutStartSweepWaitsOnePeriod) {
   EXPECT_FALSE(Exists("orphan"));
 }
 
-TEST_F(BlobLifecycleTest, StartRejectsBadOptions) {
+TEST_P(BlobLifecycleTest, StartRejectsBadOptions) {
   LifecycleSweeperOptions options;
   options.period_micros = 0;
   LifecycleSweeper sweeper(store_.get(), &clock_, options);
   EXPECT_EQ(sweeper.Start().code(), StatusCode::kInvalidArgument);
 }
+
+INSTANTIATE_TEST_SUITE_P(Directory, BlobLifecycleTest,
+                         ::testing::Values(testing::BlobStoreKind::kDirectory));
+INSTANTIATE_TEST_SUITE_P(S3, BlobLifecycleTest,
+                         ::testing::Values(testing::BlobStoreKind::kS3));
+INSTANTIATE_TEST_SUITE_P(Directory, DirectoryBlobLifecycleTest,
+                         ::testing::Values(testing::BlobStoreKind::kDirectory));
 
 }  // namespace
 }  // namespace sheetlog
