@@ -83,6 +83,20 @@ Rule Text(std::string& (*field)(ServeOptions&)) {
           }};
 }
 
+// `--blobs`: checked in full here (the URL, and that credentials are there), so a bad
+// value is refused before anything opens.
+Status ApplyBlobs(std::string_view text, ServeOptions& options) {
+  if (text.empty()) {
+    options.app.s3_blobs.reset();
+    return Status::OK();
+  }
+  Result<S3Location> location = ParseS3Url(text);
+  if (!location.ok())
+    return InvalidArgument("is refused: " + location.status().message());
+  options.app.s3_blobs = *location;
+  return Status::OK();
+}
+
 Status ApplyListen(std::string_view text, ServeOptions& options) {
   const size_t colon = text.rfind(':');
   int64_t port = 0;
@@ -170,6 +184,12 @@ std::vector<ServeSetting> BuildTable() {
   return {
       Row("data-dir", "DIR", "./data", "data directory",
           Text([](O& o) -> std::string& { return o.app.data_dir; })),
+      Row("blobs", "URL", "",
+          "where blobs live: unset = the directory store under the data directory; "
+          "s3://BUCKET?endpoint=http://HOST:PORT&region=REGION = an S3-compatible store "
+          "(credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+          "credentials_file=PATH; never on the command line)",
+          {"unset, or s3://BUCKET?endpoint=URL[&region=R&...]", ApplyBlobs}),
       Row("listen", "HOST:PORT", "127.0.0.1:8787",
           "listen address (port 0 = any free port)",
           {"HOST:PORT with a port in 0..65535", ApplyListen}),

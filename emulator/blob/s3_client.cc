@@ -63,8 +63,8 @@ Result<int64_t> PositiveParameter(const std::string& name, const std::string& va
   char* end = nullptr;
   long long parsed = std::strtoll(value.c_str(), &end, 10);
   if (value.empty() || *end != '\0' || parsed <= 0) {
-    return InvalidArgument("--blobs: " + name + " must be a positive integer, not '" +
-                           value + "'");
+    return InvalidArgument("" + name + " must be a positive integer, not '" + value +
+                           "'");
   }
   return static_cast<int64_t>(parsed);
 }
@@ -73,7 +73,7 @@ Result<int64_t> PositiveParameter(const std::string& name, const std::string& va
 // shared-credentials format (the first profile that has them).
 Status ReadCredentialsFile(const std::string& path, SigV4Credentials* out) {
   std::ifstream in(path);
-  if (!in) return InvalidArgument("--blobs: cannot read credentials_file " + path);
+  if (!in) return InvalidArgument("cannot read credentials_file " + path);
   std::string line;
   while (std::getline(in, line)) {
     size_t eq = line.find('=');
@@ -89,7 +89,7 @@ Status ReadCredentialsFile(const std::string& path, SigV4Credentials* out) {
     }
   }
   if (out->access_key_id.empty() || out->secret_access_key.empty()) {
-    return InvalidArgument("--blobs: credentials_file " + path +
+    return InvalidArgument("credentials_file " + path +
                            " has no aws_access_key_id and aws_secret_access_key");
   }
   return Status::OK();
@@ -150,14 +150,14 @@ std::string S3TaggingQuery(const std::map<std::string, std::string>& tags) {
 Result<S3Location> ParseS3Url(std::string_view url) {
   constexpr std::string_view kScheme = "s3://";
   if (url.substr(0, kScheme.size()) != kScheme) {
-    return InvalidArgument("--blobs must be an s3:// URL (s3://BUCKET?endpoint=...)");
+    return InvalidArgument("must be an s3:// URL (s3://BUCKET?endpoint=...)");
   }
   url.remove_prefix(kScheme.size());
   size_t question = url.find('?');
   S3Location location;
   location.bucket = std::string(url.substr(0, question));
   if (location.bucket.empty() || location.bucket.find('/') != std::string::npos) {
-    return InvalidArgument("--blobs: s3://BUCKET needs a bucket name (no '/')");
+    return InvalidArgument("s3://BUCKET needs a bucket name (no '/')");
   }
   std::string credentials_file;
   std::string_view query =
@@ -185,12 +185,12 @@ Result<S3Location> ParseS3Url(std::string_view url) {
       ASSIGN_OR_RETURN(location.part_bytes, PositiveParameter(name, value));
       if (location.part_bytes < (5 << 20)) {
         return InvalidArgument(
-            "--blobs: part_bytes must be at least 5 MiB (S3's "
+            "part_bytes must be at least 5 MiB (S3's "
             "smallest multipart part)");
       }
     } else if (name == "tagging") {
       if (value != "on" && value != "off") {
-        return InvalidArgument("--blobs: tagging must be on or off");
+        return InvalidArgument("tagging must be on or off");
       }
       location.store_tags = value == "on";
     } else if (name == "credentials_file") {
@@ -198,17 +198,16 @@ Result<S3Location> ParseS3Url(std::string_view url) {
     } else if (name == "access_key" || name == "secret_key" ||
                name == "aws_access_key_id" || name == "aws_secret_access_key") {
       return InvalidArgument(
-          "--blobs: credentials never go on the command line: set "
+          "credentials never go on the command line: set "
           "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or use "
           "credentials_file=PATH");
     } else {
-      return InvalidArgument("--blobs: unknown parameter '" + name + "'");
+      return InvalidArgument("unknown parameter '" + name + "'");
     }
   }
   if (location.endpoint.rfind("http://", 0) != 0 &&
       location.endpoint.rfind("https://", 0) != 0) {
-    return InvalidArgument(
-        "--blobs: endpoint=http://host:port (or https://) is required");
+    return InvalidArgument("endpoint=http://host:port (or https://) is required");
   }
   while (!location.endpoint.empty() && location.endpoint.back() == '/') {
     location.endpoint.pop_back();
@@ -221,7 +220,7 @@ Result<S3Location> ParseS3Url(std::string_view url) {
     const char* token = std::getenv("AWS_SESSION_TOKEN");
     if (id == nullptr || secret == nullptr || *id == '\0' || *secret == '\0') {
       return InvalidArgument(
-          "--blobs: no credentials: set AWS_ACCESS_KEY_ID and "
+          "no credentials: set AWS_ACCESS_KEY_ID and "
           "AWS_SECRET_ACCESS_KEY, or credentials_file=PATH");
     }
     location.credentials = {id, secret, token == nullptr ? "" : token};

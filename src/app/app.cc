@@ -11,6 +11,7 @@
 
 #include "emulator/blob/blob_lifecycle.h"
 #include "emulator/blob/directory_blob_store.h"
+#include "emulator/blob/s3_blob_store.h"
 #include "emulator/env/periodic_worker.h"
 #include "emulator/queue/queue.h"
 #include "emulator/runtime/function_runtime.h"
@@ -172,10 +173,26 @@ Status App::Init() {
   db_options.faults = faults_.get();
   ASSIGN_OR_RETURN(db_, OpenSheetlogDatabase(db_options));
 
-  BlobStoreOptions blob_options;
-  blob_options.root = (fs::path(data_dir_) / "blobs").string();
-  blob_options.sync = sync;
-  ASSIGN_OR_RETURN(blobs_, DirectoryBlobStore::Open(blob_options, clock_, faults_.get()));
+  if (options_.s3_blobs) {
+    // Blobs in an S3-compatible store; their tags mirrored in this database's
+    // blob_mirror table (emulator/blob/s3_blob_store.h).
+    S3BlobStoreOptions s3_options;
+    s3_options.location = *options_.s3_blobs;
+    Result<std::unique_ptr<S3BlobStore>> s3 =
+        S3BlobStore::Open(s3_options, db_.get(), clock_, faults_.get());
+    if (!s3.ok()) {
+      return s3.status().Annotate("opening the blob store s3://" +
+                                  options_.s3_blobs->bucket + " at " +
+                                  options_.s3_blobs->endpoint);
+    }
+    blobs_ = std::move(s3).value();
+  } else {
+    BlobStoreOptions blob_options;
+    blob_options.root = (fs::path(data_dir_) / "blobs").string();
+    blob_options.sync = sync;
+    ASSIGN_OR_RETURN(blobs_,
+                     DirectoryBlobStore::Open(blob_options, clock_, faults_.get()));
+  }
 
   log_ =
       std::make_unique<EventLog>(db_.get(), clock_, faults_.get(), EventLog::Options{});

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "emulator/backup/backup.h"
+#include "emulator/blob/s3_client.h"
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/metrics/metrics.h"
@@ -47,6 +48,9 @@ struct AppOptions {
   std::string data_dir = "./data";
   // Use a temporary data directory removed when the App closes, with no syncs.
   bool in_memory = false;
+  // Blobs in this S3-compatible store (`--blobs s3://...`) instead of the directory
+  // store under the data directory. Chosen independently of the table store.
+  std::optional<S3Location> s3_blobs;
   // Durability of acknowledged writes (see README "Durability").
   SyncMode sync = SyncMode::kNormal;
   // Time moves only through /v1/admin/clock (tests).
