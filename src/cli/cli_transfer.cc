@@ -93,8 +93,17 @@ int RunImport(int argc, char** argv) {
 
   Progress progress("uploading " + path, size);
   std::vector<char> buffer(kTransferChunkBytes);
-  httplib::Result put = client.http().Put(
-      PathOfUrl(upload.body.value("url", std::string())), static_cast<size_t>(size),
+  // The presigned URL may point at the server or at its blob store (an S3 store mints
+  // its own): sent to whichever origin it names, with no token (it carries its own
+  // signature).
+  const std::string url = upload.body.value("url", std::string());
+  const size_t scheme = url.find("://");
+  httplib::Client uploader(scheme == std::string::npos
+                               ? client.base_url()
+                               : url.substr(0, url.find('/', scheme + 3)));
+  uploader.set_read_timeout(600, 0);
+  httplib::Result put = uploader.Put(
+      PathOfUrl(url), static_cast<size_t>(size),
       [&](size_t offset, size_t length, httplib::DataSink& sink) {
         file.seekg(static_cast<std::streamoff>(offset));
         file.read(buffer.data(),

@@ -33,12 +33,6 @@ class ImportExportHttpTest : public ::testing::Test {
     return r.body.value("id", "");
   }
 
-  static std::string PathOf(const std::string& url) {
-    size_t scheme = url.find("://");
-    if (scheme == std::string::npos) return url;
-    return url.substr(url.find('/', scheme + 3));
-  }
-
   // The three steps of an upload; returns Complete's response.
   JsonResponse Import(const std::string& sheet, const std::string& file_bytes,
                       const json& body) {
@@ -46,7 +40,7 @@ class ImportExportHttpTest : public ::testing::Test {
                                 {{"type", "Import"}, {"body", body}});
     EXPECT_EQ(created.status, 201) << created.raw;
     JsonResponse put =
-        Request(*client_, "PUT", PathOf(created.body.value("url", "")), file_bytes);
+        RequestUrl(*client_, "PUT", created.body.value("url", ""), file_bytes);
     EXPECT_EQ(put.status, 200) << put.raw;
     return Post(*client_,
                 "/v1/sheets/" + sheet + "/uploads/" +

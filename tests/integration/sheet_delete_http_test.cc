@@ -27,12 +27,6 @@ class SheetDeleteHttpTest : public ::testing::Test {
     client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
-  static std::string PathOf(const std::string& url) {
-    size_t scheme = url.find("://");
-    if (scheme == std::string::npos) return url;
-    return url.substr(url.find('/', scheme + 3));
-  }
-
   // Objects under the sheet's prefixes in all four server areas.
   std::vector<std::string> SheetObjects(const std::string& sheet) {
     std::vector<std::string> keys;
@@ -74,8 +68,7 @@ class SheetDeleteHttpTest : public ::testing::Test {
       JsonResponse upload =
           Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});
       EXPECT_EQ(upload.status, 201) << upload.raw;
-      EXPECT_EQ(Request(*client_, "PUT", PathOf(upload.body["url"]), "payload").status,
-                200);
+      EXPECT_EQ(RequestUrl(*client_, "PUT", upload.body["url"], "payload").status, 200);
       if (open == 0) {
         EXPECT_EQ(Post(*client_,
                        "/v1/sheets/" + sheet + "/uploads/" +

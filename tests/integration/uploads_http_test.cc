@@ -71,11 +71,11 @@ TEST_F(UploadsHttpTest, HappyPathLeavesBlobUntaggedAndReadableThroughTheEntry) {
                               {{"type", "Attachment"}, {"body", {{"name", "a.bin"}}}});
   ASSERT_EQ(created.status, 201) << created.raw;
   std::string key = created.body["key"];
-  std::string put_path = PathOf(created.body["url"]);
 
-  // Step 2: the payload goes to the presigned URL, tagged for auto-delete.
+  // Step 2: the payload goes to the presigned URL (the server's, or its S3 store's own),
+  // tagged for auto-delete.
   std::string payload = "payload-" + std::string(100000, 'p');
-  JsonResponse put = Request(*client_, "PUT", put_path, payload);
+  JsonResponse put = RequestUrl(*client_, "PUT", created.body["url"], payload);
   ASSERT_EQ(put.status, 200) << put.raw;
   EXPECT_EQ(Tags(key), json({{"auto-delete", "true"}}));
 
@@ -100,10 +100,9 @@ TEST_F(UploadsHttpTest, HappyPathLeavesBlobUntaggedAndReadableThroughTheEntry) {
   EXPECT_EQ(entry.body["external"]["key"], key);
   EXPECT_EQ(entry.body["external"]["size"], payload.size());
   httplib::Client anonymous("127.0.0.1", server_->port());
-  auto fetched = anonymous.Get(entry.body["external"]["url"].get<std::string>().c_str());
-  ASSERT_TRUE(fetched);
-  EXPECT_EQ(fetched->status, 200);
-  EXPECT_EQ(fetched->body, payload);
+  JsonResponse fetched = RequestUrl(anonymous, "GET", entry.body["external"]["url"]);
+  EXPECT_EQ(fetched.status, 200);
+  EXPECT_EQ(fetched.raw, payload);
 
   // Swept long after: referenced and untagged, it stays.
   Advance(kOrphanTtl + 10);
@@ -117,7 +116,7 @@ TEST_F(UploadsHttpTest, UploadNeverCompletedIsSweptAfterTheTtlAndNotBefore) {
       Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});
   ASSERT_EQ(created.status, 201);
   std::string key = created.body["key"];
-  ASSERT_EQ(Request(*client_, "PUT", PathOf(created.body["url"]), "orphan").status, 200);
+  ASSERT_EQ(RequestUrl(*client_, "PUT", created.body["url"], "orphan").status, 200);
   Advance(kOrphanTtl - 60);
   Sweep();
   EXPECT_EQ(Tags(key), json({{"auto-delete", "true"}}));  // not yet

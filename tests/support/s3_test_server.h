@@ -10,10 +10,9 @@
 
 namespace sheetlog::testing {
 
-// "http://127.0.0.1:PORT" of the running server, read from
-// $SHEETLOG_TEST_S3_DIR/endpoint.json. Fails the test (and returns "") when the
-// variable is not set: run S3* cases through ctest, or start one with
-// `scripts/s3rver start DIR` and set SHEETLOG_TEST_S3_DIR=DIR.
+// "http://127.0.0.1:PORT" of the running server, read from DIR/endpoint.json, DIR being
+// $SHEETLOG_TEST_S3_DIR or else <build>/s3rver (where ctest's fixture starts it). Fails
+// the test (and returns "") when no server is running there.
 std::string S3TestEndpoint();
 
 // A location on the test server (credentials S3RVER/S3RVER) with a new, empty bucket

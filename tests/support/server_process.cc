@@ -7,10 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "emulator/json_text.h"
+#include "tests/support/s3_test_server.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog::testing {
@@ -38,6 +43,36 @@ ServerProcess::~ServerProcess() {
   unlink(port_file_.c_str());
 }
 
+bool BlobsOnS3() {
+  const char* blobs = std::getenv("SHEETLOG_TEST_BLOBS");
+  return blobs != nullptr && std::string_view(blobs) == "s3";
+}
+
+namespace {
+
+// The bucket of a data directory's server: made once, its name kept in the directory.
+S3Location TestBucketFor(const std::string& data_dir) {
+  const std::string record = data_dir.empty() ? "" : data_dir + "/test-s3-bucket";
+  if (!record.empty()) {
+    std::ifstream in(record);
+    std::string bucket;
+    if (in >> bucket && !bucket.empty()) {
+      S3Location location;
+      location.endpoint = S3TestEndpoint();
+      location.bucket = bucket;
+      return location;
+    }
+  }
+  S3Location location = NewS3TestBucket("server");
+  if (!record.empty()) {
+    std::filesystem::create_directories(data_dir);
+    std::ofstream(record) << location.bucket << "\n";
+  }
+  return location;
+}
+
+}  // namespace
+
 bool ServerProcess::Start() {
   unlink(port_file_.c_str());
   if (mkfifo(port_file_.c_str(), 0600) != 0) {
@@ -58,6 +93,18 @@ bool ServerProcess::Start() {
     args.push_back(options_.token);
   }
   for (const auto& e : options_.extra) args.push_back(e);
+  // The S3 run of the integration subset (CMakeLists.txt, "S3." cases): blobs on the
+  // shared test S3 server, one bucket per data directory (so a restarted server finds
+  // its objects again), unless the case chose its blob store itself.
+  std::vector<std::pair<std::string, std::string>> s3_env;
+  if (BlobsOnS3() && std::find(options_.extra.begin(), options_.extra.end(), "--blobs") ==
+                         options_.extra.end()) {
+    args.push_back("--blobs");
+    args.push_back(
+        S3BlobsFlag(TestBucketFor(options_.in_memory ? "" : options_.data_dir)));
+    s3_env = {{"AWS_ACCESS_KEY_ID", "S3RVER"}, {"AWS_SECRET_ACCESS_KEY", "S3RVER"}};
+  }
+  for (const auto& kv : s3_env) options_.env.push_back(kv);
   // The environment, built before fork (the child only execs).
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -227,6 +274,16 @@ JsonResponse Request(httplib::Client& client, const std::string& method,
   out.body = ParseJsonOrDiscarded(res->body);
   if (out.body.is_discarded()) out.body = nullptr;
   return out;
+}
+
+JsonResponse RequestUrl(httplib::Client& server, const std::string& method,
+                        const std::string& url, const std::string& body) {
+  const size_t scheme = url.find("://");
+  if (scheme == std::string::npos) return Request(server, method, url, body);
+  const size_t path = url.find('/', scheme + 3);
+  httplib::Client origin(url.substr(0, path));
+  return Request(origin, method, path == std::string::npos ? "/" : url.substr(path),
+                 body);
 }
 
 }  // namespace sheetlog::testing

@@ -37,6 +37,13 @@ struct ServerOptions {
   std::vector<std::pair<std::string, std::string>> env;
 };
 
+// True in the S3 run of the integration subset (SHEETLOG_TEST_BLOBS=s3, set by ctest
+// for the "S3." cases): every ServerProcess then serves its blobs from the shared test
+// S3 server (`--blobs s3://...`, a bucket per data directory). Cases guard what holds
+// only for the directory store (files under <data dir>/blobs, presigned URLs served by
+// the server) with it.
+bool BlobsOnS3();
+
 class ServerProcess {
  public:
   explicit ServerProcess(ServerOptions options);
@@ -83,6 +90,12 @@ struct JsonResponse {
 JsonResponse Request(httplib::Client& client, const std::string& method,
                      const std::string& path, const std::string& body = "",
                      const httplib::Headers& headers = {});
+// `method` on a URL the server handed out: a path (the server's own presigned route) is
+// requested from `server`, an absolute URL (an S3 store's presigned URL) from its origin,
+// without the server's token.
+JsonResponse RequestUrl(httplib::Client& server, const std::string& method,
+                        const std::string& url, const std::string& body = "");
+
 // Re-evaluates `condition` until it holds or `real_seconds` of real time pass; for
 // waiting on the server's background work (each check is a request, which paces it).
 bool Eventually(const std::function<bool()>& condition, int real_seconds = 30);

@@ -67,7 +67,15 @@ export class Http {
     // A Uint8Array over a plain ArrayBuffer is a BodyInit (TypeScript's DOM types
     // only accept that flavour).
     const payload = body === undefined ? undefined : new Uint8Array(body);
-    const response = await this.#fetch(this.#base + path, { method, headers, body: payload });
+    // An absolute URL is a presigned one of the blob store itself (an S3 store: api.md
+    // "Deployment forms"): it carries its own signature and never the server's token.
+    const absolute = /^https?:\/\//.test(path);
+    if (absolute) delete headers["authorization"];
+    const response = await this.#fetch(absolute ? path : this.#base + path, {
+      method,
+      headers,
+      body: payload,
+    });
     const bytes = new Uint8Array(await response.arrayBuffer());
     let error: ApiErrorBody | undefined;
     if (response.status >= 400) {
