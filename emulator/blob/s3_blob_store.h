@@ -138,8 +138,13 @@ class S3BlobStore final : public BlobStore {
   Status DeleteRows(const std::vector<std::string>& keys);
   BlobInfo InfoOf(const S3ObjectInfo& object, const std::optional<MirrorRow>& row) const;
 
-  // The conditions of `options` against the current object. REQUIRES: the key's lock.
-  Status CheckConditions(const std::string& key, const BlobPutOptions& options);
+  // The conditions of `options` against the current object; sets `*replaced_size` if
+  // it looked and found one. REQUIRES: the key's lock.
+  Status CheckConditions(const std::string& key, const BlobPutOptions& options,
+                         std::optional<int64_t>* replaced_size);
+  // Stats() after a put: one object more unless it is known to replace one (of
+  // `replaced_size` bytes).
+  void CountPut(int64_t size, const std::optional<int64_t>& replaced_size);
   // Writes or removes the key's row for a put with `options` (before its commit
   // point); returns the row it replaced, to restore if the put fails. REQUIRES: the
   // key's lock.

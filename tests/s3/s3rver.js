@@ -6,7 +6,68 @@
 // Stops on SIGTERM/SIGINT. scripts/s3rver runs it.
 'use strict';
 const fs = require('fs');
+
+// The fork canonicalizes SigV4 query strings with encodeURIComponent, which leaves
+// ! ' ( ) * as they are where AWS's SigV4 (and so every client) percent-encodes them: a
+// signed request whose query holds one (a listing's prefix or start-after with a '!')
+// is refused with SignatureDoesNotMatch. Encoding them as AWS does fixes that, and
+// changes nothing else the server sends that a client reads.
+const encodeComponent = globalThis.encodeURIComponent;
+globalThis.encodeURIComponent = (text) =>
+  encodeComponent(text).replace(
+    /[!'()*]/g,
+    (ch) => '%' + ch.charCodeAt(0).toString(16).toUpperCase(),
+  );
+
 const S3rver = require('@20minutes/s3rver');
+const FilesystemStore = require('@20minutes/s3rver/lib/stores/filesystem');
+const S3Object = require('@20minutes/s3rver/lib/models/object');
+const { walk } = require('@20minutes/s3rver/lib/utils');
+
+// The fork's ListObjects returns keys in the order its directory walk meets them ("0!"
+// before "0", "a/..." before "a"), not S3's byte order, and cuts a page (max-keys,
+// start-after) in that order, so paged listings miss keys. This lists as S3 does: every
+// key under the prefix in UTF-8 byte order, after start-after, keys and common
+// prefixes counted together against max-keys.
+FilesystemStore.prototype.listObjects = async function listObjects(bucket, options) {
+  const { delimiter = '', startAfter = '', prefix = '', maxKeys = Infinity } = options;
+  const bucketPath = this.getBucketPath(bucket);
+  const suffix = '._S3rver_object';
+  const keys = [];
+  for (const filePath of walk(bucketPath)) {
+    if (!filePath.endsWith(suffix)) continue;
+    const key = filePath.slice(bucketPath.length + 1, -suffix.length);
+    if (key.startsWith(prefix)) keys.push(key);
+  }
+  const bytes = (text) => Buffer.from(text, 'utf8');
+  keys.sort((a, b) => Buffer.compare(bytes(a), bytes(b)));
+  const after = bytes(startAfter);
+  const names = [];
+  const commonPrefixes = [];
+  let isTruncated = false;
+  for (const key of keys) {
+    if (startAfter && Buffer.compare(bytes(key), after) <= 0) continue;
+    const at = delimiter ? key.indexOf(delimiter, prefix.length) : -1;
+    const common = at === -1 ? null : key.slice(0, at + delimiter.length);
+    if (common !== null && commonPrefixes[commonPrefixes.length - 1] === common) continue;
+    if (names.length + commonPrefixes.length === maxKeys) {
+      isTruncated = true;
+      break;
+    }
+    if (common !== null) commonPrefixes.push(common);
+    else names.push(key);
+  }
+  const metadata = await Promise.all(
+    names.map((key) => this.getMetadata(bucket, key).catch(() => undefined)),
+  );
+  return {
+    objects: names
+      .map((key, i) => metadata[i] && new S3Object(bucket, key, null, metadata[i]))
+      .filter(Boolean),
+    commonPrefixes,
+    isTruncated,
+  };
+};
 
 const args = {};
 for (let i = 2; i + 1 < process.argv.length; i += 2) {

@@ -15,11 +15,11 @@
 namespace sheetlog {
 namespace {
 
-constexpr int64_t kDay = 24LL * 3600 * 1000000;
-const BlobTags kAutoDelete = {{"auto-delete", "true"}};
+constexpr int64_t kS3Day = 24LL * 3600 * 1000000;
+const BlobTags kS3AutoDelete = {{"auto-delete", "true"}};
 
-httplib::Result Fetch(const std::string& method, const std::string& url,
-                      const std::string& body = "") {
+httplib::Result FetchPresignedUrl(const std::string& method, const std::string& url,
+                                  const std::string& body = "") {
   size_t path_at = url.find('/', url.find("://") + 3);
   httplib::Client http(url.substr(0, path_at));
   if (method == "PUT") return http.Put(url.substr(path_at), body, "text/plain");
@@ -41,22 +41,22 @@ class S3BlobStoreTest : public testing::BlobStoreKindTest {
 TEST_P(S3BlobStoreTest, PresignedUploadsGoToTheStoreAndAreSweptFromTheTableStore) {
   const int64_t expires = clock_.NowSeconds() + 3600;
   Result<std::optional<std::string>> put_url =
-      store_->PresignUrl("PUT", "uploads/s1/u1", expires, kAutoDelete);
+      store_->PresignUrl("PUT", "uploads/s1/u1", expires, kS3AutoDelete);
   ASSERT_OK(put_url);
   ASSERT_TRUE(put_url->has_value()) << "the S3 store mints its own URLs";
   EXPECT_TRUE((*put_url)->starts_with(location().endpoint + "/" + location().bucket +
                                       "/uploads/s1/u1?"))
       << **put_url;
-  httplib::Result put = Fetch("PUT", **put_url, "the payload");
+  httplib::Result put = FetchPresignedUrl("PUT", **put_url, "the payload");
   ASSERT_TRUE(put);
   EXPECT_EQ(put->status, 200) << put->body;
   EXPECT_EQ(store_->Get("uploads/s1/u1").value(), "the payload");
-  EXPECT_EQ(store_->GetTags("uploads/s1/u1").value(), kAutoDelete);
+  EXPECT_EQ(store_->GetTags("uploads/s1/u1").value(), kS3AutoDelete);
 
   Result<std::optional<std::string>> get_url =
       store_->PresignUrl("GET", "uploads/s1/u1", expires, {});
   ASSERT_OK(get_url);
-  httplib::Result get = Fetch("GET", **get_url);
+  httplib::Result get = FetchPresignedUrl("GET", **get_url);
   ASSERT_TRUE(get);
   EXPECT_EQ(get->status, 200);
   EXPECT_EQ(get->body, "the payload");
@@ -64,8 +64,8 @@ TEST_P(S3BlobStoreTest, PresignedUploadsGoToTheStoreAndAreSweptFromTheTableStore
   EXPECT_EQ(store_->VerifyPresigned("GET", "uploads/s1/u1", expires, "00").code(),
             StatusCode::kPermissionDenied);
 
-  ASSERT_OK(store_->PresignUrl("PUT", "uploads/s1/unused", expires, kAutoDelete));
-  clock_.Advance(4 * kDay);
+  ASSERT_OK(store_->PresignUrl("PUT", "uploads/s1/unused", expires, kS3AutoDelete));
+  clock_.Advance(4 * kS3Day);
   Result<SweepReport> report = store_->Sweep(LifecycleRule{}, {});
   ASSERT_OK(report);
   EXPECT_EQ(report->deleted_keys, (std::vector<std::string>{"uploads/s1/u1"}));
@@ -77,7 +77,7 @@ TEST_P(S3BlobStoreTest, PresignedUploadsGoToTheStoreAndAreSweptFromTheTableStore
 // Tags live in the table store (the sweep's source) and are copied to the store's own
 // tagging where it keeps them.
 TEST_P(S3BlobStoreTest, TagChangesReachTheStoresOwnTagging) {
-  ASSERT_OK(store_->Put("k", "v", {"", kAutoDelete}));
+  ASSERT_OK(store_->Put("k", "v", {"", kS3AutoDelete}));
   ASSERT_OK(store_->PutTags("k", {{"sheet", "s1"}}));
   auto* s3 = static_cast<S3BlobStore*>(store_.get());
   EXPECT_EQ(s3->client().GetObjectTagging("k").value(),
@@ -116,10 +116,10 @@ TEST(S3OutageTest, UnreachableOrStalledStoreIsUnavailableAndRecoversWithoutReope
   auto opened = S3BlobStore::Open(options, tables.get(), &clock);
   ASSERT_OK(opened);
   std::unique_ptr<S3BlobStore> store = std::move(opened).value();
-  ASSERT_OK(store->Put("before", "kept", {"", kAutoDelete}));
+  ASSERT_OK(store->Put("before", "kept", {"", kS3AutoDelete}));
 
   server.Stop();
-  Result<BlobInfo> refused = store->Put("during", "lost?", {"", kAutoDelete});
+  Result<BlobInfo> refused = store->Put("during", "lost?", {"", kS3AutoDelete});
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable)
       << refused.status().ToString();
   EXPECT_NE(refused.status().message().find("unreachable"), std::string::npos);

@@ -14,8 +14,8 @@
 namespace sheetlog {
 namespace {
 
-std::string ReadAll(S3Client& client, const std::string& key, int64_t offset = 0,
-                    int64_t length = -1) {
+std::string ReadObject(S3Client& client, const std::string& key, int64_t offset = 0,
+                       int64_t length = -1) {
   std::string out;
   Result<S3ObjectInfo> info =
       client.GetObject(key, offset, length, "", [&](std::string_view piece) {
@@ -27,8 +27,8 @@ std::string ReadAll(S3Client& client, const std::string& key, int64_t offset = 0
 }
 
 // An absolute URL fetched with a plain HTTP client (no credentials).
-httplib::Result Fetch(const std::string& method, const std::string& url,
-                      const std::string& body = "") {
+httplib::Result FetchUrl(const std::string& method, const std::string& url,
+                         const std::string& body = "") {
   size_t path_at = url.find('/', url.find("://") + 3);
   httplib::Client http(url.substr(0, path_at));
   if (method == "PUT") return http.Put(url.substr(path_at), body, "text/plain");
@@ -48,9 +48,9 @@ TEST(S3ClientTest, ObjectRoundTripRangesTagsAndDelete) {
   EXPECT_EQ(head->size, 11);
   EXPECT_EQ(head->etag, *etag);
   EXPECT_EQ(head->content_type, "text/plain");
-  EXPECT_EQ(ReadAll(client, key), "hello world");
-  EXPECT_EQ(ReadAll(client, key, 6), "world");
-  EXPECT_EQ(ReadAll(client, key, 2, 3), "llo");
+  EXPECT_EQ(ReadObject(client, key), "hello world");
+  EXPECT_EQ(ReadObject(client, key, 6), "world");
+  EXPECT_EQ(ReadObject(client, key, 2, 3), "llo");
 
   ASSERT_OK(client.PutObjectTagging(key, {{"auto-delete", "true"}, {"k", "a b&c"}}));
   Result<std::map<std::string, std::string>> tags = client.GetObjectTagging(key);
@@ -113,7 +113,7 @@ TEST(S3ClientTest, MultipartUploadJoinsItsParts) {
   Result<S3ObjectInfo> head = client.HeadObject("big");
   ASSERT_OK(head);
   EXPECT_EQ(head->size, (5 << 20) + 4);
-  EXPECT_EQ(ReadAll(client, "big", 5 << 20), "tail");
+  EXPECT_EQ(ReadObject(client, "big", 5 << 20), "tail");
   // Aborting is OK whether or not the store implements it.
   Result<std::string> other = client.CreateMultipartUpload("other", "text/plain", {});
   ASSERT_OK(other);
@@ -125,10 +125,10 @@ TEST(S3ClientTest, PresignedUrlsWorkUntilTheStoreSaysTheyExpired) {
   S3Client client(testing::NewS3TestBucket("client-presign"));
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   std::string put_url = client.Presign("PUT", "up/one", now, 600, {});
-  httplib::Result put = Fetch("PUT", put_url, "payload");
+  httplib::Result put = FetchUrl("PUT", put_url, "payload");
   ASSERT_TRUE(put);
   EXPECT_EQ(put->status, 200) << put->body;
-  httplib::Result get = Fetch("GET", client.Presign("GET", "up/one", now, 600, {}));
+  httplib::Result get = FetchUrl("GET", client.Presign("GET", "up/one", now, 600, {}));
   ASSERT_TRUE(get);
   EXPECT_EQ(get->status, 200);
   EXPECT_EQ(get->body, "payload");
@@ -136,14 +136,14 @@ TEST(S3ClientTest, PresignedUrlsWorkUntilTheStoreSaysTheyExpired) {
   // A URL signed for another key, or tampered with, is refused by the store.
   std::string tampered = client.Presign("GET", "up/one", now, 600, {});
   tampered.replace(tampered.find("X-Amz-Expires=600"), 17, "X-Amz-Expires=601");
-  httplib::Result refused = Fetch("GET", tampered);
+  httplib::Result refused = FetchUrl("GET", tampered);
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 403);
   EXPECT_NE(refused->body.find("SignatureDoesNotMatch"), std::string::npos);
 
   // Signed two hours ago for one hour: the store's clock says it expired.
   httplib::Result expired =
-      Fetch("GET", client.Presign("GET", "up/one", now - 7200, 3600, {}));
+      FetchUrl("GET", client.Presign("GET", "up/one", now - 7200, 3600, {}));
   ASSERT_TRUE(expired);
   EXPECT_EQ(expired->status, 403);
   EXPECT_NE(expired->body.find("expired"), std::string::npos) << expired->body;
