@@ -27,7 +27,9 @@
 //     the etag opened, where the store honours If-Match) instead of reading the old
 //     version: S3 without versioning keeps none.
 //   - List returns no content type (ListObjectsV2 does not), and `created` is the
-//     store's LastModified for objects without a mirror row.
+//     store's LastModified for objects without a mirror row. Common prefixes are rolled
+//     up here from a listing without delimiter (skipping past each one), so every
+//     store answers the same.
 //   - a multipart object's etag is the store's (on AWS "md5-of-parts-N", not the MD5 of
 //     the body).
 //   - Stats() is counted by listing the bucket at open and at each sweep, plus this
