@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "tests/support/command.h"
+#include "tests/support/s3_test_server.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -360,6 +361,47 @@ TEST_F(BackupHttpTest, BadTargetsAreRefused) {
   EXPECT_EQ(other.status, 400) << other.raw;
   EXPECT_NE(other.raw.find("neither empty nor a sheetlog backup"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir_.File("other/notes.txt")));
+}
+
+// Blobs on an S3 store (`--blobs s3://...`, the shared test S3 server): a backup is
+// refused with a clear error, over HTTP and from the CLI, and writes nothing; the
+// bucket's own versioning or replication is the way to back it up.
+TEST(S3BackupHttpTest, BackupOfBlobsOnS3IsRefusedAndWritesNothing) {
+  TempDir dir;
+  ServerOptions options(dir.File("data"), {"--inline-limit", "256", "--blobs",
+                                           S3BlobsFlag(NewS3TestBucket("backup-http"))});
+  options.env = {{"AWS_ACCESS_KEY_ID", "S3RVER"}, {"AWS_SECRET_ACCESS_KEY", "S3RVER"}};
+  ServerProcess server(options);
+  ASSERT_TRUE(server.Start()) << server.error();
+  httplib::Client client = server.Client();
+  const std::string sheet =
+      Post(client, "/v1/sheets", json::object()).body.value("id", "");
+  ASSERT_EQ(Post(client, "/v1/sheets/" + sheet + "/entries",
+                 {{"type", "Note"}, {"body", std::string(5000, 'x')}})
+                .status,
+            201);
+
+  const std::string target = dir.File("backup");
+  JsonResponse refused = Post(client, "/v1/admin/backup", {{"to", target}});
+  EXPECT_EQ(refused.status, 409) << refused.raw;
+  EXPECT_EQ(refused.body["error"]["code"], "ConflictError") << refused.raw;
+  const std::string message = refused.body["error"].value("message", "");
+  EXPECT_NE(message.find("backup of an S3 blob store"), std::string::npos) << message;
+  EXPECT_NE(message.find("versioning or replication"), std::string::npos) << message;
+  EXPECT_FALSE(fs::exists(target)) << "nothing written";
+
+  CommandResult cli =
+      RunCommand(std::string(SHEETLOG_BINARY) + " backup --to " + ShellQuote(target) +
+                 " --server http://127.0.0.1:" + std::to_string(server.port()));
+  EXPECT_NE(cli.exit_code, 0);
+  EXPECT_NE(cli.err.find("versioning or replication"), std::string::npos) << cli.err;
+  EXPECT_FALSE(fs::exists(target));
+  // The server is unharmed: a backup is refused, not half-started (no capture held).
+  EXPECT_EQ(Post(client, "/v1/sheets/" + sheet + "/entries",
+                 {{"type", "Note"}, {"body", std::string(5000, 'y')}})
+                .status,
+            201);
+  EXPECT_EQ(server.Stop(), 0);
 }
 
 }  // namespace

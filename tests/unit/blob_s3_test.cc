@@ -100,6 +100,24 @@ TEST_P(S3BlobStoreTest, OpenChecksTheBucketAndTheCredentials) {
             StatusCode::kPermissionDenied);
 }
 
+// A backup's capture (BlobStore::Capture) is refused, saying what to use instead, before
+// anything of it runs: the backup's database snapshot is never taken.
+TEST_P(S3BlobStoreTest, CaptureForABackupIsRefusedBeforeAnythingRuns) {
+  ASSERT_OK(store_->Put("k", "v"));
+  bool at_point_ran = false;
+  Result<std::unique_ptr<BlobCapture>> capture = store_->Capture([&] {
+    at_point_ran = true;
+    return Status::OK();
+  });
+  EXPECT_THAT(capture.status(), StatusIs(StatusCode::kFailedPrecondition));
+  EXPECT_NE(capture.status().message().find("the bucket's own versioning or replication"),
+            std::string::npos)
+      << capture.status().ToString();
+  EXPECT_FALSE(at_point_ran);
+  EXPECT_EQ(store_->local_root(), "") << "no directory of this machine holds the objects";
+  EXPECT_EQ(store_->Get("k").value(), "v");
+}
+
 INSTANTIATE_TEST_SUITE_P(S3, S3BlobStoreTest,
                          ::testing::Values(testing::BlobStoreKind::kS3));
 
