@@ -3,7 +3,7 @@
 // "sheetlog" and the default credentials S3RVER / S3RVER, and writes
 // {"endpoint": "http://127.0.0.1:PORT"} to the file named by --endpoint-file once it
 // listens. Usage: node s3rver.js --directory DIR --endpoint-file FILE [--port N]
-// Stops on SIGTERM/SIGINT. scripts/s3rver runs it.
+// Stops on SIGTERM/SIGINT, dropping open connections. scripts/s3rver runs it.
 'use strict';
 const fs = require('fs');
 
@@ -92,6 +92,12 @@ server.run().then(
     process.exit(1);
   },
 );
-const stop = () => server.close().then(() => process.exit(0));
+// A stopped store must answer nothing: close() alone stops accepting connections but
+// serves those already open (a request in progress, and anything sent on its keep-alive
+// connection after it) until they end, so tests that stop the store saw it answer.
+const stop = () => {
+  server.close().then(() => process.exit(0));
+  if (server.httpServer) server.httpServer.closeAllConnections();
+};
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
