@@ -6,6 +6,7 @@
 // Stops on SIGTERM/SIGINT, dropping open connections. scripts/s3rver runs it.
 'use strict';
 const fs = require('fs');
+const path = require('path');
 
 // The fork canonicalizes SigV4 query strings with encodeURIComponent, which leaves
 // ! ' ( ) * as they are where AWS's SigV4 (and so every client) percent-encodes them: a
@@ -22,7 +23,6 @@ globalThis.encodeURIComponent = (text) =>
 const S3rver = require('@20minutes/s3rver');
 const FilesystemStore = require('@20minutes/s3rver/lib/stores/filesystem');
 const S3Object = require('@20minutes/s3rver/lib/models/object');
-const { walk } = require('@20minutes/s3rver/lib/utils');
 
 // The fork's ListObjects returns keys in the order its directory walk meets them ("0!"
 // before "0", "a/..." before "a"), not S3's byte order, and cuts a page (max-keys,
@@ -34,7 +34,7 @@ FilesystemStore.prototype.listObjects = async function listObjects(bucket, optio
   const bucketPath = this.getBucketPath(bucket);
   const suffix = '._S3rver_object';
   const keys = [];
-  for (const filePath of walk(bucketPath)) {
+  for (const filePath of walkPresent(bucketPath)) {
     if (!filePath.endsWith(suffix)) continue;
     const key = filePath.slice(bucketPath.length + 1, -suffix.length);
     if (key.startsWith(prefix)) keys.push(key);
@@ -68,6 +68,49 @@ FilesystemStore.prototype.listObjects = async function listObjects(bucket, optio
     isTruncated,
   };
 };
+
+// The fork's deleteObject also removes the key's emptied parent directories, by a
+// check (readdirSync) and then a recursive rm, which race with other requests: a
+// concurrent delete in the same directory removes it between the two, so the check
+// throws ENOENT and the whole DeleteObjects answers 500 InternalError (a sheet's purge
+// failed so); a put that made its directory just before the rm fails the same way; and
+// an object a concurrent put wrote into a directory judged empty would go with it.
+// Empty directories are harmless here (a key "a" is the file "a._S3rver_object", never
+// the directory "a/"), so this deletes the object's files and leaves the directories.
+FilesystemStore.prototype.deleteObject = async function deleteObject(bucket, key) {
+  await Promise.all(
+    ['object', 'object.md5', 'metadata.json'].map((resource) =>
+      fs.promises.unlink(this.getResourcePath(bucket, key, resource)).catch((err) => {
+        if (err.code !== 'ENOENT') throw err;
+      }),
+    ),
+  );
+};
+
+// The fork's walk (readdirSync, then statSync of each entry) throws when a file or
+// directory goes between the two, and a listing answered 500: this one skips what a
+// concurrent delete removed.
+function* walkPresent(dir) {
+  let names;
+  try {
+    names = fs.readdirSync(dir);
+  } catch (err) {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return;
+    throw err;
+  }
+  for (const name of names) {
+    const filePath = path.posix.join(dir, name);
+    let stats;
+    try {
+      stats = fs.statSync(filePath);
+    } catch (err) {
+      if (err.code === 'ENOENT') continue;
+      throw err;
+    }
+    if (stats.isDirectory()) yield* walkPresent(filePath);
+    else yield filePath;
+  }
+}
 
 const args = {};
 for (let i = 2; i + 1 < process.argv.length; i += 2) {
