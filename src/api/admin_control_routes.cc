@@ -1,9 +1,7 @@
-// Test controls of api.md "Operations": the manual clock, fault points and reset. Each
-// is off unless the server was started with its flag, and then refused with 403;
-// GET /v1/admin/controls says which are on.
+#include "src/api/admin_control_routes.h"
+
+#include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
-#include "src/api/routes.h"
-#include "src/app/app.h"
 
 namespace sheetlog::api {
 
@@ -44,142 +42,131 @@ const char* FaultKindName(FaultKind kind) {
 
 }  // namespace
 
-void RegisterAdminControlRoutes(Router& router, App& app) {
-  RouteOptions control{/*auth=*/true, /*storage=*/false};
+void AdminControlRoutes::AddTo(Router& router) {
+  AddRoutes<AdminControlRoutes>(
+      router, this,
+      {
+          {"GET", "/v1/admin/clock", &AdminControlRoutes::GetClock, kUnmeteredRoute},
+          {"GET", "/v1/admin/controls", &AdminControlRoutes::GetControls,
+           kUnmeteredRoute},
+          {"POST", "/v1/admin/clock", &AdminControlRoutes::SetClock, kUnmeteredRoute},
+          {"GET", "/v1/admin/faults", &AdminControlRoutes::ListFaults, kUnmeteredRoute},
+          {"POST", "/v1/admin/faults", &AdminControlRoutes::ArmFault, kUnmeteredRoute},
+          {"DELETE", "/v1/admin/faults", &AdminControlRoutes::DisarmFaults,
+           kUnmeteredRoute},
+          {"POST", "/v1/admin/reset", &AdminControlRoutes::Reset, kUnmeteredRoute},
+      });
+}
 
-  router.Get(
-      "/v1/admin/clock", [&](Call& call) { call.Reply(200, ClockJson(app.clock())); },
-      control);
+void AdminControlRoutes::RequireFaults() const {
+  if (!controls_.faults) {
+    throw ApiError::Forbidden("fault points can be armed only with --enable-faults");
+  }
+}
 
-  // Beyond api.md: which of these controls the server was started with (the console
-  // shows only those), and the fault points a build knows by name.
-  router.Get(
-      "/v1/admin/controls",
-      [&](Call& call) {
-        call.Reply(200, json{{"clock", ClockJson(app.clock())},
-                             {"faults", app.options().enable_faults},
-                             {"reset", app.options().allow_reset}});
-      },
-      control);
+void AdminControlRoutes::GetClock(Call& call) { call.Reply(200, ClockJson(clock_)); }
 
-  router.Post(
-      "/v1/admin/clock",
-      [&](Call& call) {
-        if (app.manual_clock() == nullptr) {
-          throw ApiError::Forbidden(
-              "the clock moves only when started with --clock manual");
-        }
-        json body = call.Body();
-        FieldReader fields(body, "request body");
-        std::optional<int64_t> advance_s = fields.Int("advance_s");
-        std::optional<int64_t> advance_ms = fields.Int("advance_ms");
-        std::optional<int64_t> set_s = fields.Int("set_s");
-        fields.Finish();
-        if (!advance_s && !advance_ms && !set_s) {
-          throw ApiError::Validation("give advance_s, advance_ms or set_s");
-        }
-        if ((advance_s && *advance_s < 0) || (advance_ms && *advance_ms < 0)) {
-          throw ApiError::Validation("time never goes backwards: advance must be >= 0");
-        }
-        if (set_s) {
-          if (*set_s * 1000000 < app.clock()->NowMicros()) {
-            throw ApiError::Validation("time never goes backwards: set_s is in the past");
-          }
-          app.manual_clock()->Set(*set_s * 1000000);
-        }
-        if (advance_s) app.manual_clock()->AdvanceSeconds(*advance_s);
-        if (advance_ms) app.manual_clock()->Advance(*advance_ms * 1000);
-        call.Reply(200, ClockJson(app.clock()));
-      },
-      control);
+// Beyond api.md: which of these controls the server was started with (the console
+// shows only those), and the fault points a build knows by name.
+void AdminControlRoutes::GetControls(Call& call) {
+  call.Reply(200, json{{"clock", ClockJson(clock_)},
+                       {"faults", controls_.faults},
+                       {"reset", controls_.reset}});
+}
 
-  auto require_faults = [&app] {
-    if (!app.options().enable_faults) {
-      throw ApiError::Forbidden("fault points can be armed only with --enable-faults");
+void AdminControlRoutes::SetClock(Call& call) {
+  if (manual_clock_ == nullptr) {
+    throw ApiError::Forbidden("the clock moves only when started with --clock manual");
+  }
+  json body = call.Body();
+  FieldReader fields(body, "request body");
+  std::optional<int64_t> advance_s = fields.Int("advance_s");
+  std::optional<int64_t> advance_ms = fields.Int("advance_ms");
+  std::optional<int64_t> set_s = fields.Int("set_s");
+  fields.Finish();
+  if (!advance_s && !advance_ms && !set_s) {
+    throw ApiError::Validation("give advance_s, advance_ms or set_s");
+  }
+  if ((advance_s && *advance_s < 0) || (advance_ms && *advance_ms < 0)) {
+    throw ApiError::Validation("time never goes backwards: advance must be >= 0");
+  }
+  if (set_s) {
+    if (*set_s * 1000000 < clock_->NowMicros()) {
+      throw ApiError::Validation("time never goes backwards: set_s is in the past");
     }
-  };
+    manual_clock_->Set(*set_s * 1000000);
+  }
+  if (advance_s) manual_clock_->AdvanceSeconds(*advance_s);
+  if (advance_ms) manual_clock_->Advance(*advance_ms * 1000);
+  call.Reply(200, ClockJson(clock_));
+}
 
-  router.Get(
-      "/v1/admin/faults",
-      [&, require_faults](Call& call) {
-        require_faults();
-        json armed = json::array();
-        for (const FaultPointState& s : app.faults()->Armed()) {
-          armed.push_back(json{{"point", s.name},
-                               {"kind", FaultKindName(s.spec.kind)},
-                               {"remaining", s.spec.remaining},
-                               {"probability", s.spec.probability},
-                               {"delay_ms", s.spec.delay_micros / 1000},
-                               {"fired", s.fired}});
-        }
-        call.Reply(200, json{{"armed", armed}});
-      },
-      control);
+void AdminControlRoutes::ListFaults(Call& call) {
+  RequireFaults();
+  json armed = json::array();
+  for (const FaultPointState& s : faults_.Armed()) {
+    armed.push_back(json{{"point", s.name},
+                         {"kind", FaultKindName(s.spec.kind)},
+                         {"remaining", s.spec.remaining},
+                         {"probability", s.spec.probability},
+                         {"delay_ms", s.spec.delay_micros / 1000},
+                         {"fired", s.fired}});
+  }
+  call.Reply(200, json{{"armed", armed}});
+}
 
-  router.Post(
-      "/v1/admin/faults",
-      [&, require_faults](Call& call) {
-        require_faults();
-        json body = call.Body();
-        FieldReader fields(body, "request body");
-        std::optional<std::string> point = fields.String("point");
-        std::string kind = fields.String("kind").value_or("error");
-        int64_t count = fields.Int("count", 1);
-        std::optional<json> probability = fields.Any("probability");
-        int64_t delay_ms = fields.Int("delay_ms", 0);
-        fields.Finish();
-        if (!point || point->empty())
-          throw ApiError::Validation("field 'point' is required");
-        FaultSpec spec;
-        spec.kind = ParseFaultKind(kind);
-        if (count == 0 || count < -1) {
-          throw ApiError::Validation("count must be >= 1, or -1 for every hit");
-        }
-        spec.remaining = count;
-        if (probability) {
-          if (!probability->is_number() || probability->get<double>() < 0 ||
-              probability->get<double>() > 1) {
-            throw ApiError::Validation("probability must be a number in [0, 1]");
-          }
-          spec.probability = probability->get<double>();
-        }
-        if (delay_ms < 0) throw ApiError::Validation("delay_ms must be >= 0");
-        spec.delay_micros = delay_ms * 1000;
-        if (Status armed = app.faults()->Arm(*point, spec); !armed.ok()) {
-          throw ApiError::Validation(armed.message());
-        }
-        call.Reply(200, json{{"armed", *point}});
-      },
-      control);
+void AdminControlRoutes::ArmFault(Call& call) {
+  RequireFaults();
+  json body = call.Body();
+  FieldReader fields(body, "request body");
+  std::optional<std::string> point = fields.String("point");
+  std::string kind = fields.String("kind").value_or("error");
+  int64_t count = fields.Int("count", 1);
+  std::optional<json> probability = fields.Any("probability");
+  int64_t delay_ms = fields.Int("delay_ms", 0);
+  fields.Finish();
+  if (!point || point->empty()) throw ApiError::Validation("field 'point' is required");
+  FaultSpec spec;
+  spec.kind = ParseFaultKind(kind);
+  if (count == 0 || count < -1) {
+    throw ApiError::Validation("count must be >= 1, or -1 for every hit");
+  }
+  spec.remaining = count;
+  if (probability) {
+    if (!probability->is_number() || probability->get<double>() < 0 ||
+        probability->get<double>() > 1) {
+      throw ApiError::Validation("probability must be a number in [0, 1]");
+    }
+    spec.probability = probability->get<double>();
+  }
+  if (delay_ms < 0) throw ApiError::Validation("delay_ms must be >= 0");
+  spec.delay_micros = delay_ms * 1000;
+  if (Status armed = faults_.Arm(*point, spec); !armed.ok()) {
+    throw ApiError::Validation(armed.message());
+  }
+  call.Reply(200, json{{"armed", *point}});
+}
 
-  router.Delete(
-      "/v1/admin/faults",
-      [&, require_faults](Call& call) {
-        require_faults();
-        if (auto point = call.Query("point")) {
-          if (Status disarmed = app.faults()->Disarm(*point); !disarmed.ok()) {
-            throw ApiError::Validation(disarmed.message());
-          }
-        } else {
-          app.faults()->DisarmAll();
-        }
-        call.NoContent();
-      },
-      control);
+void AdminControlRoutes::DisarmFaults(Call& call) {
+  RequireFaults();
+  if (auto point = call.Query("point")) {
+    if (Status disarmed = faults_.Disarm(*point); !disarmed.ok()) {
+      throw ApiError::Validation(disarmed.message());
+    }
+  } else {
+    faults_.DisarmAll();
+  }
+  call.NoContent();
+}
 
-  router.Post(
-      "/v1/admin/reset",
-      [&](Call& call) {
-        if (!app.options().allow_reset) {
-          throw ApiError::Forbidden(
-              "reset is allowed only when started with --allow-reset");
-        }
-        json body = call.Body();
-        FieldReader(body, "request body").Finish();
-        App::ResetReport report = Check(app.Reset());
-        call.Reply(200, json{{"sheets", report.sheets}, {"blobs", report.blobs}});
-      },
-      control);
+void AdminControlRoutes::Reset(Call& call) {
+  if (!controls_.reset) {
+    throw ApiError::Forbidden("reset is allowed only when started with --allow-reset");
+  }
+  json body = call.Body();
+  FieldReader(body, "request body").Finish();
+  App::ResetReport report = Check(reset_());
+  call.Reply(200, json{{"sheets", report.sheets}, {"blobs", report.blobs}});
 }
 
 }  // namespace sheetlog::api

@@ -1,8 +1,8 @@
-// The one error type of the HTTP layer and the one place that turns errors into
-// responses. Handlers throw ApiError (from a Status or a factory); the route wrapper in
-// server.cc catches it and writes `{"error": {"code", "message", ...extra}}` with the
-// status of api.md's error table. Any other exception becomes a 500 InternalError whose
-// message says what failed, never a stack dump. Exceptions stay inside src/api.
+// The one error type of the HTTP layer. Handlers throw ApiError (from a Status with
+// Check, or a factory); the router catches it (router.h, CaughtError: the one place,
+// for deferred replies too) and writes `{"error": {"code", "message", ...extra}}` with
+// the status of api.md's error table. Any other exception becomes a 500 InternalError
+// whose message says what failed, never a stack dump. Exceptions stay inside src/api.
 #pragma once
 
 #include <nlohmann/json.hpp>

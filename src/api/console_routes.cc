@@ -1,7 +1,5 @@
-// The web console (issue 16): its embedded files under /console/, with client-side
-// routing (every page path without a file extension is the same index.html), and "/"
-// redirecting there. The files need no token: the console asks for one and sends it
-// with its own API calls, like any other client.
+#include "src/api/console_routes.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -9,7 +7,6 @@
 #include <string_view>
 
 #include "src/api/console_assets.h"
-#include "src/api/routes.h"
 
 namespace sheetlog::api {
 
@@ -81,25 +78,27 @@ void ServeAsset(Call& call, const ServedAsset& served) {
 
 }  // namespace
 
-void RegisterConsoleRoutes(Router& router) {
-  RouteOptions open{/*auth=*/false, /*storage=*/false};
-  router.Get(
-      "/", [](Call& call) { Redirect(call, "/console/"); }, open);
-  router.Get(
-      "/console", [](Call& call) { Redirect(call, "/console/"); }, open);
-  router.Get(R"(/console/(.*))",
-             [](Call& call) {
-               const std::string path = call.Path(1);
-               const auto& assets = AssetsByPath();
-               auto found = assets.find(path);
-               if (found == assets.end() && IsPagePath(path))
-                 found = assets.find("index.html");
-               if (found == assets.end()) {
-                 throw ApiError::NotFound("no console file '" + path + "'");
-               }
-               ServeAsset(call, found->second);
-             },
-             open);
+void ConsoleRoutes::AddTo(Router& router) {
+  AddRoutes<ConsoleRoutes>(
+      router, this,
+      {
+          {"GET", "/", &ConsoleRoutes::RedirectToConsole, kOpenRoute},
+          {"GET", "/console", &ConsoleRoutes::RedirectToConsole, kOpenRoute},
+          {"GET", R"(/console/(.*))", &ConsoleRoutes::ServeFile, kOpenRoute},
+      });
+}
+
+void ConsoleRoutes::RedirectToConsole(Call& call) { Redirect(call, "/console/"); }
+
+void ConsoleRoutes::ServeFile(Call& call) {
+  const std::string path = call.Path(1);
+  const auto& assets = AssetsByPath();
+  auto found = assets.find(path);
+  if (found == assets.end() && IsPagePath(path)) found = assets.find("index.html");
+  if (found == assets.end()) {
+    throw ApiError::NotFound("no console file '" + path + "'");
+  }
+  ServeAsset(call, found->second);
 }
 
 }  // namespace sheetlog::api

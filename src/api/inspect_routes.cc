@@ -1,14 +1,5 @@
-// Beyond api.md: what the other emulators' UIs let a developer look at and poke
-// (issue 23), each handler small and on its own:
-//   queue messages   peek without receiving (ElasticMQ UI), send one (a test control:
-//                    --enable-faults, as it can feed a worker a malformed job), purge
-//                    (destructive: --allow-reset, like reset)
-//   invocations      the function runtime's log (LocalStack): every invocation of the
-//                    stream and queue mappings with its outcome, duration and error,
-//                    from seed 002's execution history
-//   tables           browse the tables behind the API (dynamodb-admin), read-only
-// All need the admin token when the server has one. Pages are bounded; bad input is a
-// 400 that changes nothing.
+#include "src/api/inspect_routes.h"
+
 #include <algorithm>
 #include <iterator>
 
@@ -16,28 +7,20 @@
 #include "emulator/runtime/execution_history.h"
 #include "emulator/runtime/function_runtime.h"
 #include "src/api/json_input.h"
-#include "src/api/routes.h"
-#include "src/app/app.h"
+#include "src/api/pipeline_routes.h"
+#include "src/api/request_params.h"
 #include "src/app/table_browser.h"
 
 namespace sheetlog::api {
 
-namespace {
-
-QueueOptions NamedQueue(App& app, const std::string& name) {
-  Result<QueueOptions> queue = app.queues()->GetQueue(name);
-  if (queue.status().IsNotFound()) throw ApiError::NotFound("no queue '" + name + "'");
-  return Check(std::move(queue));
-}
-
 // GET /v1/admin/queues/{name}/messages?limit=&after=: the queue's messages, oldest sent
 // first, read without receiving them (no receipt, no visibility change, receive counts
 // untouched).
-void PeekMessages(App& app, Call& call) {
-  QueueOptions queue = NamedQueue(app, call.Path(1));
+void InspectRoutes::PeekMessages(Call& call) {
+  QueueOptions queue = ExistingQueue(queues_, call.Path(1));
   const int limit = QueryLimit(call, 50, 1000);
-  std::vector<DeadLetterMessage> messages = Check(
-      app.queues()->ListDeadLetters(queue.name, limit, call.Query("after").value_or("")));
+  std::vector<DeadLetterMessage> messages =
+      Check(queues_.ListDeadLetters(queue.name, limit, call.Query("after").value_or("")));
   json out = json::array();
   for (const DeadLetterMessage& m : messages) {
     out.push_back(json{
@@ -54,12 +37,12 @@ void PeekMessages(App& app, Call& call) {
 }
 
 // POST /v1/admin/queues/{name}/messages {"body": string, "delay_s"?: 0..900}.
-void SendMessage(App& app, Call& call) {
-  if (!app.options().enable_faults) {
+void InspectRoutes::SendMessage(Call& call) {
+  if (!controls_.faults) {
     throw ApiError::Forbidden(
         "sending to the server's queues is a test control: start with --enable-faults");
   }
-  QueueOptions queue = NamedQueue(app, call.Path(1));
+  QueueOptions queue = ExistingQueue(queues_, call.Path(1));
   json request = call.Body();
   FieldReader fields(request, "request body");
   std::optional<std::string> body = fields.String("body");
@@ -73,21 +56,23 @@ void SendMessage(App& app, Call& call) {
   if (delay_s && (*delay_s < 0 || *delay_s > 900)) {
     throw ApiError::Validation("delay_s must be 0..900");
   }
-  std::string id = Check(app.queues()->Send(queue.name, *body, delay_s));
+  std::string id = Check(queues_.Send(queue.name, *body, delay_s));
   call.Reply(201, json{{"queue", queue.name}, {"id", id}});
 }
 
 // POST /v1/admin/queues/{name}/purge {}: SQS PurgeQueue.
-void PurgeQueue(App& app, Call& call) {
-  if (!app.options().allow_reset) {
+void InspectRoutes::PurgeQueue(Call& call) {
+  if (!controls_.reset) {
     throw ApiError::Forbidden("purging a queue is allowed only with --allow-reset");
   }
-  QueueOptions queue = NamedQueue(app, call.Path(1));
+  QueueOptions queue = ExistingQueue(queues_, call.Path(1));
   json request = call.Body();
   FieldReader(request, "request body").Finish();
-  int64_t purged = Check(app.queues()->Purge(queue.name));
+  int64_t purged = Check(queues_.Purge(queue.name));
   call.Reply(200, json{{"queue", queue.name}, {"purged", purged}});
 }
+
+namespace {
 
 // The cursor of the invocation log: "<micros>:<sequence>:<key>" of the last
 // invocation shown (keys may hold ':', so the key comes last).
@@ -113,8 +98,10 @@ void ReadInvocationCursor(const std::string& text, InvocationQuery* query) {
   query->before_key = text.substr(second + 1);
 }
 
+}  // namespace
+
 // GET /v1/admin/invocations?source=&status=&limit=&before=: newest first.
-void ListInvocations(App& app, Call& call) {
+void InspectRoutes::ListInvocations(Call& call) {
   InvocationQuery query;
   query.limit = QueryLimit(call, 100, 1000);
   query.source = call.Query("source").value_or("");
@@ -126,7 +113,7 @@ void ListInvocations(App& app, Call& call) {
     }
   }
   if (auto before = call.Query("before")) ReadInvocationCursor(*before, &query);
-  std::vector<Invocation> page = Check(app.runtime()->history().ListInvocations(query));
+  std::vector<Invocation> page = Check(runtime_.history().ListInvocations(query));
   json out = json::array();
   for (const Invocation& invocation : page) {
     const ExecutionRow& row = invocation.row;
@@ -156,6 +143,8 @@ void ListInvocations(App& app, Call& call) {
   }
   call.Reply(200, json{{"invocations", out}, {"next", next}});
 }
+
+namespace {
 
 json ValueJson(const Value& value) {
   switch (value.type()) {
@@ -242,8 +231,10 @@ ItemFilter ReadFilter(Call& call) {
   return filter;
 }
 
+}  // namespace
+
 // GET /v1/admin/tables
-void ListTables(Call& call) {
+void InspectRoutes::ListTables(Call& call) {
   json out = json::array();
   for (const BrowsableTable& t : TableBrowser::Tables()) {
     const TableSchema& schema = t.table->schema();
@@ -260,7 +251,7 @@ void ListTables(Call& call) {
 
 // GET /v1/admin/tables/{name}/items?partition=[..]&from=&to=&order=asc|desc&limit=
 //     &start=[..]&filter=<attribute>&op=&value=
-void BrowseItems(App& app, Call& call) {
+void InspectRoutes::BrowseItems(Call& call) {
   BrowseRequest request;
   request.table = call.Path(1);
   if (auto partition = call.Query("partition")) {
@@ -279,7 +270,7 @@ void BrowseItems(App& app, Call& call) {
   request.limit = QueryLimit(call, 50, 1000);
   if (auto start = call.Query("start")) request.start = KeyTexts("start", *start);
   const ItemFilter filter = ReadFilter(call);
-  Result<BrowsePage> page = app.tables()->Browse(request, &call.meter);
+  Result<BrowsePage> page = tables_.Browse(request, &call.meter);
   if (page.status().IsNotFound()) throw ApiError::NotFound(page.status().message());
   BrowsePage result = Check(std::move(page));
   json items = json::array();
@@ -301,23 +292,23 @@ void BrowseItems(App& app, Call& call) {
                        {"next", next}});
 }
 
-}  // namespace
-
-void RegisterInspectRoutes(Router& router, App& app) {
-  RouteOptions admin{/*auth=*/true, /*storage=*/false};
-  RouteOptions admin_storage{/*auth=*/true, /*storage=*/true};
-  router.Get(R"(/v1/admin/queues/([^/]+)/messages)",
-             [&](Call& call) { PeekMessages(app, call); }, admin);
-  router.Post(R"(/v1/admin/queues/([^/]+)/messages)",
-              [&](Call& call) { SendMessage(app, call); }, admin);
-  router.Post(R"(/v1/admin/queues/([^/]+)/purge)",
-              [&](Call& call) { PurgeQueue(app, call); }, admin);
-  router.Get(
-      "/v1/admin/invocations", [&](Call& call) { ListInvocations(app, call); }, admin);
-  router.Get(
-      "/v1/admin/tables", [](Call& call) { ListTables(call); }, admin);
-  router.Get(R"(/v1/admin/tables/([^/]+)/items)",
-             [&](Call& call) { BrowseItems(app, call); }, admin_storage);
+void InspectRoutes::AddTo(Router& router) {
+  const RouteOptions admin_storage{/*auth=*/true, /*storage=*/true};
+  AddRoutes<InspectRoutes>(
+      router, this,
+      {
+          {"GET", R"(/v1/admin/queues/([^/]+)/messages)", &InspectRoutes::PeekMessages,
+           kUnmeteredRoute},
+          {"POST", R"(/v1/admin/queues/([^/]+)/messages)", &InspectRoutes::SendMessage,
+           kUnmeteredRoute},
+          {"POST", R"(/v1/admin/queues/([^/]+)/purge)", &InspectRoutes::PurgeQueue,
+           kUnmeteredRoute},
+          {"GET", "/v1/admin/invocations", &InspectRoutes::ListInvocations,
+           kUnmeteredRoute},
+          {"GET", "/v1/admin/tables", &InspectRoutes::ListTables, kUnmeteredRoute},
+          {"GET", R"(/v1/admin/tables/([^/]+)/items)", &InspectRoutes::BrowseItems,
+           admin_storage},
+      });
 }
 
 }  // namespace sheetlog::api

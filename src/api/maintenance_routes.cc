@@ -1,13 +1,10 @@
-// Routes of api.md "Operations" that check and repair the stored state itself —
-// verify (every invariant of architecture.md) and rebuild-snapshots — and what a sheet
-// would cost on AWS (GET /v1/sheets/{id}/cost); backups (POST /v1/admin/backup).
+#include "src/api/maintenance_routes.h"
+
+#include "emulator/env/clock.h"
 #include "emulator/env/uuid.h"
 #include "emulator/json_text.h"
-#include "src/api/routes.h"
-#include "src/app/app.h"
-#include "src/ops/cost.h"
+#include "src/api/request_params.h"
 #include "src/ops/rebuild.h"
-#include "src/ops/verify.h"
 
 namespace sheetlog::api {
 
@@ -91,7 +88,7 @@ json CostJson(const std::string& sheet, const SheetCost& c, const Prices& prices
 
 }  // namespace
 
-void RecordSheetUsage(App& app, const std::string& pattern, const Call& call) {
+void RecordSheetUsage(SheetUsage* usage, const std::string& pattern, const Call& call) {
   static const std::string kSheetRoutes = "/v1/sheets/([^/]+)";
   std::string sheet;
   if (pattern.rfind(kSheetRoutes, 0) == 0 && call.req.matches.size() > 1) {
@@ -102,90 +99,83 @@ void RecordSheetUsage(App& app, const std::string& pattern, const Call& call) {
     if (created.is_object()) sheet = created.value("id", "");
   }
   if (sheet.empty() || !IsUuid(sheet) || pattern == kSheetRoutes + "/cost") return;
-  app.usage()->Record(sheet, call.meter.read_units, call.meter.write_units);
+  usage->Record(sheet, call.meter.read_units, call.meter.write_units);
 }
 
-void RegisterMaintenanceRoutes(Router& router, App& app) {
-  RouteOptions admin{/*auth=*/true, /*storage=*/false};
+void MaintenanceRoutes::AddTo(Router& router) {
+  AddRoutes<MaintenanceRoutes>(
+      router, this,
+      {
+          {"GET", "/v1/admin/verify", &MaintenanceRoutes::VerifyAll, kUnmeteredRoute},
+          {"POST", "/v1/admin/verify", &MaintenanceRoutes::VerifyBody, kUnmeteredRoute},
+          {"POST", R"(/v1/admin/sheets/([^/]+)/rebuild-snapshots)",
+           &MaintenanceRoutes::Rebuild, kUnmeteredRoute},
+          {"POST", "/v1/admin/backup", &MaintenanceRoutes::TakeBackup, kUnmeteredRoute},
+          // Not itself charged (and its own reads are not counted): asking costs
+          // nothing.
+          {"GET", R"(/v1/sheets/([^/]+)/cost)", &MaintenanceRoutes::SheetCost,
+           kUnmeteredRoute},
+      });
+}
 
-  // 200 with the report whether or not it found violations: "ok" says which.
-  // A snapshot or a change-feed shard that has not progressed for this long (clock
-  // time) is reported; `stall_after_s` overrides it (0: off).
+// 200 with the report whether or not it found violations: "ok" says which. A snapshot
+// or a change-feed shard that has not progressed for this long (clock time) is
+// reported; `stall_after_s` overrides it (0: off).
+void MaintenanceRoutes::RunVerify(Call& call, const std::optional<std::string>& sheet) {
   constexpr int64_t kDefaultStallAfterSeconds = 600;
-  auto verify = [&](Call& call, std::optional<std::string> sheet) {
-    VerifyOptions options;
-    if (sheet) options.sheet = CheckedSheetId(*sheet);
-    int64_t stall_after_s = kDefaultStallAfterSeconds;
-    if (std::optional<std::string> text = call.Query("stall_after_s")) {
-      std::optional<int64_t> parsed = ParseInt(*text);
-      if (!parsed || *parsed < 0) {
-        throw ApiError::Validation(
-            "stall_after_s must be a whole number of seconds >= 0");
-      }
-      stall_after_s = *parsed;
-    }
-    options.now_micros = app.clock()->NowMicros();
-    options.stall_after_micros = stall_after_s * 1000000;
-    VerifyReport report = Check(Verify(options, app.log(), app.blobs()));
-    for (Violation& v :
-         Check(app.PipelineViolations(options.sheet, options.stall_after_micros))) {
-      report.violations.push_back(std::move(v));
-    }
-    call.Reply(200, VerifyReportJson(report));
-  };
-  router.Get(
-      "/v1/admin/verify", [=](Call& call) { verify(call, call.Query("sheet")); }, admin);
-  router.Post(
-      "/v1/admin/verify",
-      [=](Call& call) {
-        json body = call.Body();
-        FieldReader fields(body, "request body");
-        std::optional<std::string> sheet = fields.String("sheet");
-        fields.Finish();
-        verify(call, sheet);
-      },
-      admin);
+  VerifyOptions options;
+  if (sheet) options.sheet = CheckedSheetId(*sheet);
+  const int64_t stall_after_s =
+      QueryInt(call, "stall_after_s", 0, INT64_MAX / 1000000, kDefaultStallAfterSeconds);
+  options.now_micros = clock_.NowMicros();
+  options.stall_after_micros = stall_after_s * 1000000;
+  VerifyReport report = Check(Verify(options, log_, blobs_));
+  for (Violation& v :
+       Check(pipeline_violations_(options.sheet, options.stall_after_micros))) {
+    report.violations.push_back(std::move(v));
+  }
+  call.Reply(200, VerifyReportJson(report));
+}
 
-  router.Post(R"(/v1/admin/sheets/([^/]+)/rebuild-snapshots)",
-              [&](Call& call) {
-                json body = call.Body();
-                FieldReader(body, "request body").Finish();
-                const std::string sheet = CheckedSheetId(call.Path(1));
-                call.Reply(200, RebuildReportJson(Check(RebuildSnapshots(
-                                    sheet, app.log(), app.blobs(), {}))));
-              },
-              admin);
+void MaintenanceRoutes::VerifyAll(Call& call) { RunVerify(call, call.Query("sheet")); }
 
-  // A backup of the database and every object (emulator/backup/backup.h) into a
-  // directory of the server's machine, taken while it serves; the reply comes when the
-  // backup is complete. `sheetlog backup --to DIR` calls it.
-  router.Post(
-      "/v1/admin/backup",
-      [&](Call& call) {
-        json body = call.Body();
-        FieldReader fields(body, "request body");
-        std::optional<std::string> to = fields.String("to");
-        fields.Finish();
-        if (!to || to->empty() || (*to)[0] != '/') {
-          throw ApiError::Validation(
-              "\"to\" must be the absolute path of a directory on the server's machine");
-        }
-        call.Reply(200, Check(app.Backup(*to)).ToJson());
-      },
-      admin);
+void MaintenanceRoutes::VerifyBody(Call& call) {
+  json body = call.Body();
+  FieldReader fields(body, "request body");
+  std::optional<std::string> sheet = fields.String("sheet");
+  fields.Finish();
+  RunVerify(call, sheet);
+}
 
-  // Not itself charged (and its own reads are not counted): asking costs nothing.
-  router.Get(R"(/v1/sheets/([^/]+)/cost)",
-             [&](Call& call) {
-               const std::string sheet = SheetId(call);
-               const Prices& prices = app.options().prices;
-               call.Reply(
-                   200, CostJson(sheet,
-                                 Check(ComputeSheetCost(sheet, app.log(), app.blobs(),
-                                                        app.usage()->Of(sheet), prices)),
-                                 prices));
-             },
-             RouteOptions{/*auth=*/true, /*storage=*/false});
+void MaintenanceRoutes::Rebuild(Call& call) {
+  json body = call.Body();
+  FieldReader(body, "request body").Finish();
+  const std::string sheet = CheckedSheetId(call.Path(1));
+  call.Reply(200, RebuildReportJson(Check(RebuildSnapshots(sheet, log_, blobs_, {}))));
+}
+
+// A backup of the database and every object (emulator/backup/backup.h) into a
+// directory of the server's machine, taken while it serves; the reply comes when the
+// backup is complete. `sheetlog backup --to DIR` calls it.
+void MaintenanceRoutes::TakeBackup(Call& call) {
+  json body = call.Body();
+  FieldReader fields(body, "request body");
+  std::optional<std::string> to = fields.String("to");
+  fields.Finish();
+  if (!to || to->empty() || (*to)[0] != '/') {
+    throw ApiError::Validation(
+        "\"to\" must be the absolute path of a directory on the server's machine");
+  }
+  call.Reply(200, Check(backup_(*to)).ToJson());
+}
+
+void MaintenanceRoutes::SheetCost(Call& call) {
+  const std::string sheet = SheetId(call);
+  call.Reply(
+      200,
+      CostJson(sheet,
+               Check(ComputeSheetCost(sheet, log_, blobs_, usage_.Of(sheet), prices_)),
+               prices_));
 }
 
 }  // namespace sheetlog::api

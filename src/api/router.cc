@@ -86,11 +86,8 @@ void DeferredReply::Fail(const ApiError& error) {
 void DeferredReply::Complete(const std::function<void()>& reply) {
   try {
     reply();
-  } catch (const ApiError& e) {
-    Fail(e);
-  } catch (const std::exception& e) {
-    spdlog::error("{} {} failed: {}", request_.method, request_.path, e.what());
-    Fail(ApiError(500, "InternalError", std::string("unexpected failure: ") + e.what()));
+  } catch (...) {
+    Fail(CaughtError(request_));
   }
 }
 
@@ -165,6 +162,21 @@ void FieldReader::Finish() const {
     if (!read_.count(it.key())) {
       throw ApiError::Validation("unknown field '" + it.key() + "' in " + what_);
     }
+  }
+}
+
+ApiError CaughtError(const http::Request& request) {
+  try {
+    throw;
+  } catch (const ApiError& e) {
+    return e;
+  } catch (const std::exception& e) {
+    spdlog::error("{} {} failed: {}", request.method, request.path, e.what());
+    return ApiError(500, "InternalError", std::string("unexpected failure: ") + e.what());
+  } catch (...) {
+    spdlog::error("{} {} failed: an exception of unknown type", request.method,
+                  request.path);
+    return ApiError(500, "InternalError", "unexpected failure");
   }
 }
 
@@ -330,15 +342,8 @@ void Router::Handle(int index, http::Request& req, http::Response& res,
     } else {
       route.handler(call);
     }
-  } catch (const ApiError& e) {
-    if (call.deferred_) {
-      call.deferred_->Fail(e);
-      return;
-    }
-    WriteError(res, e);
-  } catch (const std::exception& e) {
-    spdlog::error("{} {} failed: {}", req.method, req.path, e.what());
-    ApiError error(500, "InternalError", std::string("unexpected failure: ") + e.what());
+  } catch (...) {
+    const ApiError error = CaughtError(req);
     if (call.deferred_) {
       call.deferred_->Fail(error);
       return;
@@ -361,30 +366,15 @@ void Router::Finish(const Route& route, const Call& call, int64_t started) const
 }
 
 void Router::Add(const std::string& method, const std::string& pattern, Handler handler,
-                 StreamingHandler streaming, RouteOptions options) {
+                 RouteOptions options) {
   routes_.push_back(Route{method, pattern, RoutePattern(pattern), std::move(handler),
-                          std::move(streaming), options});
+                          nullptr, options});
 }
 
-void Router::Get(const std::string& p, Handler h, RouteOptions o) {
-  Add("GET", p, std::move(h), nullptr, o);
-}
-void Router::Post(const std::string& p, Handler h, RouteOptions o) {
-  Add("POST", p, std::move(h), nullptr, o);
-}
-void Router::Put(const std::string& p, Handler h, RouteOptions o) {
-  Add("PUT", p, std::move(h), nullptr, o);
-}
-void Router::PutStreaming(const std::string& p, StreamingHandler h, RouteOptions o) {
-  // A handler that refuses the request before reading its body (bad signature) leaves
-  // it unread; the server then closes the connection rather than read it.
-  Add("PUT", p, nullptr, std::move(h), o);
-}
-void Router::Delete(const std::string& p, Handler h, RouteOptions o) {
-  Add("DELETE", p, std::move(h), nullptr, o);
-}
-void Router::Patch(const std::string& p, Handler h, RouteOptions o) {
-  Add("PATCH", p, std::move(h), nullptr, o);
+void Router::AddStreaming(const std::string& method, const std::string& pattern,
+                          StreamingHandler handler, RouteOptions options) {
+  routes_.push_back(Route{method, pattern, RoutePattern(pattern), nullptr,
+                          std::move(handler), options});
 }
 
 }  // namespace sheetlog::api

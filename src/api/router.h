@@ -1,10 +1,14 @@
 // Internal to src/api: the per-request context handed to route handlers, strict JSON
-// readers, and the route table. Handlers throw ApiError; Router::Add wraps each one so
-// that errors (and any stray exception) become api.md error responses and storage
-// routes carry X-Request-Units.
+// readers, and the route table. Route groups (one api.md section each, e.g.
+// sheet_routes.h) are classes constructed with the services they use; their handlers
+// are named methods, added from a table of {method, pattern, member} (AddRoutes).
+// Handlers throw ApiError; the router turns what a handler (or a deferred reply's
+// completion) throws into the api.md error response in one place (CaughtError), and
+// storage routes carry X-Request-Units.
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -146,12 +150,15 @@ class Router {
   // `metrics` (may be null) receives request counts and latencies by route pattern.
   Router(std::string token, MetricsRegistry* metrics, BodyLimits limits = {});
 
-  void Get(const std::string& pattern, Handler h, RouteOptions o = {});
-  void Post(const std::string& pattern, Handler h, RouteOptions o = {});
-  void Put(const std::string& pattern, Handler h, RouteOptions o = {});
-  void Delete(const std::string& pattern, Handler h, RouteOptions o = {});
-  void Patch(const std::string& pattern, Handler h, RouteOptions o = {});
-  void PutStreaming(const std::string& pattern, StreamingHandler h, RouteOptions o = {});
+  // Routes are tried in the order added; the first whose method and pattern match
+  // serves the request. Usually called through AddRoutes.
+  void Add(const std::string& method, const std::string& pattern, Handler handler,
+           RouteOptions options = {});
+  // A route whose handler reads the body itself. A handler that refuses the request
+  // before reading its body (bad signature) leaves it unread; the server then closes
+  // the connection rather than read it.
+  void AddStreaming(const std::string& method, const std::string& pattern,
+                    StreamingHandler handler, RouteOptions options = {});
 
   // On the server's event thread, from the request head alone: finds the route (fills
   // request.matches), checks the token, and says how the body is read and its limit.
@@ -186,8 +193,6 @@ class Router {
     StreamingHandler streaming;  // or streamed body
     RouteOptions options;
   };
-  void Add(const std::string& method, const std::string& pattern, Handler handler,
-           StreamingHandler streaming, RouteOptions options);
   void CountRequest(const Route& route, const std::string& method, int status,
                     int64_t started_micros, const UnitMeter* meter) const;
   // After a handler's reply: X-Request-Units, metrics, the call observer.
@@ -206,8 +211,72 @@ class Router {
   mutable int deferred_alive_ GUARDED_BY(deferred_mu_) = 0;
 };
 
+// One row of a route group's table, as Alternator maps each operation to a method of
+// its executor: {"GET", "/v1/sheets", &SheetRoutes::ListSheets} (options default to
+// a storage route behind the token).
+template <typename Group>
+struct RouteSpec {
+  using Buffered = void (Group::*)(Call&);
+  using Streamed = void (Group::*)(Call&, const http::ContentReader&);
+
+  RouteSpec(const char* method, const char* pattern, Buffered handler,
+            RouteOptions options = {})
+      : method(method), pattern(pattern), buffered(handler), options(options) {}
+  RouteSpec(const char* method, const char* pattern, Streamed handler,
+            RouteOptions options = {})
+      : method(method), pattern(pattern), streamed(handler), options(options) {}
+
+  const char* method;
+  const char* pattern;
+  Buffered buffered = nullptr;
+  Streamed streamed = nullptr;
+  RouteOptions options;
+};
+
+// Adds a group's table to `router`, in order. `group` must outlive the router's use of
+// it (ApiServer owns both and stops serving before either goes).
+template <typename Group>
+void AddRoutes(Router& router, Group* group,
+               std::initializer_list<RouteSpec<Group>> table) {
+  for (const RouteSpec<Group>& spec : table) {
+    if (spec.streamed != nullptr) {
+      router.AddStreaming(
+          spec.method, spec.pattern,
+          [group, handler = spec.streamed](Call& call, const http::ContentReader& body) {
+            (group->*handler)(call, body);
+          },
+          spec.options);
+    } else {
+      router.Add(
+          spec.method, spec.pattern,
+          [group, handler = spec.buffered](Call& call) { (group->*handler)(call); },
+          spec.options);
+    }
+  }
+}
+
+// A group of routes: constructed with exactly the services it uses, it adds its table
+// to the router. Handlers run on any worker thread at once, so a group keeps no
+// mutable state of its own (each is thread-safe as long as its services are).
+class RouteGroup {
+ public:
+  virtual ~RouteGroup() = default;
+  virtual void AddTo(Router& router) = 0;
+};
+
+// Route options shared by the groups besides the default (token, X-Request-Units):
+// behind the token without units (admin and streaming routes), and open (health,
+// metrics, the console's files).
+inline constexpr RouteOptions kUnmeteredRoute{/*auth=*/true, /*storage=*/false};
+inline constexpr RouteOptions kOpenRoute{/*auth=*/false, /*storage=*/false};
+
 // Writes `error` as the response.
 void WriteError(http::Response& res, const ApiError& error);
+
+// The one translation of a thrown error into the reply's error, for use inside a
+// catch block: an ApiError as thrown; anything else a 500 InternalError saying what
+// failed (logged with the request's method and path, never a stack dump).
+ApiError CaughtError(const http::Request& request);
 
 // Parses a decimal integer query parameter strictly (digits, optional leading '-').
 std::optional<int64_t> ParseInt(const std::string& text);

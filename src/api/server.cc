@@ -6,8 +6,19 @@
 #include <algorithm>
 #include <cctype>
 
+#include "src/api/admin_control_routes.h"
+#include "src/api/blob_routes.h"
+#include "src/api/console_routes.h"
+#include "src/api/entry_json.h"
+#include "src/api/event_streams.h"
+#include "src/api/inspect_routes.h"
+#include "src/api/live_update_routes.h"
+#include "src/api/maintenance_routes.h"
+#include "src/api/ops_routes.h"
+#include "src/api/pipeline_routes.h"
 #include "src/api/request_policy.h"
-#include "src/api/routes.h"
+#include "src/api/sheet_routes.h"
+#include "src/api/spreadsheet_routes.h"
 #include "src/app/app.h"
 
 namespace sheetlog::api {
@@ -63,19 +74,42 @@ void ApiServer::RegisterRoutes() {
   router_ = std::make_unique<Router>(
       options_.token, app_->metrics(),
       BodyLimits{options_.max_request_bytes, options_.max_blob_bytes});
-  router_->set_call_observer([app = app_](const std::string& pattern, const Call& call) {
-    RecordSheetUsage(*app, pattern, call);
-  });
-  RegisterOpsRoutes(*router_, *app_);
-  RegisterSheetRoutes(*router_, *app_);
-  RegisterAdminControlRoutes(*router_, *app_);
-  RegisterBlobRoutes(*router_, *app_);
-  RegisterSpreadsheetRoutes(*router_, *app_);
-  RegisterPipelineRoutes(*router_, *app_);
-  RegisterMaintenanceRoutes(*router_, *app_);
-  RegisterInspectRoutes(*router_, *app_);
-  events_ = RegisterLiveUpdateRoutes(*router_, *app_);
-  RegisterConsoleRoutes(*router_);
+  router_->set_call_observer(
+      [usage = app_->usage()](const std::string& pattern, const Call& call) {
+        RecordSheetUsage(usage, pattern, call);
+      });
+  App& app = *app_;
+  entries_ = std::make_unique<EntryPresenter>(app.blobs(), app.uploads(), app.clock());
+  events_ = std::make_unique<EventStreams>(
+      app.log(), app.changes(), app.pipeline_events(), app.clock(), entries_.get());
+  const TestControls controls{app.options().enable_faults, app.options().allow_reset};
+  route_groups_.push_back(std::make_unique<OpsRoutes>(
+      app.metrics(), [&app] { return app.ready(); }, app.schema_version()));
+  route_groups_.push_back(std::make_unique<SheetRoutes>(
+      app.log(), app.uploads(), app.blobs(), app.head_views(), entries_.get(),
+      [&app] { app.PurgeDeletedSheets(); }));
+  route_groups_.push_back(
+      std::make_unique<AdminControlRoutes>(app.clock(), app.manual_clock(), app.faults(),
+                                           controls, [&app] { return app.Reset(); }));
+  route_groups_.push_back(std::make_unique<BlobRoutes>(
+      router_.get(), app.blobs(), app.uploads(), app.sweeper(), app.purger()));
+  route_groups_.push_back(std::make_unique<SpreadsheetRoutes>(
+      app.log(), app.blobs(), app.head_views(), entries_.get()));
+  route_groups_.push_back(std::make_unique<PipelineRoutes>(
+      app.queues(), app.runtime(), app.feed(), app.log(), app.blobs(), app.uploads(),
+      app.clock(), [&app] { return app.StreamConsumers(); }));
+  route_groups_.push_back(std::make_unique<MaintenanceRoutes>(
+      app.log(), app.blobs(), app.clock(), app.usage(), app.options().prices,
+      [&app](const std::optional<std::string>& sheet, int64_t stall_after_micros) {
+        return app.PipelineViolations(sheet, stall_after_micros);
+      },
+      [&app](const std::string& to) { return app.Backup(to); }));
+  route_groups_.push_back(std::make_unique<InspectRoutes>(app.queues(), app.runtime(),
+                                                          app.tables(), controls));
+  route_groups_.push_back(std::make_unique<LiveUpdateRoutes>(
+      app.log(), app.pipeline_events(), events_.get()));
+  route_groups_.push_back(std::make_unique<ConsoleRoutes>());
+  for (const std::unique_ptr<RouteGroup>& group : route_groups_) group->AddTo(*router_);
 }
 
 Status ApiServer::Bind() {
@@ -110,13 +144,14 @@ Status ApiServer::ReloadTls() {
 }
 
 void ApiServer::Serve() {
+  events_->Start();
   http_->Serve();
   // Appends reply from the thread that commits them: let the last ones finish while
   // the App they use is certainly alive.
   router_->WaitForDeferredReplies();
   // The event streams' pump uses the App (its clock, its log): stop it now, while the
   // App is certainly alive, not whenever this object is destroyed.
-  events_.reset();
+  events_->Stop();
 }
 
 void ApiServer::Stop() {

@@ -47,6 +47,9 @@ struct ServerOptions {
 
 class Router;
 class RequestPolicy;
+class RouteGroup;
+class EntryPresenter;
+class EventStreams;
 
 class ApiServer : private http::HttpHandler {
  public:
@@ -76,6 +79,8 @@ class ApiServer : private http::HttpHandler {
   int port() const { return bound_port_; }
 
  private:
+  // Builds the route groups, each with the services of app_ it uses, and adds their
+  // tables to the router.
   void RegisterRoutes();
   // http::HttpHandler
   http::Admission Admit(http::Request& request) override;
@@ -86,13 +91,15 @@ class ApiServer : private http::HttpHandler {
 
   App* app_;
   ServerOptions options_;
+  // What the route groups use beside app_'s services, and the groups themselves:
+  // declared before the server and the router, so they outlive every handler call.
+  std::unique_ptr<EntryPresenter> entries_;
+  std::unique_ptr<EventStreams> events_;  // started by Serve, stopped when it returns
+  std::vector<std::unique_ptr<RouteGroup>> route_groups_;
   // Shared with the metrics collector, which may outlive this object.
   std::shared_ptr<http::HttpServer> http_;
   // Route handlers refer to the router (auth, metrics): it lives as long as the server.
   std::unique_ptr<Router> router_;
-  // The event streams (live_update_routes.cc): destroyed before the router and the
-  // server.
-  std::shared_ptr<void> events_;
   std::unique_ptr<RequestPolicy> policy_;
   int bound_port_ = 0;
   // Why the TLS files given could not be loaded (Bind returns it); OK otherwise.

@@ -1,5 +1,5 @@
-// Routes of api.md section "Spreadsheet" that read the sheet: cells, export (CSV and
-// XLSX), snapshots.
+#include "src/api/spreadsheet_routes.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 
 #include "emulator/env/scratch_file.h"
 #include "emulator/json_text.h"
-#include "src/api/routes.h"
-#include "src/app/app.h"
+#include "src/api/request_params.h"
+#include "src/log/event_log.h"
 #include "src/log/pending_snapshots.h"
 #include "src/log/tables.h"
 #include "src/sheet/csv.h"
@@ -29,26 +29,6 @@ constexpr int64_t kMaxRangeCells = int64_t{1} << 20;
 constexpr int64_t kExportBandCells = int64_t{1} << 16;
 // Bytes per read of an exported XLSX file while it is sent.
 constexpr int64_t kXlsxReadBytes = int64_t{1} << 20;
-
-// Opens the view, turning Gone into api.md's 410 with "first_seq". A view at the head
-// comes from the cache of loaded sheets (src/snapshot/head_view_cache.h).
-std::shared_ptr<const SheetView> OpenView(App& app, const std::string& id,
-                                          std::optional<int64_t> at, UnitMeter* meter) {
-  auto open = [&]() -> Result<std::shared_ptr<const SheetView>> {
-    if (!at) return app.head_views()->AtHead(id, meter);
-    ASSIGN_OR_RETURN(std::unique_ptr<SheetView> opened,
-                     SheetView::Open(app.log(), app.blobs(), id, at, meter));
-    return std::shared_ptr<const SheetView>(std::move(opened));
-  };
-  Result<std::shared_ptr<const SheetView>> view = open();
-  if (view.ok()) return std::move(view).value();
-  json extra = json::object();
-  if (view.status().code() == StatusCode::kGone) {
-    Result<SheetInfo> sheet = app.log()->GetSheet(id, meter);
-    if (sheet.ok()) extra["first_seq"] = sheet->first_seq;
-  }
-  throw ApiError::FromStatus(view.status(), extra);
-}
 
 json ValueRows(const std::vector<std::vector<CellValue>>& rows) {
   json out = json::array();
@@ -176,145 +156,169 @@ json PendingJson(const PendingSnapshot& pending) {
 
 }  // namespace
 
-void RegisterSpreadsheetRoutes(Router& router, App& app) {
-  router.Get(R"(/v1/sheets/([^/]+)/cells)", [&](Call& call) {
-    std::string id = SheetId(call);
-    std::optional<std::string> range_text = call.Query("range");
-    if (!range_text) {
-      throw ApiError::Validation("query parameter 'range' is required (e.g. A1:D20)");
-    }
-    Result<CellRange> range = ParseRange(*range_text);
-    if (!range.ok()) {
-      throw ApiError::Validation("query parameter 'range': " + range.status().message());
-    }
-    std::optional<int64_t> at;
-    if (auto text = call.Query("at")) at = ParseSeq("at", *text);
-    // Check the size before any read: a refused range costs nothing.
-    if (range->rows() > kMaxRangeCells / range->columns()) {
-      throw ApiError::Validation("range " + FormatRange(*range) + " spans more than " +
-                                 std::to_string(kMaxRangeCells) +
-                                 " cells; read it in parts");
-    }
-    std::shared_ptr<const SheetView> view = OpenView(app, id, at, &call.meter);
-    std::vector<PlacedCell> cells = Check(view->Cells(*range));
-    Sheet::RangeValues values = Check(RangeValuesOf(*range, cells, kMaxRangeCells));
-    json out{{"range", FormatRange(*range)},
-             {"at_seq", view->at_seq()},
-             {"rows", ValueRows(values.values)}};
-    if (values.has_formats) out["formats"] = values.formats;
-    if (values.has_cached) out["cached"] = ValueRows(values.cached);
-    call.res.set_header("X-Snapshot-Seq", view->snapshot_seq()
-                                              ? std::to_string(*view->snapshot_seq())
-                                              : std::string("none"));
-    call.res.set_header("X-Entries-Applied", std::to_string(view->entries_applied()));
-    call.Reply(200, out);
-  });
+void SpreadsheetRoutes::AddTo(Router& router) {
+  AddRoutes<SpreadsheetRoutes>(
+      router, this,
+      {
+          {"GET", R"(/v1/sheets/([^/]+)/cells)", &SpreadsheetRoutes::ReadCells},
+          {"GET", R"(/v1/sheets/([^/]+)/used-range)", &SpreadsheetRoutes::UsedRange},
+          {"GET", R"(/v1/sheets/([^/]+)/export)", &SpreadsheetRoutes::Export},
+          {"POST", R"(/v1/sheets/([^/]+)/snapshots)",
+           &SpreadsheetRoutes::RequestSnapshot},
+          {"GET", R"(/v1/sheets/([^/]+)/snapshots)", &SpreadsheetRoutes::ListSnapshots},
+      });
+}
 
-  // Beyond api.md: the used range (the last row and column holding a cell), for a
-  // client's Ctrl+End and data edges. Reads the sheet once, keeping nothing.
-  router.Get(R"(/v1/sheets/([^/]+)/used-range)", [&](Call& call) {
-    std::string id = SheetId(call);
-    std::optional<int64_t> at;
-    if (auto text = call.Query("at")) at = ParseSeq("at", *text);
-    std::shared_ptr<const SheetView> view = OpenView(app, id, at, &call.meter);
-    const CellRef used = UsedExtent(view);
-    const bool empty = used.row == 0 || used.col == 0;
-    call.Reply(200,
-               json{{"range", empty ? json(nullptr) : json("A1:" + FormatCellRef(used))},
-                    {"last_row", used.row},
-                    {"last_column", used.col},
-                    {"at_seq", view->at_seq()}});
-  });
+std::shared_ptr<const SheetView> SpreadsheetRoutes::OpenView(const std::string& id,
+                                                             std::optional<int64_t> at,
+                                                             UnitMeter* meter) {
+  auto open = [&]() -> Result<std::shared_ptr<const SheetView>> {
+    if (!at) return head_views_.AtHead(id, meter);
+    ASSIGN_OR_RETURN(std::unique_ptr<SheetView> opened,
+                     SheetView::Open(&log_, blobs_, id, at, meter));
+    return std::shared_ptr<const SheetView>(std::move(opened));
+  };
+  Result<std::shared_ptr<const SheetView>> view = open();
+  if (view.ok()) return std::move(view).value();
+  json extra = json::object();
+  if (view.status().code() == StatusCode::kGone) {
+    Result<SheetInfo> sheet = log_.GetSheet(id, meter);
+    if (sheet.ok()) extra["first_seq"] = sheet->first_seq;
+  }
+  throw ApiError::FromStatus(view.status(), extra);
+}
 
-  router.Get(R"(/v1/sheets/([^/]+)/export)", [&](Call& call) {
-    std::string id = SheetId(call);
-    const std::string format = call.Query("format").value_or("csv");
-    if (format != "csv" && format != "xlsx") {
-      throw ApiError::Validation("query parameter 'format' must be csv or xlsx, got '" +
-                                 format + "'");
-    }
-    std::optional<int64_t> at;
-    if (auto text = call.Query("at")) at = ParseSeq("at", *text);
-    std::shared_ptr<const SheetView> view = OpenView(app, id, at, &call.meter);
-    // Pass one finds the exact extent, so the export is a rectangle of the used range
-    // with nothing trailing.
-    const CellRef used = UsedExtent(view);
-    call.res.set_header("Content-Disposition",
-                        "attachment; filename=\"" + id + "." + format + "\"");
-    call.res.set_header("X-At-Seq", std::to_string(view->at_seq()));
-    if (format == "xlsx") {
-      ReplyXlsx(call, view, used);
-      return;
-    }
-    // Pass two streams the CSV band by band. An error in it (after the 200) ends the
-    // chunked body without its terminator, which HTTP clients report as a truncated
-    // response.
-    auto walker = std::make_shared<BandWalker>(view, used.row, used.col);
-    call.res.status = 200;
-    call.res.set_chunked_content_provider(
-        "text/csv; charset=utf-8", [walker](size_t, http::DataSink& sink) {
-          if (walker->done()) {
-            sink.done();
-            return true;
-          }
-          std::string text;
-          Status band = AppendBandCsv(walker->view(), walker->NextBand(), &text);
-          if (!band.ok()) {
-            spdlog::error("export stopped: {}", band.ToString());
-            return false;
-          }
-          return sink.write(text.data(), text.size());
-        });
-  });
+void SpreadsheetRoutes::ReadCells(Call& call) {
+  std::string id = SheetId(call);
+  std::optional<std::string> range_text = call.Query("range");
+  if (!range_text) {
+    throw ApiError::Validation("query parameter 'range' is required (e.g. A1:D20)");
+  }
+  Result<CellRange> range = ParseRange(*range_text);
+  if (!range.ok()) {
+    throw ApiError::Validation("query parameter 'range': " + range.status().message());
+  }
+  const std::optional<int64_t> at = QuerySeq(call, "at");
+  // Check the size before any read: a refused range costs nothing.
+  if (range->rows() > kMaxRangeCells / range->columns()) {
+    throw ApiError::Validation("range " + FormatRange(*range) + " spans more than " +
+                               std::to_string(kMaxRangeCells) +
+                               " cells; read it in parts");
+  }
+  std::shared_ptr<const SheetView> view = OpenView(id, at, &call.meter);
+  std::vector<PlacedCell> cells = Check(view->Cells(*range));
+  Sheet::RangeValues values = Check(RangeValuesOf(*range, cells, kMaxRangeCells));
+  json out{{"range", FormatRange(*range)},
+           {"at_seq", view->at_seq()},
+           {"rows", ValueRows(values.values)}};
+  if (values.has_formats) out["formats"] = values.formats;
+  if (values.has_cached) out["cached"] = ValueRows(values.cached);
+  call.res.set_header("X-Snapshot-Seq", view->snapshot_seq()
+                                            ? std::to_string(*view->snapshot_seq())
+                                            : std::string("none"));
+  call.res.set_header("X-Entries-Applied", std::to_string(view->entries_applied()));
+  call.Reply(200, out);
+}
 
-  // An extension of api.md: append a Snapshot entry now, whatever snapshot_every says
-  // (tests and clients that want a snapshot at a known seq). The pipeline builds it.
-  router.Post(R"(/v1/sheets/([^/]+)/snapshots)", [&](Call& call) {
-    std::string id = SheetId(call);
-    json body = call.Body();
-    FieldReader(body, "request body").Finish();
-    AppendRequest request;
-    request.sheet_id = id;
-    request.type = kSnapshotType;
-    request.allow_reserved = true;
-    AppendResult appended = Check(app.log()->AddEntry(request, &call.meter, nullptr));
-    call.Reply(201, AppendResultJson(appended));
-  });
+// Beyond api.md: the used range (the last row and column holding a cell), for a
+// client's Ctrl+End and data edges. Reads the sheet once, keeping nothing.
+void SpreadsheetRoutes::UsedRange(Call& call) {
+  std::string id = SheetId(call);
+  std::shared_ptr<const SheetView> view = OpenView(id, QuerySeq(call, "at"), &call.meter);
+  const CellRef used = UsedExtent(view);
+  const bool empty = used.row == 0 || used.col == 0;
+  call.Reply(200,
+             json{{"range", empty ? json(nullptr) : json("A1:" + FormatCellRef(used))},
+                  {"last_row", used.row},
+                  {"last_column", used.col},
+                  {"at_seq", view->at_seq()}});
+}
 
-  router.Get(R"(/v1/sheets/([^/]+)/snapshots)", [&](Call& call) {
-    std::string id = SheetId(call);
-    EventLog& log = *app.log();
-    SheetInfo sheet = Check(log.GetSheet(id, &call.meter));
-    std::map<std::pair<int64_t, int64_t>, PendingSnapshot> pending;
-    for (PendingSnapshot& p : Check(log.pending_snapshots()->List(id, &call.meter))) {
-      pending[{p.segment, p.entry}] = std::move(p);
+void SpreadsheetRoutes::Export(Call& call) {
+  std::string id = SheetId(call);
+  const std::string format = call.Query("format").value_or("csv");
+  if (format != "csv" && format != "xlsx") {
+    throw ApiError::Validation("query parameter 'format' must be csv or xlsx, got '" +
+                               format + "'");
+  }
+  std::shared_ptr<const SheetView> view = OpenView(id, QuerySeq(call, "at"), &call.meter);
+  // Pass one finds the exact extent, so the export is a rectangle of the used range
+  // with nothing trailing.
+  const CellRef used = UsedExtent(view);
+  call.res.set_header("Content-Disposition",
+                      "attachment; filename=\"" + id + "." + format + "\"");
+  call.res.set_header("X-At-Seq", std::to_string(view->at_seq()));
+  if (format == "xlsx") {
+    ReplyXlsx(call, view, used);
+    return;
+  }
+  // Pass two streams the CSV band by band. An error in it (after the 200) ends the
+  // chunked body without its terminator, which HTTP clients report as a truncated
+  // response.
+  auto walker = std::make_shared<BandWalker>(view, used.row, used.col);
+  call.res.status = 200;
+  call.res.set_chunked_content_provider(
+      "text/csv; charset=utf-8", [walker](size_t, http::DataSink& sink) {
+        if (walker->done()) {
+          sink.done();
+          return true;
+        }
+        std::string text;
+        Status band = AppendBandCsv(walker->view(), walker->NextBand(), &text);
+        if (!band.ok()) {
+          spdlog::error("export stopped: {}", band.ToString());
+          return false;
+        }
+        return sink.write(text.data(), text.size());
+      });
+}
+
+// An extension of api.md: append a Snapshot entry now, whatever snapshot_every says
+// (tests and clients that want a snapshot at a known seq). The pipeline builds it.
+void SpreadsheetRoutes::RequestSnapshot(Call& call) {
+  std::string id = SheetId(call);
+  json body = call.Body();
+  FieldReader(body, "request body").Finish();
+  AppendRequest request;
+  request.sheet_id = id;
+  request.type = kSnapshotType;
+  request.allow_reserved = true;
+  AppendResult appended = Check(log_.AddEntry(request, &call.meter, nullptr));
+  call.Reply(201, AppendResultJson(appended));
+}
+
+void SpreadsheetRoutes::ListSnapshots(Call& call) {
+  std::string id = SheetId(call);
+  SheetInfo sheet = Check(log_.GetSheet(id, &call.meter));
+  std::map<std::pair<int64_t, int64_t>, PendingSnapshot> pending;
+  for (PendingSnapshot& p : Check(log_.pending_snapshots()->List(id, &call.meter))) {
+    pending[{p.segment, p.entry}] = std::move(p);
+  }
+  // Every Snapshot entry of the retained log, oldest first (a filtered scan of the
+  // sheet's entries, charged as DynamoDB charges a query with a filter: every item
+  // read).
+  json snapshots = json::array();
+  for (int64_t next = sheet.first_seq;;) {
+    ReadRange page = Check(log_.Read(id, next, std::nullopt, 1000, &call.meter));
+    if (page.entries.empty()) break;
+    next = page.entries.back().seq + 1;
+    for (const EntryRecord& e : page.entries) {
+      if (e.type != kSnapshotType) continue;
+      auto found = pending.find({e.segment, e.num});
+      std::optional<PendingSnapshot> item;
+      if (found != pending.end()) item = found->second;
+      json out{{"seq", e.seq},
+               {"segment", e.segment},
+               {"num", e.num},
+               {"created", e.created},
+               {"state", SnapshotState(e, item)},
+               {"root", e.snapshot_root ? json(*e.snapshot_root) : json(nullptr)},
+               {"pending", item ? PendingJson(*item) : json(nullptr)}};
+      if (e.snapshot_root) out["manifest_url"] = entries_.ManifestUrl(*e.snapshot_root);
+      snapshots.push_back(std::move(out));
     }
-    // Every Snapshot entry of the retained log, oldest first (a filtered scan of the
-    // sheet's entries, charged as DynamoDB charges a query with a filter: every item
-    // read).
-    json snapshots = json::array();
-    for (int64_t next = sheet.first_seq;;) {
-      ReadRange page = Check(log.Read(id, next, std::nullopt, 1000, &call.meter));
-      if (page.entries.empty()) break;
-      next = page.entries.back().seq + 1;
-      for (const EntryRecord& e : page.entries) {
-        if (e.type != kSnapshotType) continue;
-        auto found = pending.find({e.segment, e.num});
-        std::optional<PendingSnapshot> item;
-        if (found != pending.end()) item = found->second;
-        json out{{"seq", e.seq},
-                 {"segment", e.segment},
-                 {"num", e.num},
-                 {"created", e.created},
-                 {"state", SnapshotState(e, item)},
-                 {"root", e.snapshot_root ? json(*e.snapshot_root) : json(nullptr)},
-                 {"pending", item ? PendingJson(*item) : json(nullptr)}};
-        if (e.snapshot_root) out["manifest_url"] = ManifestUrl(app, *e.snapshot_root);
-        snapshots.push_back(std::move(out));
-      }
-    }
-    call.Reply(200, json{{"snapshots", snapshots}});
-  });
+  }
+  call.Reply(200, json{{"snapshots", snapshots}});
 }
 
 }  // namespace sheetlog::api
