@@ -239,7 +239,7 @@ void PipelineRoutes::ReprocessEntries(Call& call) {
   const int64_t since = RequiredTimeField("since", since_text);
   ReprocessRequest request{since, sheet};
   ReprocessReport report =
-      Check(Reprocess(request, log_, blobs_, uploads_, &queues_, kSnapshotQueue));
+      Check(Reprocess(request, log_, blobs_, uploads_, &queues_, snapshot_queue_));
   call.Reply(200, json{{"sheets", report.sheets},
                        {"entries", report.entries},
                        {"snapshots_enqueued", report.snapshots_enqueued},

@@ -24,10 +24,12 @@ namespace sheetlog::api {
 
 class PipelineRoutes : public RouteGroup {
  public:
-  // `stream_consumers` names the change feed's consumers (App::StreamConsumers).
+  // `stream_consumers` names the change feed's consumers (App::StreamConsumers);
+  // `snapshot_queue` is the queue reprocess sends snapshot jobs to.
   PipelineRoutes(QueueService* queues, FunctionRuntime* runtime, ChangeFeed* feed,
                  EventLog* log, BlobStore* blobs, Uploads* uploads, Clock* clock,
-                 std::function<std::vector<std::string>()> stream_consumers)
+                 std::function<std::vector<std::string>()> stream_consumers,
+                 std::string snapshot_queue)
       : queues_(*queues),
         runtime_(*runtime),
         feed_(*feed),
@@ -35,7 +37,8 @@ class PipelineRoutes : public RouteGroup {
         blobs_(blobs),
         uploads_(uploads),
         clock_(*clock),
-        stream_consumers_(std::move(stream_consumers)) {}
+        stream_consumers_(std::move(stream_consumers)),
+        snapshot_queue_(std::move(snapshot_queue)) {}
 
   void AddTo(Router& router) override;
 
@@ -57,6 +60,7 @@ class PipelineRoutes : public RouteGroup {
   Uploads* uploads_;
   Clock& clock_;
   std::function<std::vector<std::string>()> stream_consumers_;
+  const std::string snapshot_queue_;
 };
 
 // The queue `name`: NotFound "no queue 'name'" if there is none.

@@ -97,7 +97,7 @@ void ApiServer::RegisterRoutes() {
       app.log(), app.blobs(), app.head_views(), entries_.get()));
   route_groups_.push_back(std::make_unique<PipelineRoutes>(
       app.queues(), app.runtime(), app.feed(), app.log(), app.blobs(), app.uploads(),
-      app.clock(), [&app] { return app.StreamConsumers(); }));
+      app.clock(), [&app] { return app.StreamConsumers(); }, kSnapshotQueue));
   route_groups_.push_back(std::make_unique<MaintenanceRoutes>(
       app.log(), app.blobs(), app.clock(), app.usage(), app.options().prices,
       [&app](const std::optional<std::string>& sheet, int64_t stall_after_micros) {
