@@ -4,6 +4,7 @@
 // test says so.
 #include <gtest/gtest.h>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -21,10 +22,6 @@ class AdminHttpTest : public ::testing::Test {
     client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
-  void Advance(int64_t seconds) {
-    ASSERT_EQ(Post(*client_, "/v1/admin/clock", {{"advance_s", seconds}}).status, 200);
-  }
-
   json Queue(const std::string& name) {
     JsonResponse r = Get(*client_, "/v1/admin/queues");
     EXPECT_EQ(r.status, 200) << r.raw;
@@ -35,32 +32,11 @@ class AdminHttpTest : public ::testing::Test {
     return json::object();
   }
 
-  // Arms `point` to fail every hit.
-  void ArmFault(const std::string& point) {
-    ASSERT_EQ(
-        Post(*client_, "/v1/admin/faults", {{"point", point}, {"count", -1}}).status,
-        200);
-  }
-
   // A new sheet without automatic snapshots, with A1 = value (seq 1).
   std::string SheetWithOneCell(int value) {
-    JsonResponse sheet = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-    EXPECT_EQ(sheet.status, 201) << sheet.raw;
-    const std::string id = sheet.body.value("id", "");
-    EXPECT_EQ(Post(*client_, "/v1/sheets/" + id + "/entries",
-                   {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", value}}}})
-                  .status,
-              201);
+    const std::string id = CreateSheet(*client_);
+    SetCell(*client_, id, "A1", value);
     return id;
-  }
-
-  // Failed snapshot-worker messages so far (from /metrics).
-  int64_t SnapshotWorkerFailures() {
-    const std::string series =
-        R"(sheetlog_function_failures{mapping="snapshot-worker"} )";
-    const std::string text = Get(*client_, "/metrics").raw;
-    const size_t at = text.find(series);
-    return at == std::string::npos ? 0 : std::stoll(text.substr(at + series.size()));
   }
 
   // With snapshot.before_complete armed: each receive of the one snapshot message
@@ -71,23 +47,15 @@ class AdminHttpTest : public ::testing::Test {
   // `before`: the failure count read before the snapshot entry was appended (the first
   // attempt may fail before this is called).
   void FailSnapshotJobUntilDeadLettered(int64_t before) {
+    PipelineWatch watch(*server_);
     for (int64_t failures = 1; failures <= 10; ++failures) {
-      ASSERT_TRUE(Eventually([&] {
-        return SnapshotWorkerFailures() >= before + failures;
+      ASSERT_TRUE(watch.Until([&] {
+        return SnapshotWorkerFailures(*client_) >= before + failures;
       })) << Queue("snapshots").dump();
       ASSERT_TRUE(Eventually([&] { return AdvanceClockWhenIdle(*client_, 61); }));
     }
-    ASSERT_TRUE(Eventually([&] { return Queue("snapshots")["dead_letter_depth"] == 1; }))
+    ASSERT_TRUE(watch.Until([&] { return Queue("snapshots")["dead_letter_depth"] == 1; }))
         << Queue("snapshots").dump();
-  }
-
-  bool AllSnapshotsComplete(const std::string& sheet) {
-    JsonResponse r = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-    if (r.status != 200) return false;
-    for (const json& s : r.body["snapshots"]) {
-      if (s["state"] != "completed") return false;
-    }
-    return true;
   }
 
   TempDir dir_;
@@ -117,8 +85,8 @@ TEST_F(AdminHttpTest, QueuesAndFeedAreVisible) {
 // are visible (jobs, dead letters, pending snapshots), and redrive plus reprocess
 // finish the work once the fault is gone.
 TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
-  ASSERT_NO_FATAL_FAILURE(ArmFault("snapshot.before_complete"));
-  const int64_t failures_before = SnapshotWorkerFailures();
+  ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, "snapshot.before_complete", "error", -1));
+  const int64_t failures_before = SnapshotWorkerFailures(*client_);
   const std::string id = SheetWithOneCell(1);
   ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered(failures_before));
 
@@ -141,7 +109,7 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
   ASSERT_EQ(pending.status, 200);
   ASSERT_EQ(pending.body["pending_snapshots"].size(), 1u);
   EXPECT_EQ(pending.body["pending_snapshots"][0]["sheet"], id);
-  EXPECT_FALSE(AllSnapshotsComplete(id));
+  EXPECT_FALSE(AllSnapshotsComplete(*client_, id));
 
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
   JsonResponse redrive =
@@ -155,10 +123,7 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
   ASSERT_EQ(reprocess.status, 200) << reprocess.raw;
   EXPECT_EQ(reprocess.body["snapshots_enqueued"], 1);
   EXPECT_EQ(reprocess.body["entries"], 2);
-  ASSERT_TRUE(Eventually([&] {
-    AdvanceClockWhenIdle(*client_, 61);
-    return AllSnapshotsComplete(id);
-  }));
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, id, {.advance_clock_s = 61}));
   // The worker writes the root before it deletes the pending entry: wait for both.
   EXPECT_TRUE(Eventually([&] {
     return Get(*client_, "/v1/admin/pending-snapshots").body["pending_snapshots"].empty();
@@ -173,11 +138,11 @@ TEST_F(AdminHttpTest, DeadLetteredSnapshotsAreInspectedRedrivenAndReprocessed) {
 // dead-lettered is redriven (only it: the sheet's other, successful jobs are not
 // touched) and completes; a second replay finds nothing failed.
 TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
-  JsonResponse healthy = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-  ASSERT_EQ(healthy.status, 201);
-  ASSERT_TRUE(Eventually([&] { return AllSnapshotsComplete(healthy.body["id"]); }));
-  ASSERT_NO_FATAL_FAILURE(ArmFault("snapshot.before_complete"));
-  const int64_t failures_before = SnapshotWorkerFailures();
+  const std::string healthy = CreateSheet(*client_);
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, healthy));
+  ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, "snapshot.before_complete", "error", -1));
+  const int64_t failures_before = SnapshotWorkerFailures(*client_);
   const std::string id = SheetWithOneCell(1);
   ASSERT_NO_FATAL_FAILURE(FailSnapshotJobUntilDeadLettered(failures_before));
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
@@ -196,10 +161,7 @@ TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
   EXPECT_EQ(replay.body["jobs"][0]["outcome"], "redriven") << replay.raw;
   EXPECT_EQ(replay.body["redriven"], 1);
   EXPECT_EQ(Queue("snapshots")["dead_letter_depth"], 0);
-  ASSERT_TRUE(Eventually([&] {
-    AdvanceClockWhenIdle(*client_, 61);
-    return AllSnapshotsComplete(id);
-  }));
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, id, {.advance_clock_s = 61}));
   replay = Post(*client_, "/v1/admin/jobs/replay", {{"since", "1970-01-01"}});
   ASSERT_EQ(replay.status, 200) << replay.raw;
   EXPECT_TRUE(replay.body["jobs"].empty()) << replay.raw;
@@ -209,7 +171,7 @@ TEST_F(AdminHttpTest, JobsReplayRerunsOnlyTheFailedJobs) {
 // is down (every invocation fails) until the stream records expire, so no snapshot
 // job is ever sent and the snapshots are never made; reprocess makes them.
 TEST_F(AdminHttpTest, SnapshotsLostWithExpiredStreamRecordsAreMadeByReprocess) {
-  ASSERT_NO_FATAL_FAILURE(ArmFault("runtime.before_handler"));
+  ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, "runtime.before_handler", "error", -1));
   const std::string id = SheetWithOneCell(7);
   ASSERT_EQ(Post(*client_, "/v1/sheets/" + id + "/snapshots", json::object()).status,
             201);
@@ -237,21 +199,19 @@ TEST_F(AdminHttpTest, SnapshotsLostWithExpiredStreamRecordsAreMadeByReprocess) {
     return skipped_for_age() >= 1 && retained_records() == 0;
   })) << Get(*client_, "/v1/admin/feed").raw;
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
-  Advance(3600);
+  ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, 3600));
   // No job was ever sent: nothing will make the snapshots.
   json snapshots = Queue("snapshots");
   EXPECT_EQ(snapshots["visible"].get<int64_t>() + snapshots["in_flight"].get<int64_t>(),
             0);
-  EXPECT_FALSE(AllSnapshotsComplete(id));
+  EXPECT_FALSE(AllSnapshotsComplete(*client_, id));
 
   JsonResponse reprocess =
       Post(*client_, "/v1/admin/reprocess", {{"since", "1970-01-01"}, {"sheet", id}});
   ASSERT_EQ(reprocess.status, 200) << reprocess.raw;
   EXPECT_EQ(reprocess.body["snapshots_enqueued"], 2) << reprocess.raw;
-  ASSERT_TRUE(Eventually([&] {
-    AdvanceClockWhenIdle(*client_, 6);  // the second snapshot defers behind the first
-    return AllSnapshotsComplete(id);
-  }));
+  // The second snapshot defers behind the first.
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, id, {.advance_clock_s = 6}));
   JsonResponse cells = Get(*client_, "/v1/sheets/" + id + "/cells?range=A1:A1&at=2");
   ASSERT_EQ(cells.status, 200) << cells.raw;
   EXPECT_EQ(cells.headers.find("X-Snapshot-Seq")->second, "2");
@@ -261,9 +221,7 @@ TEST_F(AdminHttpTest, SnapshotsLostWithExpiredStreamRecordsAreMadeByReprocess) {
 // Issue 7: a queue message deleted by a fault before its work leaves a Snapshot entry
 // that nothing will ever build; reprocess finds it and the pipeline completes it.
 TEST_F(AdminHttpTest, SnapshotMessageLostBeforeItsWorkIsRepairedByReprocess) {
-  ASSERT_EQ(
-      Post(*client_, "/v1/admin/faults", {{"point", "snapshot.message_lost"}}).status,
-      200);
+  ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, "snapshot.message_lost"));
   const std::string id = SheetWithOneCell(7);
   // The one message (entry 0's snapshot) is received and deleted with nothing done.
   ASSERT_TRUE(Eventually([&] {
@@ -280,7 +238,7 @@ TEST_F(AdminHttpTest, SnapshotMessageLostBeforeItsWorkIsRepairedByReprocess) {
                                 {{"since", "1970-01-01T00:00:00Z"}, {"sheet", id}});
   ASSERT_EQ(reprocess.status, 200) << reprocess.raw;
   EXPECT_EQ(reprocess.body["snapshots_enqueued"], 1);
-  ASSERT_TRUE(Eventually([&] { return AllSnapshotsComplete(id); }));
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, id));
 }
 
 // A misspelled point would never fire and leave a test passing without testing

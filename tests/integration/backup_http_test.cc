@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "tests/support/api_client.h"
 #include "tests/support/command.h"
 #include "tests/support/s3_test_server.h"
 #include "tests/support/server_process.h"
@@ -25,12 +26,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-// The path+query of an absolute URL.
-std::string UrlPathOf(const std::string& url) {
-  const size_t scheme = url.find("://");
-  return scheme == std::string::npos ? url : url.substr(url.find('/', scheme + 3));
-}
 
 // What a client was told was stored.
 struct Acknowledged {
@@ -69,12 +64,6 @@ class BackupHttpTest : public ::testing::Test {
     return report;
   }
 
-  std::string NewSheet(int snapshot_every) {
-    JsonResponse r = Post(*client_, "/v1/sheets", {{"snapshot_every", snapshot_every}});
-    EXPECT_EQ(r.status, 201) << r.raw;
-    return r.body.value("id", "");
-  }
-
   bool VerifyOk(std::string* report) {
     JsonResponse r = Get(*client_, "/v1/admin/verify");
     *report = r.raw;
@@ -101,7 +90,7 @@ void RunLoadClient(httplib::Client& client, const std::string& sheet, int id,
       if (started.status != 201) continue;
       ack.payload = "upload " + std::to_string(id) + "/" + std::to_string(i) + " " +
                     std::string(2000 + i, 'u');
-      if (Request(client, "PUT", UrlPathOf(started.body["url"]), ack.payload).status !=
+      if (Request(client, "PUT", PathOf(started.body["url"]), ack.payload).status !=
           200) {
         continue;
       }
@@ -129,7 +118,8 @@ void RunLoadClient(httplib::Client& client, const std::string& sheet, int id,
 TEST_F(BackupHttpTest, BackupUnderLoadRestoresEveryAcknowledgedEntry) {
   ASSERT_NO_FATAL_FAILURE(StartServer(dir_.File("data")));
   std::vector<std::string> sheets;
-  for (int i = 0; i < 4; ++i) sheets.push_back(NewSheet(/*snapshot_every=*/8));
+  for (int i = 0; i < 4; ++i)
+    sheets.push_back(CreateSheet(*client_, /*snapshot_every=*/8));
 
   constexpr int kClients = 16;
   constexpr int kOperations = 40;
@@ -219,29 +209,18 @@ TEST_F(BackupHttpTest, BackupUnderLoadRestoresEveryAcknowledgedEntry) {
         << ack.sheet << " seq " << ack.seq;
     if (!ack.payload.empty()) {
       JsonResponse payload =
-          Request(*client_, "GET", UrlPathOf(entry.body["external"]["url"]));
+          Request(*client_, "GET", PathOf(entry.body["external"]["url"]));
       EXPECT_EQ(payload.status, 200);
       EXPECT_EQ(payload.raw, ack.payload) << "upload at seq " << ack.seq;
     }
   }
   // The restored server accepts appends and builds snapshots.
   const std::string sheet = sheets.front();
-  JsonResponse appended =
-      Post(*client_, "/v1/sheets/" + sheet + "/entries",
-           {{"type", "SetCell"}, {"body", {{"ref", "Z1"}, {"value", 7}}}});
-  ASSERT_EQ(appended.status, 201) << appended.raw;
-  JsonResponse snapshot =
-      Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object());
-  ASSERT_EQ(snapshot.status, 201) << snapshot.raw;
-  const int64_t snapshot_seq = snapshot.body["seq"];
-  EXPECT_TRUE(Eventually([&] {
-    JsonResponse listed = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-    for (const json& s : listed.body["snapshots"]) {
-      if (s["seq"] == snapshot_seq && s["state"] == "completed") return true;
-    }
-    AdvanceClockWhenIdle(*client_, 61);
-    return false;
-  }));
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "Z1", 7));
+  const int64_t snapshot_seq = TakeSnapshot(*client_, sheet);
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_TRUE(
+      WaitForSnapshot(*server_, *client_, sheet, snapshot_seq, {.advance_clock_s = 61}));
   JsonResponse cell = Get(*client_, "/v1/sheets/" + sheet + "/cells?range=Z1:Z1");
   EXPECT_EQ(cell.body["rows"], json::array({json::array({7})})) << cell.raw;
   EXPECT_TRUE(VerifyOk(&verify)) << verify;
@@ -249,7 +228,7 @@ TEST_F(BackupHttpTest, BackupUnderLoadRestoresEveryAcknowledgedEntry) {
 
 TEST_F(BackupHttpTest, SecondBackupCopiesOnlyNewBodiesAndRestores) {
   ASSERT_NO_FATAL_FAILURE(StartServer(dir_.File("data")));
-  const std::string sheet = NewSheet(0);
+  const std::string sheet = CreateSheet(*client_, 0);
   for (int i = 0; i < 5; ++i) {
     ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/entries",
                    {{"type", "SetCell"},
@@ -295,7 +274,7 @@ TEST_F(BackupHttpTest, SecondBackupCopiesOnlyNewBodiesAndRestores) {
 
 TEST_F(BackupHttpTest, DamagedBackupIsRefusedAndRestoresNothing) {
   ASSERT_NO_FATAL_FAILURE(StartServer(dir_.File("data")));
-  const std::string sheet = NewSheet(0);
+  const std::string sheet = CreateSheet(*client_, 0);
   ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/entries",
                  {{"type", "SetCell"},
                   {"body", {{"ref", "A1"}, {"value", std::string(1000, 'q')}}}})

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 
 namespace sheetlog::testing {
@@ -18,20 +19,8 @@ class BlobGuardHttpTest : public ::testing::Test {
     server_ = std::make_unique<ServerProcess>(ServerOptions::InMemory());
     ASSERT_TRUE(server_->Start()) << server_->error();
     client_ = std::make_unique<httplib::Client>(server_->Client());
-    JsonResponse created = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-    ASSERT_EQ(created.status, 201) << created.raw;
-    sheet_ = created.body["id"];
-  }
-
-  static std::string PathOf(const std::string& url) {
-    size_t scheme = url.find("://");
-    if (scheme == std::string::npos) return url;
-    return url.substr(url.find('/', scheme + 3));
-  }
-
-  json Tags(const std::string& key) {
-    JsonResponse r = Get(*client_, "/v1/blobs/" + key + "?tagging");
-    return r.status == 200 ? r.body["tags"] : json(nullptr);
+    sheet_ = CreateSheet(*client_);
+    ASSERT_FALSE(HasFatalFailure());
   }
 
   std::string Body(const std::string& path) { return Get(*client_, path).raw; }
@@ -77,8 +66,9 @@ class BlobGuardHttpTest : public ::testing::Test {
 
 TEST_F(BlobGuardHttpTest, PresignedPutAfterCompleteIsRefusedAndChangesNothing) {
   Completed upload = CompletedUpload("first payload");
-  ASSERT_TRUE(Eventually([&] { return Tags(upload.key) == json::object(); }))
-      << Tags(upload.key);
+  ASSERT_TRUE(Eventually([&] {
+    return BlobTags(*client_, upload.key) == json::object();
+  })) << BlobTags(*client_, upload.key);
 
   JsonResponse again = Request(*client_, "PUT", upload.put_path, "replaced!");
   EXPECT_EQ(again.status, 409) << again.raw;
@@ -86,7 +76,7 @@ TEST_F(BlobGuardHttpTest, PresignedPutAfterCompleteIsRefusedAndChangesNothing) {
   EXPECT_NE(again.raw.find("is completed"), std::string::npos) << again.raw;
 
   EXPECT_EQ(Body("/v1/blobs/" + upload.key), "first payload");
-  EXPECT_EQ(Tags(upload.key), json::object());  // not re-tagged auto-delete
+  EXPECT_EQ(BlobTags(*client_, upload.key), json::object());  // not re-tagged auto-delete
   JsonResponse inline_body =
       Get(*client_, "/v1/sheets/" + sheet_ + "/entries/" + std::to_string(upload.seq) +
                         "?body=inline");
@@ -124,7 +114,7 @@ TEST_F(BlobGuardHttpTest, ClientsCannotWriteDeleteOrTagTheServersObjects) {
   for (const std::string& key : {root, upload.key, entry_key}) {
     const std::string area = key.substr(0, key.find('/') + 1);
     const std::string before = Body("/v1/blobs/" + key);
-    const json tags_before = Tags(key);
+    const json tags_before = BlobTags(*client_, key);
     ExpectForbiddenNaming(Request(*client_, "DELETE", "/v1/blobs/" + key), area);
     ExpectForbiddenNaming(Request(*client_, "PUT", "/v1/blobs/" + key, "overwritten"),
                           area);
@@ -134,7 +124,7 @@ TEST_F(BlobGuardHttpTest, ClientsCannotWriteDeleteOrTagTheServersObjects) {
     // Reading stays allowed, and nothing changed.
     EXPECT_EQ(Get(*client_, "/v1/blobs/" + key).status, 200);
     EXPECT_EQ(Body("/v1/blobs/" + key), before);
-    EXPECT_EQ(Tags(key), tags_before);
+    EXPECT_EQ(BlobTags(*client_, key), tags_before);
   }
   // New keys in the reserved areas are refused too.
   ExpectForbiddenNaming(Request(*client_, "PUT", "/v1/blobs/archives/x/y.jsonl", "{}"),

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -124,9 +125,8 @@ TEST_F(CostHttpTest, MatchesAHandComputation) {
 // is billed like the sheet's other objects (it was left out: 286 B for a sheet holding
 // a 6 MiB import).
 TEST_F(CostHttpTest, CountsTheSheetsUploadedFiles) {
-  JsonResponse created = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-  ASSERT_EQ(created.status, 201) << created.raw;
-  const std::string id = created.body["id"];
+  const std::string id = CreateSheet(*client_);
+  ASSERT_FALSE(HasFatalFailure());
   std::string csv;
   for (int row = 1; row <= 2000; ++row) csv += std::to_string(row) + ",some text\n";
   JsonResponse upload =

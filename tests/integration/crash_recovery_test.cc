@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -123,12 +124,6 @@ struct SheetModel {
   bool delete_sent = false;
   bool delete_acknowledged = false;
 };
-
-std::string PathOf(const std::string& url) {
-  size_t scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
-  return url.substr(url.find('/', scheme + 3));
-}
 
 // Sends one whole HTTP request on a fresh socket and returns without reading the
 // answer: the request is in the server's socket buffer when this returns, so a kill

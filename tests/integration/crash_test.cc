@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -20,22 +21,6 @@ namespace sheetlog::testing {
 namespace {
 
 using nlohmann::json;
-
-std::vector<json> ReadAll(ServerProcess& server, const std::string& sheet) {
-  httplib::Client client = server.Client();
-  std::vector<json> out;
-  std::string from = "start";
-  while (true) {
-    JsonResponse r =
-        Get(client, "/v1/sheets/" + sheet + "/entries?limit=1000&from=" + from);
-    EXPECT_EQ(r.status, 200) << r.raw;
-    if (r.status != 200) break;
-    for (const json& e : r.body["entries"]) out.push_back(e);
-    if (r.body["complete"].get<bool>()) break;
-    from = std::to_string(out.back()["seq"].get<int64_t>() + 1);
-  }
-  return out;
-}
 
 void CrashWhileAppending(uint32_t seed) {
   SCOPED_TRACE("seed " + std::to_string(seed) +
@@ -99,7 +84,8 @@ void CrashWhileAppending(uint32_t seed) {
 
   ServerProcess restarted(ServerOptions(dir.path()));
   ASSERT_TRUE(restarted.Start()) << restarted.error();
-  std::vector<json> entries = ReadAll(restarted, sheet);
+  httplib::Client client = restarted.Client();
+  std::vector<json> entries = ReadAllEntries(client, sheet);
   std::map<std::string, int64_t> stored;  // marker -> seq
   for (size_t i = 0; i < entries.size(); ++i) {
     ASSERT_EQ(entries[i]["seq"].get<int64_t>(), static_cast<int64_t>(i))
@@ -115,7 +101,6 @@ void CrashWhileAppending(uint32_t seed) {
     EXPECT_EQ(it->second, seq) << "acknowledged entry moved: " << marker;
   }
   // The log still takes appends after the crash.
-  httplib::Client client = restarted.Client();
   JsonResponse r = Post(client, "/v1/sheets/" + sheet + "/entries", {{"type", "Note"}});
   EXPECT_EQ(r.status, 201);
   EXPECT_EQ(r.body["seq"].get<int64_t>(), static_cast<int64_t>(entries.size()));

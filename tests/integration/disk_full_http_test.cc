@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -89,9 +90,8 @@ class DiskFullHttpTest : public ::testing::Test {
 };
 
 TEST_F(DiskFullHttpTest, WritesAnswer507WhileFullAndSucceedAgainOnceSpaceReturns) {
-  JsonResponse created = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-  ASSERT_EQ(created.status, 201) << created.raw;
-  const std::string sheet = created.body["id"];
+  const std::string sheet = CreateSheet(*client_);
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_EQ(Append(sheet, 100).status, 201);
 
   ASSERT_NO_FATAL_FAILURE(FillDisk());

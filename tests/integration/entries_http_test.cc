@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -20,38 +21,16 @@ class EntriesHttpTest : public ::testing::Test {
   void SetUp() override {
     server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.path()));
     ASSERT_TRUE(server_->Start()) << server_->error();
-  }
-
-  std::string NewSheet(json body = json::object()) {
-    httplib::Client client = server_->Client();
-    JsonResponse r = Post(client, "/v1/sheets", body);
-    EXPECT_EQ(r.status, 201) << r.raw;
-    return r.body.value("id", "");
-  }
-
-  // Every entry of a sheet, read with from=start in pages of `page`.
-  std::vector<json> ReadAll(const std::string& sheet, int page = 1000) {
-    httplib::Client client = server_->Client();
-    std::vector<json> out;
-    std::string from = "start";
-    for (int guard = 0; guard < 100000; ++guard) {
-      JsonResponse r = Get(client, "/v1/sheets/" + sheet + "/entries?from=" + from +
-                                       "&limit=" + std::to_string(page));
-      EXPECT_EQ(r.status, 200) << r.raw;
-      if (r.status != 200) break;
-      for (const json& e : r.body["entries"]) out.push_back(e);
-      if (r.body["complete"].get<bool>()) break;
-      from = std::to_string(out.back()["seq"].get<int64_t>() + 1);
-    }
-    return out;
+    client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
   TempDir dir_;
   std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(EntriesHttpTest, SixteenClientsAppendEightThousandEntriesWithoutGaps) {
-  const std::string sheet = NewSheet({{"snapshot_every", 0}});
+  const std::string sheet = CreateSheet(*client_);
   constexpr int kClients = 16, kPerClient = 500;
   std::mutex mu;
   std::map<int64_t, std::string> acknowledged;  // seq -> body marker
@@ -77,7 +56,7 @@ TEST_F(EntriesHttpTest, SixteenClientsAppendEightThousandEntriesWithoutGaps) {
   ASSERT_EQ(failures.load(), 0);
   ASSERT_EQ(acknowledged.size(), static_cast<size_t>(kClients * kPerClient));
 
-  std::vector<json> entries = ReadAll(sheet, 777);
+  std::vector<json> entries = ReadAllEntries(*client_, sheet, 777);
   ASSERT_EQ(entries.size(), 1u + kClients * kPerClient);
   for (size_t i = 0; i < entries.size(); ++i) {
     ASSERT_EQ(entries[i]["seq"].get<int64_t>(), static_cast<int64_t>(i));
@@ -88,8 +67,8 @@ TEST_F(EntriesHttpTest, SixteenClientsAppendEightThousandEntriesWithoutGaps) {
 }
 
 TEST_F(EntriesHttpTest, TwoSheetsWrittenConcurrentlyDoNotInterfere) {
-  const std::string a = NewSheet({{"snapshot_every", 0}});
-  const std::string b = NewSheet({{"snapshot_every", 0}});
+  const std::string a = CreateSheet(*client_);
+  const std::string b = CreateSheet(*client_);
   constexpr int kPerSheet = 300;
   auto writer = [&](const std::string& sheet, const std::string& tag) {
     httplib::Client client = server_->Client();
@@ -104,7 +83,7 @@ TEST_F(EntriesHttpTest, TwoSheetsWrittenConcurrentlyDoNotInterfere) {
   ta.join();
   tb.join();
   for (const auto& [sheet, tag] : {std::pair{a, "a"}, std::pair{b, "b"}}) {
-    std::vector<json> entries = ReadAll(sheet);
+    std::vector<json> entries = ReadAllEntries(*client_, sheet);
     ASSERT_EQ(entries.size(), static_cast<size_t>(kPerSheet + 1));
     for (int i = 1; i <= kPerSheet; ++i) {
       EXPECT_EQ(entries[i]["body"], std::string(tag) + std::to_string(i - 1));
@@ -113,7 +92,7 @@ TEST_F(EntriesHttpTest, TwoSheetsWrittenConcurrentlyDoNotInterfere) {
 }
 
 TEST_F(EntriesHttpTest, ExpectSeqRaceHasExactlyOneWinner) {
-  const std::string sheet = NewSheet({{"snapshot_every", 0}});
+  const std::string sheet = CreateSheet(*client_);
   for (int round = 0; round < 5; ++round) {
     const int64_t expected = 1 + round;
     constexpr int kClients = 12;
@@ -139,11 +118,11 @@ TEST_F(EntriesHttpTest, ExpectSeqRaceHasExactlyOneWinner) {
     EXPECT_EQ(conflicts.load(), kClients - 1);
     EXPECT_EQ(other.load(), 0);
   }
-  EXPECT_EQ(ReadAll(sheet).size(), 6u);
+  EXPECT_EQ(ReadAllEntries(*client_, sheet).size(), 6u);
 }
 
 TEST_F(EntriesHttpTest, ReportsRequestUnits) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_, json::object());
   httplib::Client client = server_->Client();
   JsonResponse r =
       Post(client, "/v1/sheets/" + sheet + "/entries", {{"type", "Note"}, {"body", "x"}});
@@ -179,7 +158,7 @@ TEST_F(EntriesHttpTest, BadInputIsRefusedAndChangesNothing) {
                   .status,
               200);
   }
-  const std::string sheet = NewSheet({{"snapshot_every", 0}});
+  const std::string sheet = CreateSheet(*client_);
   httplib::Client client = server_->Client();
   for (int i = 0; i < 3; ++i) {
     ASSERT_EQ(
@@ -232,7 +211,7 @@ TEST_F(EntriesHttpTest, BadInputIsRefusedAndChangesNothing) {
       {"segment before snapshot", "POST", "/v1/sheets/{sheet}/segments", "{}", 409,
        "ConflictError"},
   };
-  std::vector<json> before = ReadAll(sheet);
+  std::vector<json> before = ReadAllEntries(*client_, sheet);
   JsonResponse sheets_before = Get(client, "/v1/sheets?limit=1000");
   for (const BadRequest& c : cases) {
     std::string path = c.path;
@@ -244,12 +223,12 @@ TEST_F(EntriesHttpTest, BadInputIsRefusedAndChangesNothing) {
     EXPECT_TRUE(r.body["error"]["message"].is_string()) << c.name;
     EXPECT_FALSE(r.body["error"]["message"].get<std::string>().empty()) << c.name;
   }
-  EXPECT_EQ(ReadAll(sheet), before);
+  EXPECT_EQ(ReadAllEntries(*client_, sheet), before);
   EXPECT_EQ(Get(client, "/v1/sheets?limit=1000").body, sheets_before.body);
 }
 
 TEST_F(EntriesHttpTest, ConflictCarriesNextSeqAndTooLargeCarriesLimit) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_, json::object());
   httplib::Client client = server_->Client();
   JsonResponse conflict = Post(client, "/v1/sheets/" + sheet + "/entries",
                                {{"type", "Note"}, {"expect_seq", 7}});
@@ -263,7 +242,7 @@ TEST_F(EntriesHttpTest, ConflictCarriesNextSeqAndTooLargeCarriesLimit) {
 
 TEST_F(EntriesHttpTest, SheetLifecycleOverHttp) {
   httplib::Client client = server_->Client();
-  const std::string sheet = NewSheet({{"name", "budget"}});
+  const std::string sheet = CreateSheet(*client_, json{{"name", "budget"}});
   JsonResponse info = Get(client, "/v1/sheets/" + sheet);
   ASSERT_EQ(info.status, 200) << info.raw;
   EXPECT_EQ(info.body["name"], "budget");
@@ -289,7 +268,7 @@ TEST_F(EntriesHttpTest, SheetLifecycleOverHttp) {
 
 TEST_F(EntriesHttpTest, ListSheetsPagesWithAfter) {
   std::set<std::string> created;
-  for (int i = 0; i < 7; ++i) created.insert(NewSheet());
+  for (int i = 0; i < 7; ++i) created.insert(CreateSheet(*client_, json::object()));
   httplib::Client client = server_->Client();
   std::set<std::string> seen;
   std::string after;

@@ -21,125 +21,15 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
+#include "tests/support/sse_client.h"
 #include "tests/support/temp_dir.h"
 
 namespace sheetlog::testing {
 namespace {
 
 using nlohmann::json;
-
-struct SseEvent {
-  std::string id;
-  std::string event;
-  std::string data;
-};
-
-// A raw-socket SSE client: the test reads exactly what the server wrote.
-class SseClient {
- public:
-  SseClient(int port, const std::string& path, const std::string& extra_headers = "") {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    // A small receive window, so a client that stops reading is felt by the server
-    // after a few MB rather than after the kernel's largest buffers.
-    const int window = 16 * 1024;
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &window, sizeof(window));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    const std::string request = "GET " + path +
-                                " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-                                "\r\n" + extra_headers + "\r\n";
-    if (connected_) connected_ = ::send(fd_, request.data(), request.size(), 0) > 0;
-  }
-  ~SseClient() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
-  bool connected() const { return connected_; }
-  int status() const { return status_; }
-  bool closed() const { return eof_; }
-
-  // Reads until `done(events)` holds, the server closes, or `seconds` of real time.
-  bool ReadUntil(const std::function<bool(const std::vector<SseEvent>&)>& done,
-                 int seconds = 20) {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (!done(events_)) {
-      if (eof_ || std::chrono::steady_clock::now() > deadline) return done(events_);
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char buf[65536];
-      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-      if (n <= 0) {
-        eof_ = true;
-        continue;
-      }
-      raw_.append(buf, static_cast<size_t>(n));
-      Parse();
-    }
-    return true;
-  }
-
-  const std::vector<SseEvent>& events() const { return events_; }
-  // Comment lines (": heartbeat"), in order.
-  const std::vector<std::string>& comments() const { return comments_; }
-  std::vector<SseEvent> Of(const std::string& event) const {
-    std::vector<SseEvent> out;
-    for (const SseEvent& e : events_) {
-      if (e.event == event) out.push_back(e);
-    }
-    return out;
-  }
-
- private:
-  // Head, then chunked framing, then "field: value" lines ending in a blank line.
-  void Parse() {
-    if (status_ == 0) {
-      const size_t end = raw_.find("\r\n\r\n");
-      if (end == std::string::npos) return;
-      status_ = std::stoi(raw_.substr(9, 3));
-      raw_.erase(0, end + 4);
-    }
-    while (true) {
-      const size_t line = raw_.find("\r\n");
-      if (line == std::string::npos) break;
-      const size_t size = std::stoul(raw_.substr(0, line), nullptr, 16);
-      if (raw_.size() < line + 2 + size + 2) break;
-      body_ += raw_.substr(line + 2, size);
-      raw_.erase(0, line + 2 + size + 2);
-      if (size == 0) eof_ = true;
-    }
-    size_t end;
-    while ((end = body_.find("\n\n")) != std::string::npos) {
-      const std::string block = body_.substr(0, end);
-      body_.erase(0, end + 2);
-      SseEvent event;
-      size_t start = 0;
-      while (start < block.size()) {
-        size_t stop = block.find('\n', start);
-        if (stop == std::string::npos) stop = block.size();
-        const std::string field = block.substr(start, stop - start);
-        start = stop + 1;
-        if (field.rfind(':', 0) == 0) comments_.push_back(field);
-        if (field.rfind("id: ", 0) == 0) event.id = field.substr(4);
-        if (field.rfind("event: ", 0) == 0) event.event = field.substr(7);
-        if (field.rfind("data: ", 0) == 0) event.data = field.substr(6);
-      }
-      if (!event.event.empty()) events_.push_back(std::move(event));
-    }
-  }
-
-  int fd_ = -1;
-  bool connected_ = false;
-  bool eof_ = false;
-  int status_ = 0;
-  std::string raw_, body_;
-  std::vector<SseEvent> events_;
-  std::vector<std::string> comments_;
-};
 
 // The number of an admin event id ("<epoch>-<n>").
 int64_t AdminNumber(const std::string& id) {
@@ -154,20 +44,6 @@ auto HasEvent(const std::string& type) {
     }
     return false;
   };
-}
-
-std::string CreateSheet(httplib::Client& client) {
-  JsonResponse r = Post(client, "/v1/sheets", json{{"snapshot_every", 0}});
-  EXPECT_EQ(r.status, 201) << r.raw;
-  return r.body.value("id", "");
-}
-
-int64_t Append(httplib::Client& client, const std::string& sheet, int value) {
-  JsonResponse r =
-      Post(client, "/v1/sheets/" + sheet + "/entries",
-           json{{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", value}}}});
-  EXPECT_EQ(r.status, 201) << r.raw;
-  return r.body.value("seq", int64_t{-1});
 }
 
 auto EntriesThrough(int64_t seq) {
@@ -185,40 +61,21 @@ std::vector<int64_t> EntryIds(const SseClient& sse) {
   return ids;
 }
 
-// Failed snapshot-worker messages so far (from /metrics).
-int64_t SnapshotWorkerFailures(httplib::Client& client) {
-  const std::string series = R"(sheetlog_function_failures{mapping="snapshot-worker"} )";
-  const std::string text = Get(client, "/metrics").raw;
-  const size_t at = text.find(series);
-  return at == std::string::npos ? 0 : std::stoll(text.substr(at + series.size()));
-}
-
-bool AllSnapshotsComplete(httplib::Client& client, const std::string& sheet) {
-  JsonResponse r = Get(client, "/v1/sheets/" + sheet + "/snapshots");
-  if (r.status != 200) return false;
-  for (const json& s : r.body["snapshots"]) {
-    if (s["state"] != "completed") return false;
-  }
-  return true;
-}
-
 // A sheet whose Snapshot entry 0 stays pending (its first build fails, once) until
 // CompleteSnapshots moves the clock past the message's visibility timeout.
 std::string CreateSheetWithPendingSnapshot(httplib::Client& client) {
   const int64_t before = SnapshotWorkerFailures(client);
-  EXPECT_EQ(Post(client, "/v1/admin/faults",
-                 json{{"point", "snapshot.before_complete"}, {"kind", "error"}})
-                .status,
-            200);
+  ArmFault(client, "snapshot.before_complete");
   const std::string sheet = CreateSheet(client);
   EXPECT_TRUE(Eventually([&] { return SnapshotWorkerFailures(client) > before; }));
   EXPECT_FALSE(AllSnapshotsComplete(client, sheet));
   return sheet;
 }
 
-void CompleteSnapshots(httplib::Client& client, const std::string& sheet) {
+void CompleteSnapshots(const ServerProcess& server, httplib::Client& client,
+                       const std::string& sheet) {
   ASSERT_TRUE(Eventually([&] { return AdvanceClockWhenIdle(client, 61); }));
-  ASSERT_TRUE(Eventually([&] { return AllSnapshotsComplete(client, sheet); }));
+  ASSERT_TRUE(WaitForSnapshots(server, client, sheet));
 }
 
 TEST(EventsHttpTest, BacklogThenLiveInSeqOrderWithTheEntryAsRead) {
@@ -226,13 +83,13 @@ TEST(EventsHttpTest, BacklogThenLiveInSeqOrderWithTheEntryAsRead) {
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
   const std::string sheet = CreateSheet(client);
-  for (int i = 1; i <= 3; ++i) Append(client, sheet, i);
+  for (int i = 1; i <= 3; ++i) SetCell(client, sheet, "A1", i);
   SseClient sse(server.port(), "/v1/sheets/" + sheet + "/events?from=0");
   ASSERT_TRUE(sse.connected());
   ASSERT_TRUE(sse.ReadUntil(EntriesThrough(3))) << "backlog 0..3";
   EXPECT_EQ(sse.status(), 200);
-  Append(client, sheet, 4);
-  Append(client, sheet, 5);
+  SetCell(client, sheet, "A1", 4);
+  SetCell(client, sheet, "A1", 5);
   ASSERT_TRUE(sse.ReadUntil(EntriesThrough(5))) << "live 4..5";
   EXPECT_EQ(EntryIds(sse), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   // The data is the entry exactly as GET .../entries/{seq} returns it.
@@ -262,7 +119,7 @@ TEST(EventsHttpTest, LastEventIdResumesExactlyAcrossAKill) {
   ASSERT_TRUE(server->Start()) << server->error();
   httplib::Client client = server->Client();
   const std::string sheet = CreateSheet(client);
-  for (int i = 1; i <= 4; ++i) Append(client, sheet, i);
+  for (int i = 1; i <= 4; ++i) SetCell(client, sheet, "A1", i);
   std::vector<int64_t> seen;
   {
     SseClient sse(server->port(), "/v1/sheets/" + sheet + "/events?from=0");
@@ -276,7 +133,7 @@ TEST(EventsHttpTest, LastEventIdResumesExactlyAcrossAKill) {
       std::make_unique<ServerProcess>(ServerOptions(dir.path(), {"--clock", "manual"}));
   ASSERT_TRUE(server->Start()) << server->error();
   httplib::Client again = server->Client();
-  const int64_t fifth = Append(again, sheet, 5);
+  const int64_t fifth = SetCell(again, sheet, "A1", 5);
   SseClient resumed(server->port(), "/v1/sheets/" + sheet + "/events",
                     "Last-Event-ID: " + std::to_string(seen.back()) + "\r\n");
   ASSERT_TRUE(resumed.ReadUntil(EntriesThrough(fifth)));
@@ -290,7 +147,7 @@ TEST(EventsHttpTest, FromBeforeFirstSeqIsGoneAndPastTheHeadIsRefused) {
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
   const std::string sheet = CreateSheet(client);
-  for (int i = 1; i <= 6; ++i) Append(client, sheet, i);
+  for (int i = 1; i <= 6; ++i) SetCell(client, sheet, "A1", i);
   EXPECT_EQ(Get(client, "/v1/sheets/" + sheet + "/events?from=99").status, 400);
   EXPECT_EQ(Get(client, "/v1/sheets/00000000-0000-4000-8000-000000000000/events").status,
             404);
@@ -388,11 +245,8 @@ TEST(EventsHttpTest, SlowConsumerIsClosedWithAResumePoint) {
   const std::string text(12 * 1024, 'x');
   int64_t last = 0;
   for (int i = 0; i < 1000; ++i) {
-    JsonResponse r =
-        Post(client, "/v1/sheets/" + sheet + "/entries",
-             json{{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", text}}}});
-    ASSERT_EQ(r.status, 201) << r.raw;
-    last = r.body["seq"].get<int64_t>();
+    last = SetCell(client, sheet, "A1", text);
+    ASSERT_FALSE(HasFatalFailure());
   }
   ASSERT_TRUE(stalled.ReadUntil(
       [&](const std::vector<SseEvent>&) { return stalled.closed(); }, 60))
@@ -446,10 +300,7 @@ TEST(EventsHttpTest, AdminStreamShowsSnapshotOutcomesJobFailuresAndQueues) {
     };
   };
   ASSERT_TRUE(admin.ReadUntil(has("snapshot", "outcome", "completed")));
-  ASSERT_EQ(Post(client, "/v1/admin/faults",
-                 json{{"point", "snapshot.before_complete"}, {"kind", "error"}})
-                .status,
-            200);
+  ASSERT_NO_FATAL_FAILURE(ArmFault(client, "snapshot.before_complete"));
   CreateSheet(client);
   ASSERT_TRUE(admin.ReadUntil(has("snapshot", "outcome", "failed")));
   ASSERT_TRUE(admin.ReadUntil(has("job", "what", "message_failed")));
@@ -477,7 +328,7 @@ TEST(EventsHttpTest, LastEventIdWinsOverFrom) {
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
   const std::string sheet = CreateSheet(client);
-  for (int i = 1; i <= 4; ++i) Append(client, sheet, i);
+  for (int i = 1; i <= 4; ++i) SetCell(client, sheet, "A1", i);
   SseClient sse(server.port(), "/v1/sheets/" + sheet + "/events?from=0",
                 "Last-Event-ID: 2\r\n");
   ASSERT_TRUE(sse.ReadUntil(EntriesThrough(4)));
@@ -492,7 +343,7 @@ TEST(EventsHttpTest, ResumeSendsTheStateOfTheIdLessEvents) {
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
   const std::string sheet = CreateSheetWithPendingSnapshot(client);
-  for (int i = 1; i <= 3; ++i) Append(client, sheet, i);
+  for (int i = 1; i <= 3; ++i) SetCell(client, sheet, "A1", i);
   {
     SseClient first(server.port(), "/v1/sheets/" + sheet + "/events?from=0");
     ASSERT_TRUE(first.ReadUntil(EntriesThrough(3)));
@@ -500,8 +351,8 @@ TEST(EventsHttpTest, ResumeSendsTheStateOfTheIdLessEvents) {
     EXPECT_TRUE(first.Of("truncated").empty()) << "nothing truncated yet";
   }
   // Away: entry 0's snapshot completes and 4 is appended.
-  CompleteSnapshots(client, sheet);
-  const int64_t fourth = Append(client, sheet, 4);
+  CompleteSnapshots(server, client, sheet);
+  const int64_t fourth = SetCell(client, sheet, "A1", 4);
   {
     SseClient resumed(server.port(), "/v1/sheets/" + sheet + "/events",
                       "Last-Event-ID: 3\r\n");
@@ -533,7 +384,7 @@ TEST(EventsHttpTest, SnapshotAndDeletedEvents) {
   SseClient sse(server.port(), "/v1/sheets/" + sheet + "/events?from=0");
   ASSERT_TRUE(sse.ReadUntil(EntriesThrough(0)));
   const json entry = json::parse(sse.Of("entry")[0].data);
-  CompleteSnapshots(client, sheet);
+  CompleteSnapshots(server, client, sheet);
   ASSERT_TRUE(sse.ReadUntil(HasEvent("snapshot")));
   const json snapshot = json::parse(sse.Of("snapshot")[0].data);
   EXPECT_EQ(snapshot["seq"], 0);
@@ -579,17 +430,14 @@ TEST(EventsHttpTest, AdminStreamShowsADeadLetter) {
   ASSERT_TRUE(admin.ReadUntil(
       [&](const std::vector<SseEvent>&) { return admin.status() == 200; }));
   const int64_t before = SnapshotWorkerFailures(client);
-  ASSERT_EQ(
-      Post(client, "/v1/admin/faults",
-           json{{"point", "snapshot.before_complete"}, {"kind", "error"}, {"count", -1}})
-          .status,
-      200);
+  ASSERT_NO_FATAL_FAILURE(ArmFault(client, "snapshot.before_complete", "error", -1));
   CreateSheet(client);
   // Each receive fails; past the visibility timeout the next one tries again, until
   // the tenth receive moves the message to the dead-letter queue.
+  PipelineWatch watch(server);
   for (int64_t failures = 1; failures <= 10; ++failures) {
     ASSERT_TRUE(
-        Eventually([&] { return SnapshotWorkerFailures(client) >= before + failures; }));
+        watch.Until([&] { return SnapshotWorkerFailures(client) >= before + failures; }));
     ASSERT_TRUE(Eventually([&] { return AdvanceClockWhenIdle(client, 61); }));
   }
   auto dead_lettered = [](const std::vector<SseEvent>& events) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "emulator/json_text.h"
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 
 namespace sheetlog::testing {
@@ -20,9 +21,7 @@ class HostileInputHttpTest : public ::testing::Test {
     server_ = std::make_unique<ServerProcess>(ServerOptions::InMemory());
     ASSERT_TRUE(server_->Start()) << server_->error();
     httplib::Client client = server_->Client();
-    JsonResponse created = Post(client, "/v1/sheets", {{"snapshot_every", 0}});
-    ASSERT_EQ(created.status, 201) << created.raw;
-    sheet_ = created.body["id"];
+    sheet_ = CreateSheet(client);
   }
 
   // The response is a 400 ValidationError whose body is api.md's error shape, and the

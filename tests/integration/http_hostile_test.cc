@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/api_client.h"
 #include "tests/support/raw_http.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
@@ -82,11 +83,11 @@ class HttpHostileTest : public ::testing::Test {
     return static_cast<int64_t>(sheets.body["sheets"].size());
   }
 
-  std::string CreateSheet() {
+  // A sheet made over a connection of its own, closed again before the test goes on
+  // (an idle keep-alive connection would count against the limits tested here).
+  std::string NewSheet() {
     httplib::Client client = server_->Client();
-    JsonResponse created = Post(client, "/v1/sheets", {{"snapshot_every", 0}});
-    EXPECT_EQ(created.status, 201) << created.raw;
-    return created.body.value("id", "");
+    return CreateSheet(client);
   }
 
   // Sends `head` then up to `total` body bytes produced by `next_piece`, reading at the
@@ -191,7 +192,7 @@ TEST_F(HttpHostileTest, ChunkedBodyWithinTheLimitIsServed) {
 // a bomb (64 MiB of zeros in ~64 KiB) is a 413 and the server's memory stays small.
 TEST_F(HttpHostileTest, GzipBombIs413AndMemoryStaysSmall) {
   StartServer();
-  const std::string sheet = CreateSheet();
+  const std::string sheet = NewSheet();
   const int64_t rss_before = server_->PeakRssKb();
   std::string bomb =
       Gzip(R"({"type":"Note","body":")" + std::string(64 << 20, '0') + R"("})");
@@ -333,7 +334,7 @@ TEST_F(HttpHostileTest, TricklingUploadsDoNotTakeEveryWorker) {
   // clients (before the bound, /healthz waited for the workers until RawConnection's
   // 60 s read bound failed the test).
   StartServer({"--threads", "4", "--body-timeout", "300"});
-  const std::string sheet = CreateSheet();
+  const std::string sheet = NewSheet();
   const std::string body(1000, 'u');
   std::vector<std::unique_ptr<RawConnection>> uploads;
   for (int i = 0; i < 6; ++i) {
@@ -384,7 +385,7 @@ TEST_F(HttpHostileTest, OversizedHeadIs431) {
 // Item 15: pipelined requests are all answered, in order.
 TEST_F(HttpHostileTest, PipelinedRequestsAreAnsweredInOrder) {
   StartServer();
-  const std::string sheet = CreateSheet();
+  const std::string sheet = NewSheet();
   RawConnection conn(server_->port());
   const std::string host = HostHeader();
   ASSERT_TRUE(conn.Send("GET /healthz HTTP/1.1\r\n" + host + "\r\n" + "GET /v1/sheets/" +
@@ -418,7 +419,7 @@ TEST_F(HttpHostileTest, HalfClosedClientGetsItsResponse) {
 // read as JSON up to --max-request.
 TEST_F(HttpHostileTest, FormUrlencodedBodyIsReadUpToMaxRequest) {
   StartServer();
-  const std::string sheet = CreateSheet();
+  const std::string sheet = NewSheet();
   httplib::Client client = server_->Client();
   json entry = {{"type", "SetCell"},
                 {"body", {{"ref", "A1"}, {"value", std::string(100 << 10, 'v')}}}};
@@ -516,15 +517,9 @@ TEST(HttpShutdownTest, SigtermWithSlowClientsExitsPromptlyAndCleanly) {
       std::make_unique<ServerProcess>(ServerOptions(dir.path()));
   ASSERT_TRUE(server->Start()) << server->error();
   httplib::Client client = server->Client();
-  JsonResponse created = Post(client, "/v1/sheets", {{"snapshot_every", 0}});
-  ASSERT_EQ(created.status, 201);
-  const std::string sheet = created.body["id"];
-  for (int i = 1; i <= 20; ++i) {
-    ASSERT_EQ(Post(client, "/v1/sheets/" + sheet + "/entries",
-                   {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", i}}}})
-                  .status,
-              201);
-  }
+  const std::string sheet = CreateSheet(client);
+  ASSERT_FALSE(HasFatalFailure());
+  for (int i = 1; i <= 20; ++i) ASSERT_NO_FATAL_FAILURE(SetCell(client, sheet, "A1", i));
   const std::string host = "Host: 127.0.0.1:" + std::to_string(server->port()) + "\r\n";
   RawConnection stalled_body(server->port());
   ASSERT_TRUE(stalled_body.Send("POST /v1/sheets/" + sheet + "/entries HTTP/1.1\r\n" +

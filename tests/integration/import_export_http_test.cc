@@ -9,6 +9,7 @@
 
 #include "emulator/json_text.h"
 #include "src/sheet/csv.h"
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/spreadsheet_tools.h"
 #include "tests/support/temp_dir.h"
@@ -25,12 +26,6 @@ class ImportExportHttpTest : public ::testing::Test {
     server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.File("data")));
     ASSERT_TRUE(server_->Start()) << server_->error();
     client_ = std::make_unique<httplib::Client>(server_->Client());
-  }
-
-  std::string NewSheet() {
-    JsonResponse r = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-    EXPECT_EQ(r.status, 201) << r.raw;
-    return r.body.value("id", "");
   }
 
   // The three steps of an upload; returns Complete's response.
@@ -132,7 +127,7 @@ TEST_F(ImportExportHttpTest, OpenpyxlXlsxImportGivesTheCellsOpenpyxlReads) {
   std::string error;
   json theirs = OpenpyxlRead(path, "", &error);
   ASSERT_EQ(error, "");
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   JsonResponse done = Import(sheet, ReadFileBytes(path), {{"format", "xlsx"}});
   ASSERT_EQ(done.status, 201) << done.raw;
   EXPECT_TRUE(done.body["external"].is_string() || done.body["external"].is_object())
@@ -160,7 +155,7 @@ TEST_F(ImportExportHttpTest, GnumericCsvAndXlsxImportGiveTheCellsTheToolsRead) {
   ASSERT_TRUE(TypedCsvFields(csv_bytes, &expected_csv));
   EXPECT_EQ(expected_csv["A2"], "Z\u00fcrich, CH");
   EXPECT_EQ(expected_csv["B2"], 421878);
-  const std::string csv_sheet = NewSheet();
+  const std::string csv_sheet = CreateSheet(*client_);
   ASSERT_EQ(Import(csv_sheet, csv_bytes, {{"format", "csv"}}).status, 201);
   ExpectSameValues(Cells(csv_sheet, "A1:D4"), expected_csv);
 
@@ -168,7 +163,7 @@ TEST_F(ImportExportHttpTest, GnumericCsvAndXlsxImportGiveTheCellsTheToolsRead) {
   std::string error;
   json theirs = OpenpyxlRead(xlsx, "", &error);
   ASSERT_EQ(error, "");
-  const std::string xlsx_sheet = NewSheet();
+  const std::string xlsx_sheet = CreateSheet(*client_);
   ASSERT_EQ(Import(xlsx_sheet, ReadFileBytes(xlsx), {{"format", "xlsx"}}).status, 201);
   ExpectSameValues(Cells(xlsx_sheet, "A1:D4"), ValuesOf(theirs));
 }
@@ -190,7 +185,7 @@ TEST_F(ImportExportHttpTest, LibreOfficeXlsxAndCsvImportGiveTheCellsLibreOfficeR
   json theirs = LibreOfficeRead(out + "/source.xlsx", &error);
   ASSERT_EQ(error, "");
   EXPECT_EQ(theirs["C3"]["value"], "=B2*2");
-  const std::string xlsx_sheet = NewSheet();
+  const std::string xlsx_sheet = CreateSheet(*client_);
   ASSERT_EQ(Import(xlsx_sheet, ReadFileBytes(out + "/source.xlsx"), {{"format", "xlsx"}})
                 .status,
             201);
@@ -214,7 +209,7 @@ TEST_F(ImportExportHttpTest, LibreOfficeXlsxAndCsvImportGiveTheCellsLibreOfficeR
   EXPECT_EQ(expected_csv["B3"], true);
   EXPECT_EQ(expected_csv["C2"], "50.0%");  // a percentage stays text (csv.h)
   EXPECT_EQ(expected_csv["D4"], -12.375);
-  const std::string csv_sheet = NewSheet();
+  const std::string csv_sheet = CreateSheet(*client_);
   ASSERT_EQ(Import(csv_sheet, csv_bytes, {{"format", "csv"}}).status, 201);
   ExpectSameValues(Cells(csv_sheet, "A1:D4"), expected_csv);
 }
@@ -230,7 +225,7 @@ TEST_F(ImportExportHttpTest, PythonCsvWithEveryQuotingCaseImports) {
                  "    w.writerow(['TRUE', '3.5', '=A1'])\n");
   std::string output;
   ASSERT_EQ(RunShell("python3 " + program + " " + path, &output), 0) << output;
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   JsonResponse done =
       Import(sheet, ReadFileBytes(path), {{"format", "csv"}, {"at", "B2"}});
   ASSERT_EQ(done.status, 201) << done.raw;
@@ -245,7 +240,7 @@ TEST_F(ImportExportHttpTest, PythonCsvWithEveryQuotingCaseImports) {
 }
 
 TEST_F(ImportExportHttpTest, ReplaceClearsTheSheetAndMergeWritesOver) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   ASSERT_EQ(
       Post(*client_, "/v1/sheets/" + sheet + "/entries",
            {{"type", "SetCells"}, {"body", {{"cells", {{"A1", "old"}, {"D9", 1}}}}}})
@@ -277,7 +272,7 @@ TEST_F(ImportExportHttpTest, XlsxFormulasImportedAwayFromA1MoveWithTheirCells) {
                           "<row r=\"7\"><c r=\"D7\"><f>SUM(D2:D6)</f><v>6</v></c>"
                           "</row></sheetData></worksheet>")),
       "");
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   JsonResponse done =
       Import(sheet, ReadFileBytes(file), {{"format", "xlsx"}, {"at", "L3"}});
   ASSERT_EQ(done.status, 201) << done.raw;
@@ -290,13 +285,8 @@ TEST_F(ImportExportHttpTest, XlsxFormulasImportedAwayFromA1MoveWithTheirCells) {
   // After a snapshot (built from the file by the pipeline) the reads agree...
   ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object()).status,
             201);
-  ASSERT_TRUE(Eventually([&] {
-    JsonResponse listed = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-    for (const json& s : listed.body["snapshots"]) {
-      if (s["state"] != "completed") return false;
-    }
-    return listed.status == 200 && listed.body["snapshots"].size() == 2;
-  }));
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet, {.at_least = 2}));
+  ASSERT_EQ(Snapshots(*client_, sheet).size(), 2u);
   // Read as of the snapshot's seq: from the snapshot itself (rows O4:R9).
   JsonResponse at_snapshot =
       Get(*client_, "/v1/sheets/" + sheet + "/cells?range=O4:R9&at=2");
@@ -319,14 +309,14 @@ TEST_F(ImportExportHttpTest, XlsxFormulasImportedAwayFromA1MoveWithTheirCells) {
   EXPECT_EQ(ValuesOf(theirs), expected);
 
   // At A1 the file's formulas are kept as written.
-  const std::string at_a1 = NewSheet();
+  const std::string at_a1 = CreateSheet(*client_);
   ASSERT_EQ(Import(at_a1, ReadFileBytes(file), {{"format", "xlsx"}}).status, 201);
   EXPECT_EQ(Cells(at_a1, "D3:F7").at("D7"), "=SUM(D2:D6)");
   EXPECT_EQ(Cells(at_a1, "D3:F7").at("E3"), "=D3*2");
 }
 
 TEST_F(ImportExportHttpTest, BadFilesAreRefusedWithClearErrorsAndNothingWritten) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   const int64_t before = NextSeq(sheet);
 
   JsonResponse quote = Import(sheet, "a,b\n\"never closed,1\n2,3\n", {{"format", "csv"}});
@@ -377,7 +367,7 @@ TEST_F(ImportExportHttpTest, BadFilesAreRefusedWithClearErrorsAndNothingWritten)
 }
 
 TEST_F(ImportExportHttpTest, SnapshotOfAnImportedSheetHoldsTheImportedCells) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   std::string csv;
   for (int r = 1; r <= 300; ++r) {
     csv += std::to_string(r) + ",row " + std::to_string(r) + "," + (r % 2 ? "TRUE" : "") +
@@ -424,7 +414,7 @@ class BoundedImportTest : public ImportExportHttpTest {
       }
       csv += "\r\n";
     }
-    const std::string sheet = NewSheet();
+    const std::string sheet = CreateSheet(*client_);
     // Every path once on a small import first, then measure from there.
     EXPECT_EQ(Import(sheet, "1,2\n3,4\n", {{"format", "csv"}}).status, 201);
     EXPECT_EQ(Cells(sheet, "A1:B2").size(), 4u);
@@ -473,7 +463,7 @@ TEST_F(BoundedImportTest, PeakMemoryDoesNotGrowWithTheImportedFile) {
 }
 
 TEST_F(ImportExportHttpTest, XlsxExportReadsBackInOpenpyxlGnumericAndLibreOffice) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/entries",
                  {{"type", "SetCells"},
                   {"body",
@@ -524,7 +514,7 @@ TEST_F(ImportExportHttpTest, XlsxExportReadsBackInOpenpyxlGnumericAndLibreOffice
 }
 
 TEST_F(ImportExportHttpTest, EmptySheetExportsAnEmptyWorkbook) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   httplib::Result got = client_->Get("/v1/sheets/" + sheet + "/export?format=xlsx");
   ASSERT_TRUE(got);
   ASSERT_EQ(got->status, 200);

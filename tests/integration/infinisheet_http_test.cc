@@ -6,6 +6,7 @@
 // lists with external bodies inline (bounded per page).
 #include <gtest/gtest.h>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/spreadsheet_tools.h"
 #include "tests/support/temp_dir.h"
@@ -23,20 +24,11 @@ class InfinisheetHttpTest : public ::testing::Test {
     client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
-  std::string NewSheet(json body = {{"snapshot_every", 0}}) {
-    JsonResponse r = Post(*client_, "/v1/sheets", body);
-    EXPECT_EQ(r.status, 201) << r.raw;
-    return r.body.value("id", "");
-  }
-
-  JsonResponse Append(const std::string& sheet, json entry) {
-    return Post(*client_, "/v1/sheets/" + sheet + "/entries", entry);
-  }
-
   // Appends `count` Note entries, checking each reply.
   void AppendNotes(const std::string& sheet, int count) {
     for (int i = 0; i < count; ++i) {
-      JsonResponse r = Append(sheet, {{"type", "Note"}, {"body", {{"i", i}}}});
+      JsonResponse r =
+          PostEntry(*client_, sheet, {{"type", "Note"}, {"body", {{"i", i}}}});
       ASSERT_EQ(r.status, 201) << r.raw;
     }
   }
@@ -67,7 +59,7 @@ class InfinisheetHttpTest : public ::testing::Test {
 // Point 1: `complete` means "nothing more exists in [from, to) now"; `next` says where
 // the next page starts.
 TEST_F(InfinisheetHttpTest, CompleteWhenToLiesBeyondTheHeadAndNextSaysWhereToGoOn) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   JsonResponse empty = Entries(sheet, "from=1&to=6");
   ASSERT_EQ(empty.status, 200) << empty.raw;
   EXPECT_EQ(empty.body["entries"].size(), 0u);
@@ -93,7 +85,7 @@ TEST_F(InfinisheetHttpTest, CompleteWhenToLiesBeyondTheHeadAndNextSaysWhereToGoO
 // Point 2: a truncation point outside the retained log is a RangeError, changing
 // nothing.
 TEST_F(InfinisheetHttpTest, TruncateOutsideTheLogIsARangeError) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   AppendNotes(sheet, 5);  // seqs 0..5, next 6
   JsonResponse beyond = Truncate(sheet, 7);
   EXPECT_EQ(beyond.status, 400) << beyond.raw;
@@ -112,14 +104,13 @@ TEST_F(InfinisheetHttpTest, TruncateOutsideTheLogIsARangeError) {
 // Point 3: exact truncation inside a segment; cells at and after the cut read as
 // before, the sheet verifies, and appends and loads go on.
 TEST_F(InfinisheetHttpTest, ExactTruncationKeepsTheStateAtTheCut) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   for (int i = 1; i <= 6; ++i) {
-    ASSERT_EQ(Append(sheet, {{"type", "SetCell"},
-                             {"body", {{"ref", "A" + std::to_string(i)}, {"value", i}}}})
-                  .status,
-              201);
+    ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "A" + std::to_string(i), i));
   }
-  ASSERT_EQ(Append(sheet, {{"type", "DeleteRows"}, {"body", {{"at", 1}}}}).status, 201);
+  ASSERT_EQ(
+      PostEntry(*client_, sheet, {{"type", "DeleteRows"}, {"body", {{"at", 1}}}}).status,
+      201);
   // seqs: 0 Snapshot, 1-6 SetCell, 7 DeleteRows.
   JsonResponse at_cut_before = Cells(sheet, "range=A1:A6&at=4");
   JsonResponse head_before = Cells(sheet, "range=A1:A6");
@@ -148,9 +139,7 @@ TEST_F(InfinisheetHttpTest, ExactTruncationKeepsTheStateAtTheCut) {
   JsonResponse head = Cells(sheet, "range=A1:A6");
   EXPECT_EQ(head.body["rows"], head_before.body["rows"]);
 
-  ASSERT_EQ(Append(sheet, {{"type", "SetCell"}, {"body", {{"ref", "B1"}, {"value", 9}}}})
-                .status,
-            201);
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "B1", 9));
   JsonResponse load = Get(*client_, "/v1/sheets/" + sheet + "/load");
   ASSERT_EQ(load.status, 200) << load.raw;
   EXPECT_EQ(load.body["snapshot"]["seq"], 4);
@@ -165,7 +154,8 @@ TEST_F(InfinisheetHttpTest, ExactTruncationKeepsTheStateAtTheCut) {
   EXPECT_EQ(none.body["entries"].size(), 0u);
   EXPECT_EQ(none.body["complete"], true);
   EXPECT_EQ(Cells(sheet, "range=B1").body["rows"], json::parse("[[9]]"));
-  JsonResponse next = Append(sheet, {{"type", "Note"}, {"body", 1}, {"expect_seq", 9}});
+  JsonResponse next =
+      PostEntry(*client_, sheet, {{"type", "Note"}, {"body", 1}, {"expect_seq", 9}});
   EXPECT_EQ(next.status, 201) << next.raw;
 
   JsonResponse verify = Post(*client_, "/v1/admin/verify", json{{"sheet", sheet}});
@@ -176,29 +166,20 @@ TEST_F(InfinisheetHttpTest, ExactTruncationKeepsTheStateAtTheCut) {
 // A snapshot after an exact cut is built from the cut's base and the entries after it
 // (the entries before are gone); verify compares it with a replay from the base.
 TEST_F(InfinisheetHttpTest, SnapshotsAfterAnExactCutBuildFromItsBase) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   for (int i = 1; i <= 4; ++i) {
-    ASSERT_EQ(Append(sheet, {{"type", "SetCell"},
-                             {"body", {{"ref", "A" + std::to_string(i)}, {"value", i}}}})
-                  .status,
-              201);
+    ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "A" + std::to_string(i), i));
   }
   ASSERT_EQ(Truncate(sheet, 3).status, 200);  // seqs 3, 4 (A3, A4) stay
-  ASSERT_EQ(Append(sheet, {{"type", "InsertRows"}, {"body", {{"after", 0}}}}).status,
+  ASSERT_EQ(PostEntry(*client_, sheet, {{"type", "InsertRows"}, {"body", {{"after", 0}}}})
+                .status,
             201);
-  JsonResponse snapshot =
-      Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object());
-  ASSERT_EQ(snapshot.status, 201) << snapshot.raw;
-  ASSERT_TRUE(Eventually([&] {
-    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-    for (const json& s : list.body["snapshots"]) {
-      if (s["seq"] == snapshot.body["seq"]) return s["state"] == "completed";
-    }
-    return false;
-  }));
-  JsonResponse cells = Cells(sheet, "range=A1:A5&at=" + snapshot.body["seq"].dump());
+  const int64_t snapshot = TakeSnapshot(*client_, sheet);
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(WaitForSnapshot(*server_, *client_, sheet, snapshot));
+  JsonResponse cells = Cells(sheet, "range=A1:A5&at=" + std::to_string(snapshot));
   ASSERT_EQ(cells.status, 200) << cells.raw;
-  EXPECT_EQ(cells.headers.find("X-Snapshot-Seq")->second, snapshot.body["seq"].dump());
+  EXPECT_EQ(cells.headers.find("X-Snapshot-Seq")->second, std::to_string(snapshot));
   EXPECT_EQ(cells.body["rows"], json::parse("[[null],[1],[2],[3],[4]]"));
   JsonResponse verify = Post(*client_, "/v1/admin/verify", json{{"sheet", sheet}});
   ASSERT_EQ(verify.status, 200) << verify.raw;
@@ -209,32 +190,18 @@ TEST_F(InfinisheetHttpTest, SnapshotsAfterAnExactCutBuildFromItsBase) {
 // Reads at the head after a cut that released the snapshot a loaded view started from
 // (the server keeps hot sheets loaded) still answer.
 TEST_F(InfinisheetHttpTest, HeadReadsAfterACutThatReleasedTheirSnapshot) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   for (int i = 1; i <= 3; ++i) {
-    ASSERT_EQ(Append(sheet, {{"type", "SetCell"},
-                             {"body", {{"ref", "A" + std::to_string(i)}, {"value", i}}}})
-                  .status,
-              201);
+    ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "A" + std::to_string(i), i));
   }
-  JsonResponse snapshot =
-      Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object());  // seq 4
-  ASSERT_EQ(snapshot.status, 201) << snapshot.raw;
-  ASSERT_TRUE(Eventually([&] {
-    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-    for (const json& s : list.body["snapshots"]) {
-      if (s["seq"] == snapshot.body["seq"]) return s["state"] == "completed";
-    }
-    return false;
-  }));
-  ASSERT_EQ(Append(sheet, {{"type", "SetCell"}, {"body", {{"ref", "A4"}, {"value", 4}}}})
-                .status,
-            201);                                     // seq 5
+  const int64_t snapshot = TakeSnapshot(*client_, sheet);  // seq 4
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(WaitForSnapshot(*server_, *client_, sheet, snapshot));
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "A4", 4));  // seq 5
   JsonResponse before = Cells(sheet, "range=A1:A4");  // loads the head from seq 4
   ASSERT_EQ(before.status, 200) << before.raw;
   ASSERT_EQ(Truncate(sheet, 5).status, 200);  // drops seq 4 and its snapshot
-  ASSERT_EQ(Append(sheet, {{"type", "SetCell"}, {"body", {{"ref", "B1"}, {"value", 5}}}})
-                .status,
-            201);
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "B1", 5));
   JsonResponse after = Cells(sheet, "range=A1:A4");
   ASSERT_EQ(after.status, 200) << after.raw;
   EXPECT_EQ(after.body["rows"], before.body["rows"]);
@@ -242,16 +209,10 @@ TEST_F(InfinisheetHttpTest, HeadReadsAfterACutThatReleasedTheirSnapshot) {
 
 // Deleting a sheet takes its truncation base with it.
 TEST_F(InfinisheetHttpTest, DeletingATruncatedSheetDeletesItsBase) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   // Entry 0's snapshot first, so no background build writes after the delete.
-  ASSERT_TRUE(Eventually([&] {
-    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-    return list.status == 200 && !list.body["snapshots"].empty() &&
-           list.body["snapshots"][0]["state"] == "completed";
-  }));
-  ASSERT_EQ(Append(sheet, {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", 1}}}})
-                .status,
-            201);
+  ASSERT_TRUE(WaitForSnapshot(*server_, *client_, sheet, 0));
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "A1", 1));
   ASSERT_EQ(Truncate(sheet, 2).status, 200);
   const std::string listing = "/v1/blobs?prefix=snapshots/" + sheet + "/";
   ASSERT_FALSE(Get(*client_, listing).body["keys"].empty()) << "the base exists";
@@ -268,7 +229,7 @@ TEST_F(InfinisheetHttpTest, DeletingATruncatedSheetDeletesItsBase) {
 // from=snapshot (it named the server's snapshot 0 while they pointed at a newer
 // client-set one).
 TEST_F(InfinisheetHttpTest, SheetReadAndEntryReadsNameTheSameLastSnapshot) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   AppendNotes(sheet, 4);  // seqs 1..4
   ASSERT_TRUE(Eventually([&] {
     return Get(*client_, "/v1/sheets/" + sheet).body["last_snapshot"].is_object();
@@ -288,8 +249,8 @@ TEST_F(InfinisheetHttpTest, SheetReadAndEntryReadsNameTheSameLastSnapshot) {
 // read; from=snapshot and last_snapshot count client-set snapshots; the append reply
 // carries next_seq and last_snapshot.
 TEST_F(InfinisheetHttpTest, EntryMetadataAndTheAppendReply) {
-  const std::string sheet = NewSheet();
-  JsonResponse first = Append(sheet, {{"type", "Note"}, {"body", 0}});
+  const std::string sheet = CreateSheet(*client_);
+  JsonResponse first = PostEntry(*client_, sheet, {{"type", "Note"}, {"body", 0}});
   ASSERT_EQ(first.status, 201) << first.raw;
   EXPECT_EQ(first.body["next_seq"], 2);
   EXPECT_TRUE(first.body["last_snapshot"].is_null() ||
@@ -329,18 +290,20 @@ TEST_F(InfinisheetHttpTest, EntryMetadataAndTheAppendReply) {
   EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet).body["next_seq"], 11)
       << "metadata is not an entry";
 
-  JsonResponse with_meta = Append(
-      sheet,
+  JsonResponse with_meta = PostEntry(
+      *client_, sheet,
       {{"type", "Note"}, {"body", 11}, {"snapshot", "snap-11"}, {"expect_seq", 11}});
   ASSERT_EQ(with_meta.status, 201) << with_meta.raw;
   EXPECT_EQ(with_meta.body["next_seq"], 12);
   EXPECT_EQ(with_meta.body["last_snapshot"]["seq"], 11);
   EXPECT_EQ(with_meta.body["last_snapshot"]["snapshot"], "snap-11");
   JsonResponse conflict =
-      Append(sheet, {{"type", "Note"}, {"body", 1}, {"expect_seq", 3}});
+      PostEntry(*client_, sheet, {{"type", "Note"}, {"body", 1}, {"expect_seq", 3}});
   EXPECT_EQ(conflict.status, 409);
   EXPECT_EQ(conflict.body["error"]["next_seq"], 12);
-  EXPECT_EQ(Append(sheet, {{"type", "Note"}, {"body", 1}, {"history", 3}}).status, 400);
+  EXPECT_EQ(
+      PostEntry(*client_, sheet, {{"type", "Note"}, {"body", 1}, {"history", 3}}).status,
+      400);
 }
 
 // Point 6: a listing continuation token is refused for another prefix.
@@ -371,7 +334,7 @@ TEST_F(InfinisheetHttpTest, ContinuationTokenIsBoundToItsPrefix) {
 // Point 7: infinisheet's own SetCellValueAndFormat entries, every shape it writes,
 // through appends, cells reads, snapshots and CSV export.
 TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   const json error = {{"type", "CellError"}, {"value", "#DIV/0!"}};
   for (json body : {json{{"row", 0}, {"column", 0}, {"value", 1.5}},
                     json{{"row", 0}, {"column", 1}, {"value", error}},
@@ -381,38 +344,32 @@ TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
                     json{{"row", 0}, {"column", 4}},  // undefined: clears
                     // infinisheet's CellData with its format explicitly null.
                     json{{"row", 0}, {"column", 5}, {"value", 2}, {"format", nullptr}}}) {
-    JsonResponse r = Append(sheet, {{"type", "SetCellValueAndFormat"}, {"body", body}});
+    JsonResponse r =
+        PostEntry(*client_, sheet, {{"type", "SetCellValueAndFormat"}, {"body", body}});
     ASSERT_EQ(r.status, 201) << body.dump() << " " << r.raw;
   }
   JsonResponse bad =
-      Append(sheet, {{"type", "SetCellValueAndFormat"},
-                     {"body",
-                      {{"row", 0},
-                       {"column", 0},
-                       {"value", {{"type", "CellError"}, {"value", "#OOPS"}}}}}});
+      PostEntry(*client_, sheet,
+                {{"type", "SetCellValueAndFormat"},
+                 {"body",
+                  {{"row", 0},
+                   {"column", 0},
+                   {"value", {{"type", "CellError"}, {"value", "#OOPS"}}}}}});
   EXPECT_EQ(bad.status, 400) << bad.raw;
   const json expected = json::array({json::array({1.5, error, "x", true, nullptr, 2})});
   JsonResponse cells = Cells(sheet, "range=A1:F1");
   ASSERT_EQ(cells.status, 200) << cells.raw;
   EXPECT_EQ(cells.body["rows"], expected);
   // The same after a snapshot holds them.
-  JsonResponse snapshot =
-      Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object());
-  ASSERT_EQ(snapshot.status, 201) << snapshot.raw;
-  ASSERT_TRUE(Eventually([&] {
-    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-    for (const json& s : list.body["snapshots"]) {
-      if (s["seq"] == snapshot.body["seq"]) return s["state"] == "completed";
-    }
-    return false;
-  }));
+  const int64_t snapshot = TakeSnapshot(*client_, sheet);
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(WaitForSnapshot(*server_, *client_, sheet, snapshot));
   // At the snapshot's seq (not the head, which a server may serve from a view it
   // keeps): the read starts from the snapshot.
-  JsonResponse from_snapshot =
-      Cells(sheet, "range=A1:F1&at=" + snapshot.body["seq"].dump());
+  JsonResponse from_snapshot = Cells(sheet, "range=A1:F1&at=" + std::to_string(snapshot));
   EXPECT_EQ(from_snapshot.body["rows"], expected);
   EXPECT_EQ(from_snapshot.headers.find("X-Snapshot-Seq")->second,
-            snapshot.body["seq"].dump());
+            std::to_string(snapshot));
   auto csv = client_->Get("/v1/sheets/" + sheet + "/export?format=csv");
   ASSERT_TRUE(csv);
   EXPECT_EQ(csv->body, "1.5,#DIV/0!,x,TRUE,,2\r\n");
@@ -438,15 +395,12 @@ TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
 // Point 8: with snapshot_every 0 the server inserts no entry after entry 0, even
 // past segment_entries once entry 0's snapshot is complete.
 TEST_F(InfinisheetHttpTest, SnapshotEveryZeroSheetsGetNoServerEntries) {
-  const std::string sheet = NewSheet({{"snapshot_every", 0}, {"segment_entries", 4}});
-  ASSERT_TRUE(Eventually([&] {
-    JsonResponse list = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-    return list.status == 200 && !list.body["snapshots"].empty() &&
-           list.body["snapshots"][0]["state"] == "completed";
-  }));
+  const std::string sheet =
+      CreateSheet(*client_, json{{"snapshot_every", 0}, {"segment_entries", 4}});
+  ASSERT_TRUE(WaitForSnapshot(*server_, *client_, sheet, 0));
   for (int seq = 1; seq <= 10; ++seq) {
-    JsonResponse r =
-        Append(sheet, {{"type", "Note"}, {"body", seq}, {"expect_seq", seq}});
+    JsonResponse r = PostEntry(*client_, sheet,
+                               {{"type", "Note"}, {"body", seq}, {"expect_seq", seq}});
     ASSERT_EQ(r.status, 201) << r.raw;
     EXPECT_EQ(r.body["next_seq"], seq + 1);
   }

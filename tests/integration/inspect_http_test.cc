@@ -4,6 +4,7 @@
 // conditional blob writes.
 #include <gtest/gtest.h>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -19,12 +20,6 @@ class InspectHttpTest : public ::testing::Test {
     server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.path(), flags));
     ASSERT_TRUE(server_->Start()) << server_->error();
     client_ = std::make_unique<httplib::Client>(server_->Client());
-  }
-
-  std::string NewSheet() {
-    JsonResponse r = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-    EXPECT_EQ(r.status, 201) << r.raw;
-    return r.body.value("id", "");
   }
 
   JsonResponse Put(const std::string& path, const std::string& body,
@@ -93,7 +88,7 @@ TEST_F(InspectHttpTest, PeekingReceivesNothingAndPurgeEmptiesTheQueue) {
 
 TEST_F(InspectHttpTest, TablesAreBrowsedByKeyAndBadInputChangesNothing) {
   Start({});
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   for (int i = 1; i <= 4; ++i) {
     ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/entries",
                    {{"type", i == 2 ? "Note" : "SetCell"},
@@ -142,7 +137,7 @@ TEST_F(InspectHttpTest, TablesAreBrowsedByKeyAndBadInputChangesNothing) {
 
 TEST_F(InspectHttpTest, InvocationsAreListedNewestFirstWithTheirOutcome) {
   Start({});
-  NewSheet();
+  CreateSheet(*client_);
   ASSERT_TRUE(Eventually([&] {
     JsonResponse r = Get(*client_, "/v1/admin/invocations?source=entry-effects");
     return r.status == 200 && !r.body["invocations"].empty();
@@ -184,7 +179,7 @@ TEST_F(InspectHttpTest, InvocationsAreListedNewestFirstWithTheirOutcome) {
 
 TEST_F(InspectHttpTest, UsedRangeIsTheLastRowAndColumnHoldingACell) {
   Start({});
-  const std::string sheet = NewSheet();
+  const std::string sheet = CreateSheet(*client_);
   JsonResponse empty = Get(*client_, "/v1/sheets/" + sheet + "/used-range");
   ASSERT_EQ(empty.status, 200) << empty.raw;
   EXPECT_TRUE(empty.body["range"].is_null());

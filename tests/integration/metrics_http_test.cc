@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -50,14 +51,9 @@ class MetricsHttpTest : public ::testing::Test {
 };
 
 TEST_F(MetricsHttpTest, CoversTheOperationsFamiliesAndPassesPromtool) {
-  JsonResponse sheet = Post(*client_, "/v1/sheets", {{"snapshot_every", 2}});
-  ASSERT_EQ(sheet.status, 201) << sheet.raw;
-  const std::string id = sheet.body["id"];
-  for (int i = 0; i < 3; ++i) {
-    JsonResponse r = Post(*client_, "/v1/sheets/" + id + "/entries",
-                          {{"type", "SetCell"}, {"body", {{"ref", "A1"}, {"value", i}}}});
-    ASSERT_EQ(r.status, 201) << r.raw;
-  }
+  const std::string id = CreateSheet(*client_, /*snapshot_every=*/2);
+  ASSERT_FALSE(HasFatalFailure());
+  for (int i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(SetCell(*client_, id, "A1", i));
   EXPECT_EQ(Get(*client_, "/v1/sheets/00000000-0000-4000-8000-000000000000").status, 404);
   ASSERT_TRUE(Eventually([&] {
     AdvanceClockWhenIdle(*client_, 6);

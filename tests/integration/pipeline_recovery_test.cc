@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -25,18 +26,9 @@ constexpr int64_t kVisibilitySeconds = 60;
 constexpr int64_t kStaleSeconds = 60;
 constexpr int64_t kRecoveryBudgetSeconds = kVisibilitySeconds + kStaleSeconds + 10;
 
-std::string CreateSheet(httplib::Client& client, int snapshot_every) {
-  JsonResponse r = Post(client, "/v1/sheets", json{{"snapshot_every", snapshot_every}});
-  EXPECT_EQ(r.status, 201) << r.raw;
-  return r.body.value("id", "");
-}
-
+// Sets one of A1:A50 to `i`.
 void AppendCell(httplib::Client& client, const std::string& sheet, int i) {
-  JsonResponse r =
-      Post(client, "/v1/sheets/" + sheet + "/entries",
-           json{{"type", "SetCell"},
-                {"body", {{"ref", "A" + std::to_string(i % 50 + 1)}, {"value", i}}}});
-  ASSERT_EQ(r.status, 201) << r.raw;
+  SetCell(client, sheet, "A" + std::to_string(i % 50 + 1), i);
 }
 
 // Snapshot entries of the sheet by state ("completed", "building", ...).
@@ -68,14 +60,14 @@ int64_t DeadLetters(httplib::Client& client) {
 int64_t DrainSnapshots(httplib::Client& client, const std::string& sheet,
                        int64_t budget_seconds, int64_t step, std::string* stuck) {
   int64_t used = 0;
-  bool done = Eventually(
+  const bool done = static_cast<bool>(Eventually(
       [&] {
         std::map<std::string, int> states = SnapshotStates(client, sheet);
         if (states.size() == 1 && states.count("completed")) return true;
         if (used < budget_seconds && AdvanceClockWhenIdle(client, step)) used += step;
         return false;
       },
-      120);
+      120));
   if (!done) {
     *stuck = "after " + std::to_string(used) + " s of clock: snapshots " +
              Get(client, "/v1/sheets/" + sheet + "/snapshots").raw + "\nqueues " +
@@ -106,12 +98,8 @@ TEST(PipelineRecoveryTest, SnapshotKilledMidBuildCompletesAfterRestartByItself) 
   std::string stuck;
   ASSERT_GE(DrainSnapshots(client, sheet, kRecoveryBudgetSeconds, 5, &stuck), 0) << stuck;
   for (int i = 0; i < 35; ++i) AppendCell(client, sheet, i);
-  ASSERT_EQ(Post(client, "/v1/admin/faults",
-                 json{{"point", "snapshot.after_chunk"}, {"kind", "crash"}})
-                .status,
-            200);
-  JsonResponse snap = Post(client, "/v1/sheets/" + sheet + "/snapshots", json::object());
-  ASSERT_EQ(snap.status, 201) << snap.raw;
+  ASSERT_NO_FATAL_FAILURE(ArmFault(client, "snapshot.after_chunk", "crash"));
+  ASSERT_NO_FATAL_FAILURE(TakeSnapshot(client, sheet));
   // The worker dies at its first checkpoint.
   ASSERT_TRUE(Eventually([&] {
     httplib::Client probe = server.Client();
@@ -163,11 +151,7 @@ TEST(PipelineRecoveryTest, StalledSnapshotShowsInVerifyAndMetrics) {
   ServerProcess server(ServerOptions::InMemory({"--clock", "manual", "--enable-faults"}));
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
-  ASSERT_EQ(
-      Post(client, "/v1/admin/faults",
-           json{{"point", "snapshot.before_complete"}, {"kind", "error"}, {"count", -1}})
-          .status,
-      200);
+  ASSERT_NO_FATAL_FAILURE(ArmFault(client, "snapshot.before_complete", "error", -1));
   const std::string sheet = CreateSheet(client, 0);
   ExpectVerifyClean(client);  // young: not stalled yet
   // Let it fail past the stall threshold (verify's stall_after_s) and until the
@@ -212,12 +196,7 @@ TEST(PipelineRecoveryTest, StalledChangeFeedShowsInVerifyAdminFeedAndMetrics) {
   ServerProcess server(ServerOptions::InMemory({"--clock", "manual", "--enable-faults"}));
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
-  ASSERT_EQ(Post(client, "/v1/admin/faults",
-                 json{{"point", "effects.after_snapshot_send"},
-                      {"kind", "error"},
-                      {"count", -1}})
-                .status,
-            200);
+  ASSERT_NO_FATAL_FAILURE(ArmFault(client, "effects.after_snapshot_send", "error", -1));
   const std::string sheet = CreateSheet(client, 0);  // its Snapshot entry 0 fails
   // The shard's consumer in the admin view, once its batch has failed at least once.
   auto failing_consumer = [&]() -> json {

@@ -2,6 +2,7 @@
 // sheet and every blob, and the server then works as on a fresh install.
 #include <gtest/gtest.h>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -17,27 +18,13 @@ TEST(ResetHttpTest, DropsEverythingAndTheServerWorksAfterwards) {
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
   auto make_sheet = [&] {
-    JsonResponse created = Post(client, "/v1/sheets", {{"snapshot_every", 1}});
-    EXPECT_EQ(created.status, 201) << created.raw;
-    const std::string id = created.body.value("id", "");
-    JsonResponse appended =
-        Post(client, "/v1/sheets/" + id + "/entries",
-             {{"type", "SetCell"},
-              {"body", {{"ref", "A1"}, {"value", std::string(200, 'x')}}}});
-    EXPECT_EQ(appended.status, 201) << appended.raw;
+    const std::string id = CreateSheet(client, /*snapshot_every=*/1);
+    SetCell(client, id, "A1", std::string(200, 'x'));  // an external body
     return id;
-  };
-  auto snapshots_complete = [&](const std::string& id) {
-    JsonResponse r = Get(client, "/v1/sheets/" + id + "/snapshots");
-    if (r.status != 200 || r.body["snapshots"].size() < 2) return false;
-    for (const json& s : r.body["snapshots"]) {
-      if (s["state"] != "completed") return false;
-    }
-    return true;
   };
   const std::string first = make_sheet();
   make_sheet();
-  ASSERT_TRUE(Eventually([&] { return snapshots_complete(first); }));
+  ASSERT_TRUE(WaitForSnapshots(server, client, first, {.at_least = 2}));
 
   EXPECT_EQ(Post(client, "/v1/admin/reset", {{"everything", true}}).status, 400);
   EXPECT_EQ(Get(client, "/v1/sheets").body["sheets"].size(), 2u)
@@ -53,7 +40,7 @@ TEST(ResetHttpTest, DropsEverythingAndTheServerWorksAfterwards) {
       Get(client, "/v1/admin/pending-snapshots").body["pending_snapshots"].empty());
 
   const std::string fresh = make_sheet();
-  ASSERT_TRUE(Eventually([&] { return snapshots_complete(fresh); }));
+  ASSERT_TRUE(WaitForSnapshots(server, client, fresh, {.at_least = 2}));
   JsonResponse verified = Post(client, "/v1/admin/verify", json::object());
   EXPECT_EQ(verified.body["ok"], true) << verified.raw;
   EXPECT_EQ(verified.body["sheets"], 1);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "emulator/json_text.h"
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -27,35 +28,9 @@ class RetentionHttpTest : public ::testing::Test {
     client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
-  void Advance(int64_t seconds) {
-    ASSERT_EQ(Post(*client_, "/v1/admin/clock", {{"advance_s", seconds}}).status, 200);
-  }
-
-  void SetCell(const std::string& ref, int value) {
-    JsonResponse r =
-        Post(*client_, "/v1/sheets/" + sheet_ + "/entries",
-             {{"type", "SetCell"}, {"body", {{"ref", ref}, {"value", value}}}});
-    ASSERT_EQ(r.status, 201) << r.raw;
-  }
-
   void NewSegment() {
     JsonResponse r = Post(*client_, "/v1/sheets/" + sheet_ + "/segments", json::object());
     ASSERT_EQ(r.status, 201) << r.raw;
-  }
-
-  // Every snapshot completed, moving the manual clock a little (a snapshot that found
-  // an earlier one pending defers itself for 5 s).
-  void AwaitSnapshots() {
-    ASSERT_TRUE(Eventually([&] {
-      JsonResponse r = Get(*client_, "/v1/sheets/" + sheet_ + "/snapshots");
-      for (const json& s : r.body["snapshots"]) {
-        if (s["state"] != "completed") {
-          Advance(6);
-          return false;
-        }
-      }
-      return r.status == 200;
-    }));
   }
 
   json Sheet() {
@@ -78,35 +53,33 @@ class RetentionHttpTest : public ::testing::Test {
 
 TEST_F(RetentionHttpTest,
        DropsOnlySegmentsBehindACompletedSnapshotAndTheSheetStillLoads) {
-  JsonResponse created = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-  ASSERT_EQ(created.status, 201) << created.raw;
-  sheet_ = created.body["id"];
+  sheet_ = CreateSheet(*client_);
+  ASSERT_FALSE(HasFatalFailure());
   // Segment 0: seq 0 Snapshot, 1 A1, 2 B1, 3 EndSegment.
-  ASSERT_NO_FATAL_FAILURE(SetCell("A1", 1));
-  ASSERT_NO_FATAL_FAILURE(SetCell("B1", 2));
-  ASSERT_NO_FATAL_FAILURE(AwaitSnapshots());
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet_, "A1", 1));
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet_, "B1", 2));
+  // Every snapshot completed (one that found an earlier one pending defers itself for
+  // 5 s of clock time).
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet_, {.advance_clock_s = 6}));
   ASSERT_NO_FATAL_FAILURE(NewSegment());
   // Segment 1: seq 4 Snapshot, 5 A1, 6 EndSegment.
-  ASSERT_NO_FATAL_FAILURE(SetCell("A1", 10));
-  ASSERT_NO_FATAL_FAILURE(AwaitSnapshots());
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet_, "A1", 10));
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet_, {.advance_clock_s = 6}));
   ASSERT_NO_FATAL_FAILURE(NewSegment());
   // Segment 2: seq 7 Snapshot, 8 C1, 9 EndSegment.
-  ASSERT_NO_FATAL_FAILURE(SetCell("C1", 3));
-  ASSERT_NO_FATAL_FAILURE(AwaitSnapshots());
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet_, "C1", 3));
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet_, {.advance_clock_s = 6}));
   // Segment 3's snapshot (seq 10) never completes while the fault is armed.
-  ASSERT_EQ(Post(*client_, "/v1/admin/faults",
-                 {{"point", "snapshot.before_complete"}, {"count", -1}})
-                .status,
-            200);
+  ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, "snapshot.before_complete", "error", -1));
   ASSERT_NO_FATAL_FAILURE(NewSegment());
-  ASSERT_NO_FATAL_FAILURE(SetCell("D1", 4));  // seq 11
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet_, "D1", 4));  // seq 11
   const json cells = Cells();
   ASSERT_EQ(cells, ParseJson("[[10, 2, 3, 4]]"));
   ASSERT_EQ(Sheet()["first_seq"], 0);
 
   // One retention period later the worker keeps only the newest segment's worth —
   // but segment 2 stays: no later segment has a completed snapshot to stand in for it.
-  Advance(kPeriod);
+  ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, kPeriod));
   ASSERT_TRUE(Eventually([&] { return Sheet()["first_seq"] == 7; })) << Sheet().dump(2);
   json segments = Sheet()["segments"];
   ASSERT_EQ(segments.size(), 4u) << segments.dump();
@@ -145,12 +118,8 @@ TEST_F(RetentionHttpTest,
 
   // Once segment 3's snapshot completes, the next run drops segment 2 as well.
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
-  ASSERT_TRUE(Eventually([&] {
-    AdvanceClockWhenIdle(*client_, 61);
-    JsonResponse r = Get(*client_, "/v1/sheets/" + sheet_ + "/snapshots");
-    return r.status == 200 && r.body["snapshots"].back()["state"] == "completed";
-  }));
-  Advance(kPeriod);
+  ASSERT_TRUE(WaitForSnapshot(*server_, *client_, sheet_, 10, {.advance_clock_s = 61}));
+  ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, kPeriod));
   ASSERT_TRUE(Eventually([&] { return Sheet()["first_seq"] == 10; })) << Sheet().dump(2);
   EXPECT_EQ(Cells(), cells);
   EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet_ + "/load").status, 200);

@@ -5,6 +5,7 @@
 // serves again, without a restart.
 #include <gtest/gtest.h>
 
+#include "tests/support/api_client.h"
 #include "tests/support/s3_test_server.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
@@ -27,7 +28,8 @@ TEST(S3OutageHttpTest, StoreDownOrStalledAnswers503AndRecoversWithoutRestart) {
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
 
-  std::string sheet = Post(client, "/v1/sheets", {{"snapshot_every", 0}}).body["id"];
+  const std::string sheet = CreateSheet(client);
+  ASSERT_FALSE(HasFatalFailure());
   const std::string entries = "/v1/sheets/" + sheet + "/entries";
   const json big = {{"type", "Note"}, {"body", std::string(500, 'x')}};  // external
   JsonResponse before = Post(client, entries, big);

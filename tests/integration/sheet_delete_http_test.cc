@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -41,8 +42,8 @@ class SheetDeleteHttpTest : public ::testing::Test {
   }
 
   // Moves the clock until `condition` holds (work in the background needs time).
-  bool EventuallyWithClock(const std::function<bool()>& condition) {
-    return Eventually([&] {
+  ::testing::AssertionResult EventuallyWithClock(const std::function<bool()>& condition) {
+    return PipelineWatch(*server_).Until([&] {
       if (condition()) return true;
       AdvanceClockWhenIdle(*client_, 61);
       return false;
@@ -53,10 +54,8 @@ class SheetDeleteHttpTest : public ::testing::Test {
   // entries (entries/), a completed upload and an open one (uploads/), an archived
   // truncated segment (archives/).
   std::string PopulatedSheet() {
-    JsonResponse created =
-        Post(*client_, "/v1/sheets", {{"snapshot_every", 3}, {"segment_entries", 4}});
-    EXPECT_EQ(created.status, 201) << created.raw;
-    const std::string sheet = created.body["id"];
+    const std::string sheet =
+        CreateSheet(*client_, json{{"snapshot_every", 3}, {"segment_entries", 4}});
     const std::string entries = "/v1/sheets/" + sheet + "/entries";
     for (int i = 0; i < 10; ++i) {
       json body{{"ref", "A" + std::to_string(i + 1)}, {"value", i}};
@@ -159,9 +158,7 @@ TEST_F(SheetDeleteHttpTest, KillDuringTheDeleteIsFinishedByTheNextStart) {
     SCOPED_TRACE(point);
     const std::string sheet = PopulatedSheet();
     ASSERT_GE(SheetObjects(sheet).size(), 6u);
-    ASSERT_EQ(
-        Post(*client_, "/v1/admin/faults", {{"point", point}, {"kind", "crash"}}).status,
-        200);
+    ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, point, "crash"));
     // The purge runs after the answer: the 204 may or may not reach us first.
     JsonResponse deleted = Request(*client_, "DELETE", "/v1/sheets/" + sheet);
     EXPECT_TRUE(deleted.status == 204 || deleted.status == -1) << deleted.raw;
@@ -179,26 +176,17 @@ TEST_F(SheetDeleteHttpTest, KillDuringTheDeleteIsFinishedByTheNextStart) {
 }
 
 TEST_F(SheetDeleteHttpTest, DeleteDuringASnapshotBuildLeavesNothing) {
-  JsonResponse created = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-  ASSERT_EQ(created.status, 201);
-  const std::string sheet = created.body["id"];
+  const std::string sheet = CreateSheet(*client_);
+  ASSERT_FALSE(HasFatalFailure());
   ASSERT_TRUE(EventuallyWithClock([&] {
     return Get(*client_, "/v1/sheets/" + sheet).body["last_snapshot"].is_object();
   }));
   const size_t completed_objects = SheetObjects(sheet).size();
-  ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/entries",
-                 {{"type", "SetCell"}, {"body", {{"ref", "B2"}, {"value", 7}}}})
-                .status,
-            201);
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "B2", 7));
   // The build writes its chunks and root, then fails before completing (and keeps
   // failing): its objects exist and nothing references them, as mid-build.
-  ASSERT_EQ(
-      Post(*client_, "/v1/admin/faults",
-           {{"point", "snapshot.before_complete"}, {"kind", "error"}, {"count", -1}})
-          .status,
-      200);
-  ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object()).status,
-            201);
+  ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, "snapshot.before_complete", "error", -1));
+  ASSERT_NO_FATAL_FAILURE(TakeSnapshot(*client_, sheet));
   ASSERT_TRUE(Eventually([&] { return SheetObjects(sheet).size() > completed_objects; }))
       << SheetObjects(sheet).size();
 

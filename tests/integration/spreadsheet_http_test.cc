@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "emulator/json_text.h"
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -22,37 +23,6 @@ class SpreadsheetHttpTest : public ::testing::Test {
     client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
-  std::string NewSheet(int snapshot_every) {
-    JsonResponse r = Post(*client_, "/v1/sheets", {{"snapshot_every", snapshot_every}});
-    EXPECT_EQ(r.status, 201) << r.raw;
-    return r.body.value("id", "");
-  }
-
-  int64_t Append(const std::string& sheet, const std::string& type, const json& body) {
-    JsonResponse r = Post(*client_, "/v1/sheets/" + sheet + "/entries",
-                          {{"type", type}, {"body", body}});
-    EXPECT_EQ(r.status, 201) << r.raw;
-    return r.body.value("seq", int64_t{-1});
-  }
-
-  json Snapshots(const std::string& sheet) {
-    JsonResponse r = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-    EXPECT_EQ(r.status, 200) << r.raw;
-    return r.body["snapshots"];
-  }
-
-  // Waits for every Snapshot entry so far to complete.
-  bool AllSnapshotsComplete(const std::string& sheet, size_t at_least) {
-    return Eventually([&] {
-      json list = Snapshots(sheet);
-      if (list.size() < at_least) return false;
-      for (const json& s : list) {
-        if (s["state"] != "completed") return false;
-      }
-      return true;
-    });
-  }
-
   JsonResponse Cells(const std::string& sheet, const std::string& query) {
     return Get(*client_, "/v1/sheets/" + sheet + "/cells?" + query);
   }
@@ -63,13 +33,13 @@ class SpreadsheetHttpTest : public ::testing::Test {
 };
 
 TEST_F(SpreadsheetHttpTest, SnapshotPolicyRunsThePipelineToCompletedRoots) {
-  const std::string sheet = NewSheet(/*snapshot_every=*/10);
+  const std::string sheet = CreateSheet(*client_, /*snapshot_every=*/10);
   for (int i = 1; i <= 25; ++i) {
-    Append(sheet, "SetCell", {{"ref", "A" + std::to_string(i)}, {"value", i}});
+    Append(*client_, sheet, "SetCell", {{"ref", "A" + std::to_string(i)}, {"value", i}});
   }
   // Entry 0 plus one Snapshot entry per 10 appends.
-  ASSERT_TRUE(AllSnapshotsComplete(sheet, 3)) << Snapshots(sheet).dump();
-  json list = Snapshots(sheet);
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet, {.at_least = 3}));
+  json list = Snapshots(*client_, sheet);
   for (const json& s : list) {
     EXPECT_TRUE(s["root"].is_string()) << s.dump();
     EXPECT_TRUE(s["pending"].is_null()) << "a completed snapshot has no pending entry";
@@ -86,15 +56,17 @@ TEST_F(SpreadsheetHttpTest, SnapshotPolicyRunsThePipelineToCompletedRoots) {
 }
 
 TEST_F(SpreadsheetHttpTest, CellsAtTheHeadAndAtEarlierSeqs) {
-  const std::string sheet = NewSheet(/*snapshot_every=*/4);
+  const std::string sheet = CreateSheet(*client_, /*snapshot_every=*/4);
   int64_t after_first =
-      Append(sheet, "SetCells", {{"at", "A1"}, {"rows", {{1, "x", true}}}});
+      Append(*client_, sheet, "SetCells", {{"at", "A1"}, {"rows", {{1, "x", true}}}});
   for (int i = 0; i < 6; ++i) {
-    Append(sheet, "SetCell", {{"ref", "B" + std::to_string(i + 2)}, {"value", i * 1.5}});
+    Append(*client_, sheet, "SetCell",
+           {{"ref", "B" + std::to_string(i + 2)}, {"value", i * 1.5}});
   }
-  int64_t before_insert = Append(sheet, "SetCell", {{"ref", "C3"}, {"value", "=A1+1"}});
-  Append(sheet, "InsertRows", {{"after", 0}, {"count", 1}});
-  ASSERT_TRUE(AllSnapshotsComplete(sheet, 2));
+  int64_t before_insert =
+      Append(*client_, sheet, "SetCell", {{"ref", "C3"}, {"value", "=A1+1"}});
+  Append(*client_, sheet, "InsertRows", {{"after", 0}, {"count", 1}});
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet, {.at_least = 2}));
 
   JsonResponse head = Cells(sheet, "range=A1:C4");
   ASSERT_EQ(head.status, 200) << head.raw;
@@ -117,8 +89,8 @@ TEST_F(SpreadsheetHttpTest, CellsAtTheHeadAndAtEarlierSeqs) {
 }
 
 TEST_F(SpreadsheetHttpTest, CellsRefusesBadRequestsWithClearErrors) {
-  const std::string sheet = NewSheet(0);
-  Append(sheet, "SetCell", {{"ref", "A1"}, {"value", 1}});
+  const std::string sheet = CreateSheet(*client_, 0);
+  Append(*client_, sheet, "SetCell", {{"ref", "A1"}, {"value", 1}});
   struct Case {
     std::string query;
     int status;
@@ -144,8 +116,8 @@ TEST_F(SpreadsheetHttpTest, CellsRefusesBadRequestsWithClearErrors) {
 }
 
 TEST_F(SpreadsheetHttpTest, ExportStreamsTheUsedRangeAsCsv) {
-  const std::string sheet = NewSheet(/*snapshot_every=*/3);
-  Append(sheet, "SetCells",
+  const std::string sheet = CreateSheet(*client_, /*snapshot_every=*/3);
+  Append(*client_, sheet, "SetCells",
          {{"cells",
            {{"A1", "name"},
             {"B1", "note"},
@@ -154,10 +126,10 @@ TEST_F(SpreadsheetHttpTest, ExportStreamsTheUsedRangeAsCsv) {
             {"A3", 2.5},
             {"B3", false},
             {"C4", "line1\nline2"}}}});
-  Append(sheet, "SetCell", {{"ref", "A5"}, {"value", 7}});
-  Append(sheet, "DeleteRows", {{"at", 5}});
-  ASSERT_TRUE(AllSnapshotsComplete(sheet, 2));
-  Append(sheet, "SetCell", {{"ref", "B5"}, {"value", " padded "}});
+  Append(*client_, sheet, "SetCell", {{"ref", "A5"}, {"value", 7}});
+  Append(*client_, sheet, "DeleteRows", {{"at", 5}});
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet, {.at_least = 2}));
+  Append(*client_, sheet, "SetCell", {{"ref", "B5"}, {"value", " padded "}});
 
   auto r = client_->Get("/v1/sheets/" + sheet + "/export?format=csv");
   ASSERT_TRUE(r);
@@ -171,7 +143,7 @@ TEST_F(SpreadsheetHttpTest, ExportStreamsTheUsedRangeAsCsv) {
             ",\" padded \",\r\n");
 
   EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet + "/export?format=ods").status, 400);
-  const std::string empty = NewSheet(0);
+  const std::string empty = CreateSheet(*client_, 0);
   auto none = client_->Get("/v1/sheets/" + empty + "/export");
   ASSERT_TRUE(none);
   EXPECT_EQ(none->status, 200);
@@ -179,18 +151,18 @@ TEST_F(SpreadsheetHttpTest, ExportStreamsTheUsedRangeAsCsv) {
 }
 
 TEST_F(SpreadsheetHttpTest, TruncateDropsOldSegmentsAndTheSheetReadsTheSame) {
-  const std::string sheet = NewSheet(0);
+  const std::string sheet = CreateSheet(*client_, 0);
   for (int i = 1; i <= 3; ++i) {
-    Append(sheet, "SetCell", {{"ref", "A" + std::to_string(i)}, {"value", i}});
+    Append(*client_, sheet, "SetCell", {{"ref", "A" + std::to_string(i)}, {"value", i}});
   }
-  ASSERT_TRUE(AllSnapshotsComplete(sheet, 1));
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet, {.at_least = 1}));
   JsonResponse segment =
       Post(*client_, "/v1/sheets/" + sheet + "/segments", json::object());
   ASSERT_EQ(segment.status, 201) << segment.raw;
   ASSERT_EQ(segment.body["first_seq"], 5);  // 0 Snapshot, 1-3, 4 EndSegment
-  Append(sheet, "SetCell", {{"ref", "A4"}, {"value", 4}});
-  Append(sheet, "DeleteRows", {{"at", 1}});
-  ASSERT_TRUE(AllSnapshotsComplete(sheet, 2));
+  Append(*client_, sheet, "SetCell", {{"ref", "A4"}, {"value", 4}});
+  Append(*client_, sheet, "DeleteRows", {{"at", 1}});
+  ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet, {.at_least = 2}));
   JsonResponse before = Cells(sheet, "range=A1:A5");
   ASSERT_EQ(before.status, 200);
 

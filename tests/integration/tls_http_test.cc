@@ -57,7 +57,8 @@ class TlsHttpTest : public ::testing::Test {
   }
 
   // Waits for the server's log to hold `text` (SIGHUP is handled by its own thread).
-  bool LogEventuallyHas(ServerProcess& server, const std::string& text) {
+  ::testing::AssertionResult LogEventuallyHas(ServerProcess& server,
+                                              const std::string& text) {
     return Eventually([&] { return server.Log().find(text) != std::string::npos; });
   }
 

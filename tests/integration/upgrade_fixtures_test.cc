@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/api_client.h"
 #include "tests/support/command.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
@@ -81,21 +82,6 @@ class UpgradeFixturesTest : public ::testing::TestWithParam<std::string> {
     return true;
   }
 
-  json AllEntries(const std::string& sheet) {
-    json entries = json::array();
-    std::string from = "start";
-    for (int page = 0; page < 100; ++page) {
-      JsonResponse r =
-          Get(*client_, "/v1/sheets/" + sheet + "/entries?from=" + from + "&limit=1000");
-      EXPECT_EQ(r.status, 200) << r.raw;
-      if (r.status != 200) break;
-      for (const json& e : r.body["entries"]) entries.push_back(e);
-      if (r.body["complete"] == true) break;
-      from = std::to_string(r.body["next"].get<int64_t>());
-    }
-    return entries;
-  }
-
   // Everything the fixture's server answered, answered again by today's.
   void ExpectSameData() {
     for (const auto& [sheet, want] : expected_["sheets"].items()) {
@@ -104,7 +90,7 @@ class UpgradeFixturesTest : public ::testing::TestWithParam<std::string> {
       ASSERT_EQ(info.status, 200) << info.raw;
       EXPECT_EQ(info.body["first_seq"], want["first_seq"]);
       EXPECT_EQ(info.body["next_seq"], want["next_seq"]);
-      json entries = AllEntries(sheet);
+      const std::vector<json> entries = ReadAllEntries(*client_, sheet);
       ASSERT_EQ(entries.size(), want["entries"].size());
       for (size_t i = 0; i < entries.size(); ++i) {
         const json& got = entries[i];
@@ -143,12 +129,9 @@ class UpgradeFixturesTest : public ::testing::TestWithParam<std::string> {
     return r.body;
   }
 
-  bool AllSnapshotsComplete() {
+  bool EverySheetsSnapshotsComplete() {
     for (const auto& [sheet, want] : expected_["sheets"].items()) {
-      JsonResponse r = Get(*client_, "/v1/sheets/" + sheet + "/snapshots");
-      for (const json& s : r.body["snapshots"]) {
-        if (s["state"] != "completed") return false;
-      }
+      if (!AllSnapshotsComplete(*client_, sheet)) return false;
     }
     return true;
   }
@@ -180,8 +163,8 @@ TEST_P(UpgradeFixturesTest, TodaysBinaryMigratesItAndServesTheSameData) {
   // 60 s of clock), and then verify passes.
   ASSERT_EQ(Post(*client_, "/v1/admin/queues/snapshots/redrive", json::object()).status,
             200);
-  EXPECT_TRUE(Eventually([&] {
-    if (AllSnapshotsComplete()) return true;
+  EXPECT_TRUE(PipelineWatch(*server_).Until([&] {
+    if (EverySheetsSnapshotsComplete()) return true;
     AdvanceClockWhenIdle(*client_, 61);
     return false;
   }));
@@ -190,13 +173,10 @@ TEST_P(UpgradeFixturesTest, TodaysBinaryMigratesItAndServesTheSameData) {
 
   // The upgraded data takes new entries and snapshots.
   const std::string sheet = expected_["sheets"].begin().key();
-  JsonResponse appended =
-      Post(*client_, "/v1/sheets/" + sheet + "/entries",
-           {{"type", "SetCell"}, {"body", {{"ref", "H40"}, {"value", "upgraded"}}}});
-  ASSERT_EQ(appended.status, 201) << appended.raw;
-  ASSERT_EQ(Post(*client_, "/v1/sheets/" + sheet + "/snapshots", json::object()).status,
-            201);
-  EXPECT_TRUE(Eventually([&] { return AllSnapshotsComplete(); }));
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "H40", "upgraded"));
+  ASSERT_NO_FATAL_FAILURE(TakeSnapshot(*client_, sheet));
+  EXPECT_TRUE(
+      PipelineWatch(*server_).Until([&] { return EverySheetsSnapshotsComplete(); }));
   JsonResponse cell = Get(*client_, "/v1/sheets/" + sheet + "/cells?range=H40:H40");
   EXPECT_EQ(cell.body["rows"], json::array({json::array({"upgraded"})})) << cell.raw;
   EXPECT_EQ(Verify()["ok"], true);

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "emulator/json_text.h"
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -28,36 +29,10 @@ class UploadsHttpTest : public ::testing::Test {
     client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
-  std::string NewSheet() {
-    return Post(*client_, "/v1/sheets", {{"snapshot_every", 0}}).body.value("id", "");
-  }
-
-  // The path+query of an absolute URL.
-  static std::string PathOf(const std::string& url) {
-    size_t scheme = url.find("://");
-    if (scheme == std::string::npos) return url;
-    return url.substr(url.find('/', scheme + 3));
-  }
-
-  json Tags(const std::string& key) {
-    JsonResponse r = Get(*client_, "/v1/blobs/" + key + "?tagging");
-    return r.status == 200 ? r.body["tags"] : json(nullptr);
-  }
-
-  void Advance(int64_t seconds) {
-    ASSERT_EQ(Post(*client_, "/v1/admin/clock", {{"advance_s", seconds}}).status, 200);
-  }
-
   json Sweep() {
     JsonResponse r = Post(*client_, "/v1/admin/sweep", json::object());
     EXPECT_EQ(r.status, 200) << r.raw;
     return r.body;
-  }
-
-  void ArmFault(const std::string& point, const std::string& kind) {
-    JsonResponse r =
-        Post(*client_, "/v1/admin/faults", {{"point", point}, {"kind", kind}});
-    ASSERT_EQ(r.status, 200) << r.raw;
   }
 
   TempDir dir_;
@@ -66,7 +41,7 @@ class UploadsHttpTest : public ::testing::Test {
 };
 
 TEST_F(UploadsHttpTest, HappyPathLeavesBlobUntaggedAndReadableThroughTheEntry) {
-  std::string sheet = NewSheet();
+  std::string sheet = CreateSheet(*client_);
   JsonResponse created = Post(*client_, "/v1/sheets/" + sheet + "/uploads",
                               {{"type", "Attachment"}, {"body", {{"name", "a.bin"}}}});
   ASSERT_EQ(created.status, 201) << created.raw;
@@ -77,7 +52,7 @@ TEST_F(UploadsHttpTest, HappyPathLeavesBlobUntaggedAndReadableThroughTheEntry) {
   std::string payload = "payload-" + std::string(100000, 'p');
   JsonResponse put = RequestUrl(*client_, "PUT", created.body["url"], payload);
   ASSERT_EQ(put.status, 200) << put.raw;
-  EXPECT_EQ(Tags(key), json({{"auto-delete", "true"}}));
+  EXPECT_EQ(BlobTags(*client_, key), json({{"auto-delete", "true"}}));
 
   // Step 3: complete appends the entry; completing twice returns the same entry.
   std::string complete = "/v1/sheets/" + sheet + "/uploads/" +
@@ -91,7 +66,8 @@ TEST_F(UploadsHttpTest, HappyPathLeavesBlobUntaggedAndReadableThroughTheEntry) {
   EXPECT_TRUE(again.body["already_completed"].get<bool>());
 
   // The change feed removes the tag.
-  EXPECT_TRUE(Eventually([&] { return Tags(key) == json::object(); })) << Tags(key);
+  EXPECT_TRUE(Eventually([&] { return BlobTags(*client_, key) == json::object(); }))
+      << BlobTags(*client_, key);
 
   std::string seq = std::to_string(done.body["seq"].get<int64_t>());
   JsonResponse entry = Get(*client_, "/v1/sheets/" + sheet + "/entries/" + seq);
@@ -105,22 +81,22 @@ TEST_F(UploadsHttpTest, HappyPathLeavesBlobUntaggedAndReadableThroughTheEntry) {
   EXPECT_EQ(fetched.raw, payload);
 
   // Swept long after: referenced and untagged, it stays.
-  Advance(kOrphanTtl + 10);
+  ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, kOrphanTtl + 10));
   Sweep();
   EXPECT_EQ(Get(*client_, "/v1/blobs/" + key + "?tagging").status, 200);
 }
 
 TEST_F(UploadsHttpTest, UploadNeverCompletedIsSweptAfterTheTtlAndNotBefore) {
-  std::string sheet = NewSheet();
+  std::string sheet = CreateSheet(*client_);
   JsonResponse created =
       Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});
   ASSERT_EQ(created.status, 201);
   std::string key = created.body["key"];
   ASSERT_EQ(RequestUrl(*client_, "PUT", created.body["url"], "orphan").status, 200);
-  Advance(kOrphanTtl - 60);
+  ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, kOrphanTtl - 60));
   Sweep();
-  EXPECT_EQ(Tags(key), json({{"auto-delete", "true"}}));  // not yet
-  Advance(120);
+  EXPECT_EQ(BlobTags(*client_, key), json({{"auto-delete", "true"}}));  // not yet
+  ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, 120));
   Sweep();  // the background sweeper may have got there first: either way it is gone
   EXPECT_EQ(Get(*client_, "/v1/blobs/" + key + "?tagging").status, 404);
   // Completing it now is refused and writes nothing.
@@ -133,7 +109,7 @@ TEST_F(UploadsHttpTest, UploadNeverCompletedIsSweptAfterTheTtlAndNotBefore) {
 }
 
 TEST_F(UploadsHttpTest, TamperedOrExpiredUrlIsForbiddenAndStoresNothing) {
-  std::string sheet = NewSheet();
+  std::string sheet = CreateSheet(*client_);
   JsonResponse created =
       Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});
   std::string key = created.body["key"];
@@ -150,13 +126,13 @@ TEST_F(UploadsHttpTest, TamperedOrExpiredUrlIsForbiddenAndStoresNothing) {
   other.replace(other.find(key), key.size(), key + "x");
   EXPECT_EQ(Request(*client_, "PUT", other, "x").status, 403);
   // The right URL, too late.
-  Advance(2 * 3600);
+  ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, 2 * 3600));
   EXPECT_EQ(Request(*client_, "PUT", path, "x").status, 403);
   EXPECT_EQ(Get(*client_, "/v1/blobs/" + key + "?tagging").status, 404);
 }
 
 TEST_F(UploadsHttpTest, CompletingBeforeTheBodyArrivedIsAConflict) {
-  std::string sheet = NewSheet();
+  std::string sheet = CreateSheet(*client_);
   JsonResponse created =
       Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});
   JsonResponse r = Post(*client_,
@@ -173,22 +149,22 @@ TEST_F(UploadsHttpTest, CompletingBeforeTheBodyArrivedIsAConflict) {
 }
 
 TEST_F(UploadsHttpTest, LargeInlineBodyGoesToTheBlobStoreAndIsUntagged) {
-  std::string sheet = NewSheet();
+  std::string sheet = CreateSheet(*client_);
   std::string big(40000, 'b');
   JsonResponse r = Post(*client_, "/v1/sheets/" + sheet + "/entries",
                         {{"type", "Note"}, {"body", {{"text", big}}}});
   ASSERT_EQ(r.status, 201) << r.raw;
   ASSERT_TRUE(r.body["external"].is_string());
   std::string key = r.body["external"];
-  EXPECT_TRUE(Eventually([&] { return Tags(key) == json::object(); }));
+  EXPECT_TRUE(Eventually([&] { return BlobTags(*client_, key) == json::object(); }));
   JsonResponse entry = Get(*client_, "/v1/sheets/" + sheet + "/entries/1?body=inline");
   ASSERT_EQ(entry.status, 200);
   EXPECT_EQ(entry.body["body"]["text"], big);
 }
 
 TEST_F(UploadsHttpTest, CrashAfterBlobBeforeEntryLeavesAnOrphanTheSweepRemoves) {
-  std::string sheet = NewSheet();
-  ArmFault("uploads.after_blob_before_entry", "crash");
+  std::string sheet = CreateSheet(*client_);
+  ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, "uploads.after_blob_before_entry", "crash"));
   JsonResponse r = Post(*client_, "/v1/sheets/" + sheet + "/entries",
                         {{"type", "Note"}, {"body", std::string(40000, 'o')}});
   EXPECT_EQ(r.status, -1);  // the server died mid-request
@@ -197,16 +173,16 @@ TEST_F(UploadsHttpTest, CrashAfterBlobBeforeEntryLeavesAnOrphanTheSweepRemoves) 
   JsonResponse listing = Get(*client_, "/v1/blobs?prefix=entries/" + sheet + "/");
   ASSERT_EQ(listing.body["keys"].size(), 1u) << listing.raw;
   std::string key = listing.body["keys"][0]["key"];
-  EXPECT_EQ(Tags(key), json({{"auto-delete", "true"}}));
+  EXPECT_EQ(BlobTags(*client_, key), json({{"auto-delete", "true"}}));
   EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet).body["next_seq"], 1);  // no entry
-  Advance(kOrphanTtl + 10);
+  ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, kOrphanTtl + 10));
   Sweep();  // the background sweeper may have got there first: either way it is gone
   EXPECT_EQ(Get(*client_, "/v1/blobs/" + key + "?tagging").status, 404);
 }
 
 TEST_F(UploadsHttpTest, CrashAfterEntryBeforeUntagIsRepairedByTheRetriedSideEffect) {
-  std::string sheet = NewSheet();
-  ArmFault("effects.before_untag", "crash");
+  std::string sheet = CreateSheet(*client_);
+  ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, "effects.before_untag", "crash"));
   JsonResponse r = Post(*client_, "/v1/sheets/" + sheet + "/entries",
                         {{"type", "Note"}, {"body", std::string(40000, 'u')}});
   // The append may or may not have been answered before the side effect crashed the
@@ -222,13 +198,14 @@ TEST_F(UploadsHttpTest, CrashAfterEntryBeforeUntagIsRepairedByTheRetriedSideEffe
   // The runtime retries the side effect after the restart. Seed 002's history shows the
   // crashed invocation as `started`; it counts as dead once older than the invocation
   // time budget (900 s), and then the retry runs and the tag goes.
-  Advance(901);
-  EXPECT_TRUE(Eventually([&] { return Tags(key) == json::object(); })) << Tags(key);
+  ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, 901));
+  EXPECT_TRUE(Eventually([&] { return BlobTags(*client_, key) == json::object(); }))
+      << BlobTags(*client_, key);
   (void)r;
 }
 
 TEST_F(UploadsHttpTest, FiftyMegabyteUploadStreamsWithoutHoldingItInMemory) {
-  std::string sheet = NewSheet();
+  std::string sheet = CreateSheet(*client_);
   JsonResponse created =
       Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});
   const int64_t before = server_->PeakRssKb();

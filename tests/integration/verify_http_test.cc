@@ -14,6 +14,7 @@
 #include "emulator/blob/directory_blob_store.h"
 #include "emulator/env/clock.h"
 #include "emulator/json_text.h"
+#include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -75,47 +76,26 @@ class VerifyHttpTest : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(StartServer());
   }
 
-  void Append(const std::string& type, const json& body) {
-    JsonResponse r = Post(*client_, "/v1/sheets/" + sheet_ + "/entries",
-                          {{"type", type}, {"body", body}});
-    ASSERT_EQ(r.status, 201) << r.raw;
-  }
-  void SetCell(const std::string& ref, const json& value) {
-    Append("SetCell", {{"ref", ref}, {"value", value}});
-  }
-
-  bool AllSnapshotsComplete() {
-    JsonResponse r = Get(*client_, "/v1/sheets/" + sheet_ + "/snapshots");
-    if (r.status != 200) return false;
-    for (const json& s : r.body["snapshots"]) {
-      if (s["state"] != "completed") return false;
-    }
-    return true;
-  }
-
   // seq 0 Snapshot, 1..3 A1 = 1, 2, 3 (each overwriting the last), 4 B1 = 4, 5 an
   // external body (a string over the inline limit) in C1, 6 Snapshot (taken on
   // demand), 7 D1 = 7, 8 Snapshot; every snapshot completed.
   void MakeSheet() {
-    JsonResponse created = Post(*client_, "/v1/sheets", {{"snapshot_every", 0}});
-    ASSERT_EQ(created.status, 201) << created.raw;
-    sheet_ = created.body["id"];
-    for (int v = 1; v <= 3; ++v) ASSERT_NO_FATAL_FAILURE(SetCell("A1", v));
-    ASSERT_NO_FATAL_FAILURE(SetCell("B1", 4));
-    ASSERT_NO_FATAL_FAILURE(SetCell("C1", std::string(300, 'x')));
+    sheet_ = CreateSheet(*client_);
+    ASSERT_FALSE(HasFatalFailure());
+    for (int v = 1; v <= 3; ++v)
+      ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet_, "A1", v));
+    ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet_, "B1", 4));
+    ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet_, "C1", std::string(300, 'x')));
     ASSERT_EQ(
         Post(*client_, "/v1/sheets/" + sheet_ + "/snapshots", json::object()).status,
         201);
-    ASSERT_NO_FATAL_FAILURE(SetCell("D1", 7));
+    ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet_, "D1", 7));
     ASSERT_EQ(
         Post(*client_, "/v1/sheets/" + sheet_ + "/snapshots", json::object()).status,
         201);
     // A snapshot that found the one before it still pending deferred itself for 5 s of
     // the manual clock: move it along.
-    ASSERT_TRUE(Eventually([&] {
-      AdvanceClockWhenIdle(*client_, 6);
-      return AllSnapshotsComplete();
-    }));
+    ASSERT_TRUE(WaitForSnapshots(*server_, *client_, sheet_, {.advance_clock_s = 6}));
     // The change feed untags the external body in its own time.
     ASSERT_TRUE(Eventually([&] { return Verify()["ok"] == true; })) << Verify().dump(2);
   }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+#include <thread>
 
 #include "emulator/json_text.h"
 #include "tests/support/s3_test_server.h"
@@ -236,15 +237,45 @@ bool AdvanceClockWhenIdle(httplib::Client& client, int64_t seconds) {
   return Post(client, "/v1/admin/clock", {{"advance_s", seconds}}).status == 200;
 }
 
-bool Eventually(const std::function<bool()>& condition, int real_seconds) {
-  time_t deadline = time(nullptr) + real_seconds;
-  while (time(nullptr) <= deadline) {
-    if (condition()) return true;
-    // Yield the core to the server between checks (no fixed delay).
-    pollfd none{-1, 0, 0};
-    poll(&none, 0, 5);
+::testing::AssertionResult Eventually(const std::function<bool()>& condition,
+                                      int real_seconds) {
+  return Eventually(condition, {}, real_seconds);
+}
+
+::testing::AssertionResult Eventually(const std::function<bool()>& condition,
+                                      const std::function<std::string()>& last_seen,
+                                      int real_seconds) {
+  return Eventually(
+      condition, last_seen, real_seconds,
+      [](std::chrono::milliseconds backoff) { std::this_thread::sleep_for(backoff); });
+}
+
+::testing::AssertionResult Eventually(
+    const std::function<bool()>& condition, const std::function<std::string()>& last_seen,
+    int real_seconds,
+    const std::function<void(std::chrono::milliseconds)>& wait_at_most) {
+  constexpr std::chrono::milliseconds kFirstBackoff{1};
+  constexpr std::chrono::milliseconds kMostBackoff{100};
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::seconds(real_seconds);
+  std::chrono::milliseconds backoff = kFirstBackoff;
+  int64_t checks = 0;
+  while (true) {
+    ++checks;
+    if (condition()) return ::testing::AssertionSuccess();
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    wait_at_most(
+        std::min(backoff, std::chrono::ceil<std::chrono::milliseconds>(deadline - now)));
+    backoff = std::min(backoff * 2, kMostBackoff);
   }
-  return condition();
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  ::testing::AssertionResult failure = ::testing::AssertionFailure();
+  failure << "the condition did not hold within " << real_seconds << " s of real time ("
+          << checks << " checks over " << waited.count() << " ms)\n";
+  if (last_seen) failure << "last seen: " << last_seen() << "\n";
+  return failure;
 }
 
 JsonResponse Request(httplib::Client& client, const std::string& method,

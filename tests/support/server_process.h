@@ -3,9 +3,11 @@
 // directory are the ones users run.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -61,6 +63,7 @@ class ServerProcess {
   bool Exited();
 
   int port() const { return port_; }
+  const ServerOptions& options() const { return options_; }
   pid_t pid() const { return pid_; }
   const std::string& error() const { return error_; }
   // A new client for this server (keep-alive capable), with the token if any.
@@ -96,9 +99,26 @@ JsonResponse Request(httplib::Client& client, const std::string& method,
 JsonResponse RequestUrl(httplib::Client& server, const std::string& method,
                         const std::string& url, const std::string& body = "");
 
-// Re-evaluates `condition` until it holds or `real_seconds` of real time pass; for
-// waiting on the server's background work (each check is a request, which paces it).
-bool Eventually(const std::function<bool()>& condition, int real_seconds = 30);
+// Re-evaluates `condition` until it holds or `real_seconds` of real time pass: for
+// waiting on work in the background where looking again is the only outside view of
+// it (a request over loopback, a log file, a stat in-process). Between checks it
+// waits: 1 ms, doubling to 100 ms (the first checks come quickly when the work is
+// quick; a slow check is not repeated back to back on a loaded machine). Nothing is
+// measured: the backoff paces the checks, the deadline only bounds a hang. A timeout
+// fails with how long it waited, how many checks ran and, given `last_seen`, what it
+// returns (called once, after the last check). For the snapshot pipeline and other
+// work the server reports on GET /v1/admin/events, PipelineWatch (api_client.h) wakes
+// on those reports instead.
+::testing::AssertionResult Eventually(const std::function<bool()>& condition,
+                                      int real_seconds = 30);
+::testing::AssertionResult Eventually(const std::function<bool()>& condition,
+                                      const std::function<std::string()>& last_seen,
+                                      int real_seconds = 30);
+// The same, with `wait_at_most(backoff)` between checks: it returns after at most
+// `backoff`, earlier when what it watches has news.
+::testing::AssertionResult Eventually(
+    const std::function<bool()>& condition, const std::function<std::string()>& last_seen,
+    int real_seconds, const std::function<void(std::chrono::milliseconds)>& wait_at_most);
 
 // Advances a --clock manual server's clock by `seconds` if no handler is running (every
 // sheetlog_function_running gauge of /metrics is 0); returns whether it did. For the
