@@ -1,11 +1,9 @@
 // The HTTP/1.1 request parser of src/api/http/ (heads, chunked bodies, bounded gzip
-// inflation) and the route matcher.
+// inflation). The route matcher has its own file: route_pattern_test.cc.
 #include "src/api/http/http_parser.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
-
-#include "src/api/route_pattern.h"
 
 namespace sheetlog::api::http {
 namespace {
@@ -257,28 +255,6 @@ TEST(HttpParserTest, RefusesDataThatIsNotGzip) {
   EXPECT_EQ(inflater.Inflate("not gzip at all", &out, 1 << 20),
             GzipInflater::State::kError);
   EXPECT_FALSE(inflater.error().empty());
-}
-
-TEST(RoutePatternTest, MatchesLikeRegexMatch) {
-  std::vector<std::string> captures;
-  RoutePattern sheet(R"(/v1/sheets/([^/]+)/entries/(\d+))");
-  ASSERT_TRUE(sheet.Match("/v1/sheets/abc/entries/42", &captures));
-  EXPECT_EQ(captures,
-            (std::vector<std::string>{"/v1/sheets/abc/entries/42", "abc", "42"}));
-  EXPECT_FALSE(sheet.Match("/v1/sheets/abc/entries/4x", &captures));
-  EXPECT_FALSE(sheet.Match("/v1/sheets//entries/4", &captures));
-  EXPECT_FALSE(sheet.Match("/v1/sheets/a/b/entries/4", &captures));
-  RoutePattern blob(R"(/v1/blobs/(.+))");
-  ASSERT_TRUE(blob.Match("/v1/blobs/a/b/c", &captures));
-  EXPECT_EQ(captures[1], "a/b/c");
-  EXPECT_FALSE(blob.Match("/v1/blobs/", &captures));
-  RoutePattern console(R"(/console/(.*))");
-  ASSERT_TRUE(console.Match("/console/", &captures));
-  EXPECT_EQ(captures[1], "");
-  RoutePattern exact("/v1/sheets");
-  EXPECT_TRUE(exact.Match("/v1/sheets", &captures));
-  EXPECT_FALSE(exact.Match("/v1/sheets/", &captures));
-  EXPECT_THROW(RoutePattern("/a(b|c)"), std::logic_error);
 }
 
 }  // namespace
