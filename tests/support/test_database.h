@@ -1,6 +1,7 @@
 // A real SQLite database in a test's directory (no mock: the same Database, with the
 // same application schema, the server opens), with syncs off by default so unit tests do
-// not wait for the disk.
+// not wait for the disk. Unit tests open their database with these rather than by hand
+// (the tests of Database::Open itself aside).
 #pragma once
 
 #include <memory>
@@ -16,5 +17,12 @@ namespace sheetlog::testing {
 // returns null if it cannot be opened.
 std::unique_ptr<Database> OpenTestDatabase(const std::string& path, Clock* clock,
                                            SyncMode sync = SyncMode::kOff);
+
+// The same without the application's schema: the emulator's own tables only
+// (emulator/schema/), for the tests of the emulator's services (queues, tables, the
+// execution history, the function runtime) that sit below the application. `clock` may
+// be null (SystemClock).
+std::unique_ptr<Database> OpenEmulatorTestDatabase(const std::string& path, Clock* clock,
+                                                   SyncMode sync = SyncMode::kOff);
 
 }  // namespace sheetlog::testing

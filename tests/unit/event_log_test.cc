@@ -14,11 +14,11 @@
 #include "emulator/env/faults.h"
 #include "emulator/json_text.h"
 #include "emulator/stream/change_feed.h"
-#include "src/app/schema.h"
 #include "src/log/pending_snapshots.h"
 #include "src/log/tables.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
 
 namespace sheetlog {
 namespace {
@@ -30,13 +30,8 @@ class EventLogTest : public ::testing::Test {
   void Open(EventLog::Options options) {
     log_.reset();
     db_.reset();
-    Database::Options db_options;
-    db_options.path = dir_.File("sheetlog.db");
-    db_options.clock = &clock_;
-    db_options.sync = SyncMode::kOff;
-    auto db = OpenSheetlogDatabase(db_options);
-    ASSERT_OK(db);
-    db_ = std::move(db).value();
+    db_ = testing::OpenTestDatabase(dir_.File("sheetlog.db"), &clock_);
+    ASSERT_NE(db_, nullptr);
     log_ = std::make_unique<EventLog>(db_.get(), &clock_, &faults_, options);
   }
 

@@ -10,6 +10,7 @@
 #include "emulator/runtime/execution_history.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
 
 namespace sheetlog {
 namespace {
@@ -19,12 +20,8 @@ constexpr int64_t kBudget = 900LL * 1000000;
 class ExecutionHistoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Database::Options options;
-    options.path = dir_.File("sheetlog.db");
-    options.clock = &clock_;
-    auto db = Database::Open(options);
-    ASSERT_OK(db);
-    db_ = std::move(db).value();
+    db_ = testing::OpenEmulatorTestDatabase(dir_.File("sheetlog.db"), &clock_);
+    ASSERT_NE(db_, nullptr);
     history_ = std::make_unique<ExecutionHistory>(db_.get(), &clock_, &faults_);
   }
 

@@ -14,6 +14,7 @@
 #include "emulator/env/faults.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
 
 namespace sheetlog {
 namespace {
@@ -27,12 +28,8 @@ class QueueTest : public ::testing::Test {
   void SetUp() override { Open(); }
 
   void Open() {
-    Database::Options options;
-    options.path = dir_.File("sheetlog.db");
-    options.clock = &clock_;
-    auto db = Database::Open(options);
-    ASSERT_OK(db);
-    db_ = std::move(db).value();
+    db_ = testing::OpenEmulatorTestDatabase(dir_.File("sheetlog.db"), &clock_);
+    ASSERT_NE(db_, nullptr);
     queues_ = std::make_unique<QueueService>(db_.get(), &clock_, &faults_);
   }
 

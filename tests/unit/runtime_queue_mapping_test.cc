@@ -14,6 +14,7 @@
 #include "tests/support/server_process.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
 
 namespace sheetlog {
 namespace {
@@ -91,12 +92,8 @@ class Gate {
 class QueueMappingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Database::Options options;
-    options.path = dir_.File("sheetlog.db");
-    options.clock = &clock_;
-    auto db = Database::Open(options);
-    ASSERT_OK(db);
-    db_ = std::move(db).value();
+    db_ = testing::OpenEmulatorTestDatabase(dir_.File("sheetlog.db"), &clock_);
+    ASSERT_NE(db_, nullptr);
     queues_ = std::make_unique<QueueService>(db_.get(), &clock_, &faults_);
     QueueOptions q;
     q.name = "jobs";

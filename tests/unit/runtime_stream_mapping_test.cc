@@ -14,8 +14,8 @@
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/runtime/function_runtime.h"
-#include "src/app/schema.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
 
 namespace sheetlog {
 namespace {
@@ -141,12 +141,8 @@ class StreamMappingTest : public ::testing::Test {
     runtime_.reset();
     feed_.reset();
     db_.reset();
-    Database::Options options;
-    options.path = dir_.File("sheetlog.db");
-    options.clock = &clock_;
-    auto db = OpenSheetlogDatabase(options);
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::move(db).value();
+    db_ = testing::OpenTestDatabase(dir_.File("sheetlog.db"), &clock_);
+    ASSERT_NE(db_, nullptr);
     feed_ = std::make_unique<ChangeFeed>(db_.get(), &clock_);
   }
 

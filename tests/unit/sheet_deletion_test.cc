@@ -9,11 +9,11 @@
 
 #include "emulator/env/faults.h"
 #include "emulator/sqlite/database.h"
-#include "src/app/schema.h"
 #include "src/log/sheet_blobs.h"
 #include "tests/support/blob_fixture.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
 
 namespace sheetlog {
 namespace {
@@ -24,11 +24,8 @@ constexpr char kLive[] = "3f0c1f5e-aaaa-4bbb-8ccc-ddddeeeeffff";
 class SheetDeletionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Database::Options options;
-    options.path = dir_.File("sheetlog.db");
-    Result<std::unique_ptr<Database>> db = OpenSheetlogDatabase(options);
-    ASSERT_OK(db);
-    db_ = std::move(db).value();
+    db_ = testing::OpenTestDatabase(dir_.File("sheetlog.db"), /*clock=*/nullptr);
+    ASSERT_NE(db_, nullptr);
     blobs_ = testing::OpenTestBlobStore(dir_.File("blobs"), &clock_);
     ASSERT_NE(blobs_, nullptr);
   }

@@ -11,9 +11,9 @@
 #include "emulator/env/clock.h"
 #include "emulator/stream/change_feed.h"
 #include "emulator/stream/stream_triggers.h"
-#include "src/app/schema.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
 
 namespace sheetlog {
 namespace {
@@ -21,12 +21,7 @@ namespace {
 constexpr int64_t kHour = 3600LL * 1000000;
 
 std::unique_ptr<Database> OpenDb(const testing::TempDir& dir, Clock* clock) {
-  Database::Options options;
-  options.path = dir.File("sheetlog.db");
-  options.clock = clock;
-  auto db = OpenSheetlogDatabase(options);
-  EXPECT_OK(db);
-  return std::move(db).value();
+  return testing::OpenTestDatabase(dir.File("sheetlog.db"), clock);
 }
 
 Status InsertEntry(Connection& c, const std::string& sheet, int64_t segment, int64_t num,

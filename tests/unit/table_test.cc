@@ -13,6 +13,7 @@
 #include "emulator/sqlite/database.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
 
 namespace sheetlog {
 namespace {
@@ -49,12 +50,8 @@ const Table& CounterTable() {
 class TableTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Database::Options options;
-    options.path = dir_.File("table.db");
-    options.sync = SyncMode::kOff;
-    auto db = Database::Open(options);
-    ASSERT_OK(db);
-    db_ = std::move(db).value();
+    db_ = testing::OpenEmulatorTestDatabase(dir_.File("table.db"), /*clock=*/nullptr);
+    ASSERT_NE(db_, nullptr);
     ASSERT_TRUE(
         db_->Write([](Connection& c) {
              return c.Exec(
