@@ -13,13 +13,10 @@ namespace {
 
 using nlohmann::json;
 
-class AdminHttpTest : public ::testing::Test {
+class AdminHttpTest : public ApiTest {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(
-        ServerOptions(dir_.path(), {"--clock", "manual", "--enable-faults"}));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
+    StartServer(ServerOptions(dir_.path(), {"--clock", "manual", "--enable-faults"}));
   }
 
   json Queue(const std::string& name) {
@@ -57,10 +54,6 @@ class AdminHttpTest : public ::testing::Test {
     ASSERT_TRUE(watch.Until([&] { return Queue("snapshots")["dead_letter_depth"] == 1; }))
         << Queue("snapshots").dump();
   }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(AdminHttpTest, QueuesAndFeedAreVisible) {

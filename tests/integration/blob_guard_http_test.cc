@@ -13,12 +13,10 @@ namespace {
 
 using nlohmann::json;
 
-class BlobGuardHttpTest : public ::testing::Test {
+class BlobGuardHttpTest : public ApiTest {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(ServerOptions::InMemory());
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
+    StartServer(ServerOptions::InMemory());
     sheet_ = CreateSheet(*client_);
     ASSERT_FALSE(HasFatalFailure());
   }
@@ -59,8 +57,6 @@ class BlobGuardHttpTest : public ::testing::Test {
     EXPECT_NE(r.raw.find("'" + prefix + "'"), std::string::npos) << r.raw;
   }
 
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
   std::string sheet_;
 };
 

@@ -14,13 +14,11 @@ namespace {
 
 using nlohmann::json;
 
-class CostHttpTest : public ::testing::Test {
+class CostHttpTest : public ApiTest {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(ServerOptions(
+    StartServer(ServerOptions(
         dir_.path(), {"--clock", "manual", "--prices", "dynamodb_wru=2.5,sqs=0.5"}));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
   // Sends a request and adds the units its response reports to the running totals.
@@ -40,9 +38,6 @@ class CostHttpTest : public ::testing::Test {
     return r;
   }
 
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
   double wru_ = 0;
   double rru_ = 0;
   int64_t requests_ = 0;

@@ -16,17 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-class EntriesHttpTest : public ::testing::Test {
+class EntriesHttpTest : public ApiTest {
  protected:
-  void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.path()));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
-  }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
+  void SetUp() override { StartServer(ServerOptions(dir_.path())); }
 };
 
 TEST_F(EntriesHttpTest, SixteenClientsAppendEightThousandEntriesWithoutGaps) {

@@ -19,13 +19,11 @@ namespace {
 
 using nlohmann::json;
 
-class ImportExportHttpTest : public ::testing::Test {
+class ImportExportHttpTest : public ApiTest {
  protected:
   void SetUp() override {
     if (!HaveOpenpyxl()) GTEST_SKIP() << "python3-openpyxl is not installed";
-    server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.File("data")));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
+    StartServer(ServerOptions(dir_.File("data")));
   }
 
   // The three steps of an upload; returns Complete's response.
@@ -104,10 +102,6 @@ class ImportExportHttpTest : public ::testing::Test {
                  &output);
     return output;
   }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 json ToolCells() {

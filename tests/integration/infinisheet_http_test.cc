@@ -16,13 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-class InfinisheetHttpTest : public ::testing::Test {
+class InfinisheetHttpTest : public ApiTest {
  protected:
-  void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(ServerOptions::InMemory());
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
-  }
+  void SetUp() override { StartServer(ServerOptions::InMemory()); }
 
   // Appends `count` Note entries, checking each reply.
   void AppendNotes(const std::string& sheet, int count) {
@@ -51,9 +47,6 @@ class InfinisheetHttpTest : public ::testing::Test {
   JsonResponse Cells(const std::string& sheet, const std::string& query) {
     return Get(*client_, "/v1/sheets/" + sheet + "/cells?" + query);
   }
-
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 // Point 1: `complete` means "nothing more exists in [from, to) now"; `next` says where

@@ -13,13 +13,11 @@ namespace {
 
 using nlohmann::json;
 
-class InspectHttpTest : public ::testing::Test {
+class InspectHttpTest : public ApiTest {
  protected:
   void Start(std::vector<std::string> flags) {
     flags.insert(flags.begin(), {"--clock", "manual"});
-    server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.path(), flags));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
+    StartServer(ServerOptions(dir_.path(), flags));
   }
 
   JsonResponse Put(const std::string& path, const std::string& body,
@@ -32,10 +30,6 @@ class InspectHttpTest : public ::testing::Test {
     out.body = json::parse(r->body, nullptr, false);
     return out;
   }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(InspectHttpTest, QueueMessagesArePeekedSentAndPurgedOnlyWithTheFlags) {

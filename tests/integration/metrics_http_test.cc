@@ -18,13 +18,11 @@ namespace {
 
 using nlohmann::json;
 
-class MetricsHttpTest : public ::testing::Test {
+class MetricsHttpTest : public ApiTest {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(
+    StartServer(
         ServerOptions(dir_.path(), {"--clock", "manual", "--inline-limit", "100"}));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
   std::string Metrics() {
@@ -44,10 +42,6 @@ class MetricsHttpTest : public ::testing::Test {
     }
     return std::nullopt;
   }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(MetricsHttpTest, CoversTheOperationsFamiliesAndPassesPromtool) {

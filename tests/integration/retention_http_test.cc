@@ -17,15 +17,13 @@ using nlohmann::json;
 
 constexpr int64_t kPeriod = 24 * 3600;  // --retention-period: far beyond the test's steps
 
-class RetentionHttpTest : public ::testing::Test {
+class RetentionHttpTest : public ApiTest {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(ServerOptions(
+    StartServer(ServerOptions(
         dir_.path(),
         {"--clock", "manual", "--enable-faults", "--retain-segments", "1",
          "--retain-archive", "--retention-period", std::to_string(kPeriod)}));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
   void NewSegment() {
@@ -45,9 +43,6 @@ class RetentionHttpTest : public ::testing::Test {
     return r.body["rows"];
   }
 
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
   std::string sheet_;
 };
 

@@ -17,15 +17,13 @@ namespace {
 
 using nlohmann::json;
 
-class SheetDeleteHttpTest : public ::testing::Test {
+class SheetDeleteHttpTest : public ApiTest {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
 
   void StartServer() {
-    server_ = std::make_unique<ServerProcess>(ServerOptions(
+    ApiTest::StartServer(ServerOptions(
         dir_.path(), {"--clock", "manual", "--enable-faults", "--inline-limit", "100"}));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
   // Objects under the sheet's prefixes in all four server areas.
@@ -125,10 +123,6 @@ class SheetDeleteHttpTest : public ::testing::Test {
       return verify.status == 200 && verify.body["ok"] == true;
     })) << verify.raw;
   }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(SheetDeleteHttpTest, DeleteRemovesEveryObjectAndUploadRowOfTheSheet) {
@@ -162,8 +156,7 @@ TEST_F(SheetDeleteHttpTest, KillDuringTheDeleteIsFinishedByTheNextStart) {
     // The purge runs after the answer: the 204 may or may not reach us first.
     JsonResponse deleted = Request(*client_, "DELETE", "/v1/sheets/" + sheet);
     EXPECT_TRUE(deleted.status == 204 || deleted.status == -1) << deleted.raw;
-    EXPECT_TRUE(Eventually([&] { return server_->Exited(); }))
-        << "the server should have died at " << point;
+    EXPECT_TRUE(server_->WaitForExit()) << "the server should have died at " << point;
     server_->Kill();
     ASSERT_NO_FATAL_FAILURE(StartServer());
     // Invisible at once (the rows went in one transaction), and the purge resumes by

@@ -15,21 +15,13 @@ namespace {
 
 using nlohmann::json;
 
-class SpreadsheetHttpTest : public ::testing::Test {
+class SpreadsheetHttpTest : public ApiTest {
  protected:
-  void SetUp() override {
-    server_ = std::make_unique<ServerProcess>(ServerOptions(dir_.path()));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
-  }
+  void SetUp() override { StartServer(ServerOptions(dir_.path())); }
 
   JsonResponse Cells(const std::string& sheet, const std::string& query) {
     return Get(*client_, "/v1/sheets/" + sheet + "/cells?" + query);
   }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(SpreadsheetHttpTest, SnapshotPolicyRunsThePipelineToCompletedRoots) {

@@ -18,15 +18,12 @@ using nlohmann::json;
 
 constexpr int64_t kOrphanTtl = 3 * 24 * 3600;
 
-class UploadsHttpTest : public ::testing::Test {
+class UploadsHttpTest : public ApiTest {
  protected:
   void SetUp() override { Start(); }
 
   void Start() {
-    server_ = std::make_unique<ServerProcess>(
-        ServerOptions(dir_.path(), {"--clock", "manual", "--enable-faults"}));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
+    StartServer(ServerOptions(dir_.path(), {"--clock", "manual", "--enable-faults"}));
   }
 
   json Sweep() {
@@ -34,10 +31,6 @@ class UploadsHttpTest : public ::testing::Test {
     EXPECT_EQ(r.status, 200) << r.raw;
     return r.body;
   }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(UploadsHttpTest, HappyPathLeavesBlobUntaggedAndReadableThroughTheEntry) {

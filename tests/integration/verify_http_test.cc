@@ -23,15 +23,13 @@ namespace {
 
 using nlohmann::json;
 
-class VerifyHttpTest : public ::testing::Test {
+class VerifyHttpTest : public ApiTest {
  protected:
   void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartServer()); }
 
   void StartServer() {
-    server_ = std::make_unique<ServerProcess>(ServerOptions(
+    ApiTest::StartServer(ServerOptions(
         dir_.path(), {"--clock", "manual", "--inline-limit", "100", "--enable-faults"}));
-    ASSERT_TRUE(server_->Start()) << server_->error();
-    client_ = std::make_unique<httplib::Client>(server_->Client());
   }
 
   // Runs SQL on the database while the server is stopped, then starts it again. The
@@ -128,9 +126,6 @@ class VerifyHttpTest : public ::testing::Test {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<httplib::Client> client_;
   std::string sheet_;
 };
 

@@ -47,6 +47,14 @@ bool Expect(const JsonResponse& response, int status, const std::string& request
 
 }  // namespace
 
+void ApiTest::StartServer(const ServerOptions& options) {
+  client_.reset();
+  server_.reset();
+  server_ = std::make_unique<ServerProcess>(options);
+  ASSERT_TRUE(server_->Start()) << server_->error();
+  client_ = std::make_unique<httplib::Client>(server_->Client());
+}
+
 std::string PathOf(const std::string& url) {
   const size_t scheme = url.find("://");
   if (scheme == std::string::npos) return url;

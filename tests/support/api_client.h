@@ -15,14 +15,30 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "tests/support/server_process.h"
 #include "tests/support/sse_client.h"
+#include "tests/support/temp_dir.h"
 
 namespace sheetlog::testing {
+
+// The fixture most HTTP tests build on: a directory, the real binary serving (on it, or
+// in memory) once StartServer is called, and a client of it. Members are destroyed in
+// reverse: the client, the server (killed if still running), then the directory.
+class ApiTest : public ::testing::Test {
+ protected:
+  // Starts a server with `options` (a running one is killed first) and connects
+  // client_ to it. A server that does not come up is a fatal failure naming its log.
+  void StartServer(const ServerOptions& options);
+
+  TempDir dir_;
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
 
 // The path and query of a URL the server handed out: "http://host:port/p?q" -> "/p?q";
 // a path is returned as it is.

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -199,6 +200,19 @@ bool ServerProcess::Exited() {
   if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
   pid_ = -1;
   return true;
+}
+
+bool ServerProcess::WaitForExit(int real_seconds) {
+  if (pid_ <= 0) return true;
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+  if (pidfd < 0) {
+    // No pidfd (a kernel before 5.3): look again and again instead.
+    return static_cast<bool>(Eventually([&] { return Exited(); }, real_seconds));
+  }
+  pollfd exit_event{pidfd, POLLIN, 0};
+  const int ready = poll(&exit_event, 1, real_seconds * 1000);
+  close(pidfd);
+  return ready > 0 && Exited();
 }
 
 httplib::Client ServerProcess::Client() const {

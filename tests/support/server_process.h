@@ -61,6 +61,10 @@ class ServerProcess {
   bool running() const { return pid_ > 0; }
   // True once the process has ended by itself (a crash fault, an exit); reaps it.
   bool Exited();
+  // Blocks until the process ends by itself (a crash fault, an exit), at most
+  // `real_seconds` of real time, and reaps it: the wait is on the process (a pidfd
+  // poll()ed for its exit), not a loop of checks. False if it still runs then.
+  bool WaitForExit(int real_seconds = 30);
 
   int port() const { return port_; }
   const ServerOptions& options() const { return options_; }
