@@ -140,16 +140,8 @@ TEST_F(EntriesHttpTest, BadInputIsRefusedAndChangesNothing) {
   // Snapshots never complete here, so "segment before snapshot" is a certain 409 and
   // not a race with the snapshot worker.
   server_->Stop();
-  server_ =
-      std::make_unique<ServerProcess>(ServerOptions(dir_.path(), {"--enable-faults"}));
-  ASSERT_TRUE(server_->Start()) << server_->error();
-  {
-    httplib::Client admin = server_->Client();
-    ASSERT_EQ(Post(admin, "/v1/admin/faults",
-                   {{"point", "snapshot.before_complete"}, {"count", -1}})
-                  .status,
-              200);
-  }
+  ASSERT_NO_FATAL_FAILURE(StartServer(ServerOptions(dir_.path(), {"--enable-faults"})));
+  ASSERT_NO_FATAL_FAILURE(ArmFault(*client_, "snapshot.before_complete", "error", -1));
   const std::string sheet = CreateSheet(*client_);
   httplib::Client client = server_->Client();
   for (int i = 0; i < 3; ++i) {

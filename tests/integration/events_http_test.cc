@@ -5,12 +5,7 @@
 // the id-less ones; heartbeats on the injected clock; 200 open streams do not take the
 // request threads from ordinary requests. GET /v1/admin/events: outcomes, dead
 // letters, and ids that stay unique across a restart.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
