@@ -42,7 +42,7 @@ struct Fixture {
     (void)queues->CreateQueue(q);
     // The backlog goes in with one transaction: only its presence is being measured.
     int64_t now = SystemClock::Default()->NowMicros();
-    (void)db->Write([&](Connection& c) -> Status {
+    (void)db->Write([&](SqliteConnection& c) -> Status {
       for (int64_t i = 0; i < backlog; ++i) {
         ASSIGN_OR_RETURN(
             Statement s,

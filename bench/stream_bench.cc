@@ -53,7 +53,7 @@ struct Fixture {
 
   Status Insert(int segments) {
     const int64_t n = next++;
-    return db->Write([&](Connection& c) -> Status {
+    return db->Write([&](SqliteConnection& c) -> Status {
       ASSIGN_OR_RETURN(
           Statement s,
           c.Prepare("INSERT INTO entry (sheet_id, segment, num, seq, created, "
@@ -70,7 +70,7 @@ struct Fixture {
 void BM_EntryInsert(benchmark::State& state) {
   Fixture f;
   if (state.range(0) == 0) {
-    (void)f.db->Write([](Connection& c) { return DetachStream(c, "entry"); });
+    (void)f.db->Write([](SqliteConnection& c) { return DetachStream(c, "entry"); });
   }
   for (auto _ : state) {
     if (!f.Insert(16).ok()) state.SkipWithError("insert failed");

@@ -66,7 +66,7 @@ struct Fixture {
     options.path = dir.File("sheetlog.db");
     options.sync = SyncMode::kNormal;
     db = std::move(OpenSheetlogDatabase(options)).value();
-    Status s = db->Write([](Connection& c) {
+    Status s = db->Write([](SqliteConnection& c) {
       return c.Exec(
           "CREATE TABLE bench_entry (sheet_id TEXT NOT NULL, segment INTEGER NOT NULL,"
           " num INTEGER NOT NULL, seq INTEGER NOT NULL, created INTEGER NOT NULL,"
@@ -138,7 +138,7 @@ void BM_RawInsert(benchmark::State& state) {
   Fixture f;
   int64_t num = 0;
   for (auto _ : state) {
-    Status s = f.db->Write([&](Connection& c) {
+    Status s = f.db->Write([&](SqliteConnection& c) {
       for (int i = 0; i < 100; ++i) {
         ASSIGN_OR_RETURN(Statement st,
                          c.Prepare("INSERT INTO bench_entry (sheet_id, segment, num, seq,"

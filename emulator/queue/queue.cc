@@ -58,7 +58,7 @@ QueueOptions QueueFromRow(const Statement& s) {
   return q;
 }
 
-Result<QueueOptions> LoadQueue(Connection& c, const std::string& name) {
+Result<QueueOptions> LoadQueue(SqliteConnection& c, const std::string& name) {
   ASSIGN_OR_RETURN(Statement s, c.Prepare(std::string("SELECT ") + kQueueColumns +
                                           " FROM queue WHERE name = ?1"));
   s.Bind(1, name);
@@ -67,7 +67,7 @@ Result<QueueOptions> LoadQueue(Connection& c, const std::string& name) {
   return QueueFromRow(s);
 }
 
-Result<bool> QueueExists(Connection& c, const std::string& name) {
+Result<bool> QueueExists(SqliteConnection& c, const std::string& name) {
   ASSIGN_OR_RETURN(Statement s, c.Prepare("SELECT 1 FROM queue WHERE name = ?1"));
   s.Bind(1, name);
   return s.Step();
@@ -90,8 +90,8 @@ Result<ReceiptHandle> ParseReceipt(const std::string& handle) {
 
 // Whether `handle` is the newest receipt of a message of `queue`, inside a write
 // transaction. Sets *gone (and returns OK) if the message no longer exists.
-Status CheckReceipt(Connection& c, const std::string& queue, const ReceiptHandle& handle,
-                    bool* gone) {
+Status CheckReceipt(SqliteConnection& c, const std::string& queue,
+                    const ReceiptHandle& handle, bool* gone) {
   *gone = false;
   ASSIGN_OR_RETURN(bool exists, QueueExists(c, queue));
   if (!exists) return NotFound("queue " + queue + " does not exist");
@@ -169,7 +169,7 @@ Status QueueService::CreateQueue(const QueueOptions& options) {
       return InvalidArgument("a queue cannot be its own dead-letter queue");
     }
   }
-  return db_->Write([&](Connection& c) -> Status {
+  return db_->Write([&](SqliteConnection& c) -> Status {
     if (!dead_letter_queue.empty()) {
       ASSIGN_OR_RETURN(bool exists, QueueExists(c, dead_letter_queue));
       if (!exists) {
@@ -202,7 +202,7 @@ Status QueueService::CreateQueue(const QueueOptions& options) {
 
 Result<QueueOptions> QueueService::GetQueue(const std::string& name) {
   QueueOptions out;
-  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
     ASSIGN_OR_RETURN(out, LoadQueue(c, name));
     return Status::OK();
   }));
@@ -211,7 +211,7 @@ Result<QueueOptions> QueueService::GetQueue(const std::string& name) {
 
 Result<std::vector<QueueOptions>> QueueService::ListQueues() {
   std::vector<QueueOptions> out;
-  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
     out.clear();
     ASSIGN_OR_RETURN(Statement s, c.Prepare(std::string("SELECT ") + kQueueColumns +
                                             " FROM queue ORDER BY name"));
@@ -261,7 +261,7 @@ Result<std::vector<std::string>> QueueService::SendMany(const std::string& queue
   ids.reserve(count);
   for (size_t i = 0; i < count; ++i) ids.push_back(NewRandomUuid());
 
-  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
     ASSIGN_OR_RETURN(QueueOptions q, LoadQueue(c, queue));
     int64_t now = clock_->NowMicros();
     int64_t visible_at = now + delay_s.value_or(q.delay_s) * kMicrosPerSecond;
@@ -300,7 +300,7 @@ Result<std::vector<ReceivedMessage>> QueueService::Receive(
   std::vector<ReceivedMessage> out;
   bool moved_any = false;
   bool duplicated_any = false;
-  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
     out.clear();
     moved_any = false;
     duplicated_any = false;
@@ -420,7 +420,7 @@ Status QueueService::ChangeVisibility(const std::string& queue,
       ValidateRange("visibility timeout", seconds, 0, kMaxVisibilityTimeoutS));
   ASSIGN_OR_RETURN(ReceiptHandle handle, ParseReceipt(receipt_handle));
   RETURN_IF_ERROR(Hit(FaultPoint::kQueueChangeVisibility));
-  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
     bool gone = false;
     RETURN_IF_ERROR(CheckReceipt(c, queue, handle, &gone));
     if (gone) return NotFound("message " + handle.message_id + " not found");
@@ -438,7 +438,7 @@ Status QueueService::ChangeVisibility(const std::string& queue,
 Status QueueService::Delete(const std::string& queue, const std::string& receipt_handle) {
   ASSIGN_OR_RETURN(ReceiptHandle handle, ParseReceipt(receipt_handle));
   RETURN_IF_ERROR(Hit(FaultPoint::kQueueDelete));
-  return db_->Write([&](Connection& c) -> Status {
+  return db_->Write([&](SqliteConnection& c) -> Status {
     bool gone = false;
     RETURN_IF_ERROR(CheckReceipt(c, queue, handle, &gone));
     if (gone) return Status::OK();  // deleted before: deleting twice is harmless
@@ -454,7 +454,7 @@ Status QueueService::RecordFailure(const std::string& queue,
   ASSIGN_OR_RETURN(ReceiptHandle handle, ParseReceipt(receipt_handle));
   std::string_view text(error_text);
   text = text.substr(0, kMaxErrorBytes);
-  return db_->Write([&](Connection& c) -> Status {
+  return db_->Write([&](SqliteConnection& c) -> Status {
     bool gone = false;
     RETURN_IF_ERROR(CheckReceipt(c, queue, handle, &gone));
     if (gone) return NotFound("message " + handle.message_id + " not found");
@@ -471,7 +471,7 @@ Status QueueService::RecordFailure(const std::string& queue,
 Result<std::optional<std::string>> QueueService::QueueOfMessage(
     const std::string& message_id) {
   std::optional<std::string> queue;
-  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
     queue.reset();
     ASSIGN_OR_RETURN(Statement s,
                      c.Prepare("SELECT queue FROM queue_message WHERE id = ?"));
@@ -487,7 +487,7 @@ Result<std::vector<DeadLetterMessage>> QueueService::ListDeadLetters(
     const std::string& dead_letter_queue, int limit, const std::string& after_id) {
   RETURN_IF_ERROR(ValidateRange("limit", limit, 1, kMaxListLimit));
   std::vector<DeadLetterMessage> out;
-  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
     out.clear();
     ASSIGN_OR_RETURN(bool exists, QueueExists(c, dead_letter_queue));
     if (!exists) return NotFound("queue " + dead_letter_queue + " does not exist");
@@ -538,7 +538,7 @@ Result<std::vector<DeadLetterMessage>> QueueService::ListDeadLetters(
 Result<int64_t> QueueService::Redrive(const std::string& dead_letter_queue,
                                       std::optional<std::string> message_id) {
   int64_t moved = 0;
-  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
     moved = 0;
     ASSIGN_OR_RETURN(bool exists, QueueExists(c, dead_letter_queue));
     if (!exists) return NotFound("queue " + dead_letter_queue + " does not exist");
@@ -584,7 +584,7 @@ Result<int64_t> QueueService::Redrive(const std::string& dead_letter_queue,
 
 Result<int64_t> QueueService::Purge(const std::string& queue) {
   int64_t deleted = 0;
-  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
     deleted = 0;
     ASSIGN_OR_RETURN(bool exists, QueueExists(c, queue));
     if (!exists) return NotFound("queue " + queue + " does not exist");
@@ -604,7 +604,7 @@ Result<int64_t> QueueService::Purge(const std::string& queue) {
 
 Result<int64_t> QueueService::PurgeExpired() {
   int64_t purged = 0;
-  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
     purged = 0;
     const int64_t now = clock_->NowMicros();
     std::vector<std::pair<std::string, int64_t>> queues;
@@ -646,7 +646,7 @@ Status QueueService::PurgeExpiredIfDue() {
 
 Result<QueueStats> QueueService::Stats(const std::string& queue) {
   QueueStats stats;
-  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
     stats = QueueStats();
     ASSIGN_OR_RETURN(QueueOptions q, LoadQueue(c, queue));
     const int64_t now = clock_->NowMicros();
@@ -703,7 +703,7 @@ Result<bool> QueueService::WaitForMessages(const std::string& queue,
     const uint64_t seen = change_seq_;
     lock.Unlock();
     std::optional<int64_t> earliest;
-    Status read = db_->Read([&](Connection& c) -> Status {
+    Status read = db_->Read([&](SqliteConnection& c) -> Status {
       earliest.reset();
       ASSIGN_OR_RETURN(bool exists, QueueExists(c, queue));
       if (!exists) return NotFound("queue " + queue + " does not exist");

@@ -27,7 +27,8 @@ Result<ExecutionRow> ReadRow(const Statement& stmt) {
   return row;
 }
 
-Result<std::optional<ExecutionRow>> LatestIn(Connection& conn, const std::string& key) {
+Result<std::optional<ExecutionRow>> LatestIn(SqliteConnection& conn,
+                                             const std::string& key) {
   ASSIGN_OR_RETURN(Statement stmt,
                    conn.Prepare(std::string("SELECT ") + kColumns +
                                 " FROM execution_history WHERE partition_key = ? "
@@ -39,7 +40,7 @@ Result<std::optional<ExecutionRow>> LatestIn(Connection& conn, const std::string
   return std::optional<ExecutionRow>(std::move(latest));
 }
 
-Result<int64_t> AddStartedIn(Connection& conn, const BeginRequest& request,
+Result<int64_t> AddStartedIn(SqliteConnection& conn, const BeginRequest& request,
                              int64_t sequence, int64_t now) {
   // ADD atomic_counter 1: creates the `started` row with 1, or only increments the
   // counter of an existing row (which is then someone else's).
@@ -65,7 +66,7 @@ Result<int64_t> AddStartedIn(Connection& conn, const BeginRequest& request,
 }
 
 // Appends a row at the key's newest sequence + 1.
-Status AppendIn(Connection& conn, const BeginRequest& request, ExecStatus status,
+Status AppendIn(SqliteConnection& conn, const BeginRequest& request, ExecStatus status,
                 std::string_view error, int64_t now) {
   ASSIGN_OR_RETURN(
       Statement stmt,
@@ -191,7 +192,7 @@ Result<std::vector<Claim>> ExecutionHistory::BeginBatch(
   }
 
   // Step 1: the newest row of every key (eventually consistent, as the seed's Query).
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
     for (Claim& claim : claims) {
       ASSIGN_OR_RETURN(claim.latest, LatestIn(conn, claim.request.partition_key));
     }
@@ -219,7 +220,7 @@ Result<std::vector<Claim>> ExecutionHistory::BeginBatch(
     RETURN_IF_ERROR(faults_->Hit(FaultPoint::kHistoryAfterReadBeforeClaim));
 
   // Step 3: ADD 1; only whoever gets 1 back proceeds.
-  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
     for (Claim& claim : claims) {
       if (claim.outcome != BeginOutcome::kProceed) continue;
       ASSIGN_OR_RETURN(int64_t counter,
@@ -247,7 +248,7 @@ Status ExecutionHistory::FinishBatch(const std::vector<Outcome>& outcomes) {
   if (outcomes.empty()) return Status::OK();
   if (faults_ != nullptr) RETURN_IF_ERROR(faults_->Hit(FaultPoint::kHistoryFinish));
   const int64_t now = clock_->NowMicros();
-  return db_->Write([&](Connection& conn) -> Status {
+  return db_->Write([&](SqliteConnection& conn) -> Status {
     for (const Outcome& o : outcomes) {
       RETURN_IF_ERROR(AppendIn(conn, o.claim->request, o.status, o.error, now));
     }
@@ -262,8 +263,9 @@ Status ExecutionHistory::Record(const BeginRequest& request, ExecStatus status,
     return InvalidArgument("execution history needs a partition key");
   }
   const int64_t now = clock_->NowMicros();
-  return db_->Write(
-      [&](Connection& conn) { return AppendIn(conn, request, status, error, now); });
+  return db_->Write([&](SqliteConnection& conn) {
+    return AppendIn(conn, request, status, error, now);
+  });
 }
 
 Result<bool> ExecutionHistory::RecordIfLatest(const ExecutionRow& row, ExecStatus status,
@@ -276,7 +278,7 @@ Result<bool> ExecutionHistory::RecordIfLatest(const ExecutionRow& row, ExecStatu
                              row.detail};
   const int64_t now = clock_->NowMicros();
   bool written = false;
-  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
     written = false;
     ASSIGN_OR_RETURN(std::optional<ExecutionRow> latest,
                      LatestIn(conn, row.partition_key));
@@ -291,7 +293,7 @@ Result<bool> ExecutionHistory::RecordIfLatest(const ExecutionRow& row, ExecStatu
 Result<std::optional<ExecutionRow>> ExecutionHistory::Latest(
     const std::string& partition_key) {
   std::optional<ExecutionRow> latest;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(latest, LatestIn(conn, partition_key));
     return Status::OK();
   }));
@@ -305,7 +307,7 @@ Result<int64_t> ExecutionHistory::AddStarted(const BeginRequest& request,
   }
   const int64_t now = clock_->NowMicros();
   int64_t counter = 0;
-  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(counter, AddStartedIn(conn, request, sequence, now));
     return Status::OK();
   }));
@@ -315,7 +317,7 @@ Result<int64_t> ExecutionHistory::AddStarted(const BeginRequest& request,
 Result<std::vector<ExecutionRow>> ExecutionHistory::List(
     const std::string& partition_key) {
   std::vector<ExecutionRow> rows;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(Statement stmt,
                      conn.Prepare(std::string("SELECT ") + kColumns +
                                   " FROM execution_history WHERE partition_key = ? "
@@ -363,7 +365,7 @@ Result<std::vector<ExecutionRow>> ExecutionHistory::ListLatestWithStatus(
     ExecStatus status, int64_t since_micros, int64_t until_micros, int limit) {
   if (limit < 1 || limit > 10000) return InvalidArgument("limit must be in 1..10000");
   std::vector<ExecutionRow> rows;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(
         Statement stmt,
         conn.Prepare(
@@ -395,7 +397,7 @@ Result<std::vector<Invocation>> ExecutionHistory::ListInvocations(
     return InvalidArgument("limit must be in 1..1000");
   }
   std::vector<Invocation> out;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
     out.clear();
     // Newest first by (created_at, key, sequence); a `started` row only while it is
     // its key's latest (once the outcome is written, the outcome row stands for both).
@@ -437,7 +439,7 @@ Result<std::vector<Invocation>> ExecutionHistory::ListInvocations(
 
 Result<int64_t> ExecutionHistory::DeleteBefore(int64_t before_micros) {
   int64_t deleted = 0;
-  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(Statement stmt,
                      conn.Prepare("DELETE FROM execution_history WHERE created_at < ?"));
     RETURN_IF_ERROR(stmt.Bind(1, before_micros).Run());

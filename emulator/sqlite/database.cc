@@ -84,7 +84,7 @@ int Statement::ColumnType(int col) const { return sqlite3_column_type(stmt_, col
 int Statement::ColumnCount() const { return sqlite3_column_count(stmt_); }
 
 // ---------------------------------------------------------------------------
-// Connection
+// SqliteConnection
 
 Status SqliteStatus(sqlite3* db, int rc, std::string_view what) {
   if (rc == SQLITE_OK || rc == SQLITE_DONE || rc == SQLITE_ROW) return Status::OK();
@@ -107,12 +107,12 @@ Status SqliteStatus(sqlite3* db, int rc, std::string_view what) {
   return Internal(message);
 }
 
-Connection::~Connection() {
+SqliteConnection::~SqliteConnection() {
   for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
   sqlite3_close_v2(db_);
 }
 
-Result<Statement> Connection::Prepare(std::string_view sql) {
+Result<Statement> SqliteConnection::Prepare(std::string_view sql) {
   auto it = cache_.find(sql);
   if (it != cache_.end()) return Statement(db_, it->second);
   std::string key(sql);
@@ -124,7 +124,7 @@ Result<Statement> Connection::Prepare(std::string_view sql) {
   return Statement(db_, stmt);
 }
 
-Status Connection::Exec(std::string_view sql) {
+Status SqliteConnection::Exec(std::string_view sql) {
   std::string text(sql);
   char* error = nullptr;
   int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &error);
@@ -236,12 +236,12 @@ Result<std::unique_ptr<Database>> Database::Open(const Options& options) {
   return db;
 }
 
-Result<std::unique_ptr<Connection>> Database::OpenConnection(bool writer) {
+Result<std::unique_ptr<SqliteConnection>> Database::OpenConnection(bool writer) {
   sqlite3* raw = nullptr;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
   if (writer) flags |= SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(options_.path.c_str(), &raw, flags, nullptr);
-  auto conn = std::make_unique<Connection>(raw);
+  auto conn = std::make_unique<SqliteConnection>(raw);
   if (rc != SQLITE_OK) return SqliteStatus(raw, rc, "open " + options_.path);
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_create_function_v2(raw, "sheetlog_hash", -1,
@@ -290,14 +290,14 @@ namespace {
 
 // Runs one cached transaction-control statement (BEGIN, SAVEPOINT, COMMIT ...): prepared
 // once per connection instead of parsed by sqlite3_exec on every call.
-Status Control(Connection& conn, std::string_view sql) {
+Status Control(SqliteConnection& conn, std::string_view sql) {
   Result<Statement> stmt = conn.Prepare(sql);
   if (!stmt.ok()) return stmt.status();
   return stmt->Run();
 }
 
 // The work function of one write, exceptions turned into Internal.
-Status RunWork(const Database::WorkFn& work, Connection& conn) {
+Status RunWork(const Database::WorkFn& work, SqliteConnection& conn) {
   try {
     return work(conn);
   } catch (const std::exception& e) {
@@ -308,7 +308,7 @@ Status RunWork(const Database::WorkFn& work, Connection& conn) {
 }  // namespace
 
 Status Database::CommitBatch(std::vector<PendingWrite*>& batch) {
-  Connection& conn = *writer_;
+  SqliteConnection& conn = *writer_;
   RETURN_IF_ERROR(Control(conn, "BEGIN IMMEDIATE"));
   if (batch.size() == 1) {
     // A batch of one needs no savepoint: if the work fails, the whole transaction is
@@ -481,7 +481,8 @@ void Database::CommitterLoop() {
 }
 
 Result<std::unique_ptr<DatabaseSnapshot>> Database::BeginSnapshot() {
-  ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, OpenConnection(/*writer=*/false));
+  ASSIGN_OR_RETURN(std::unique_ptr<SqliteConnection> conn,
+                   OpenConnection(/*writer=*/false));
   // BEGIN is deferred: the read transaction, and with it the instant, starts at the
   // first read.
   RETURN_IF_ERROR(conn->Exec("BEGIN"));
@@ -524,7 +525,7 @@ Result<int64_t> DatabaseSnapshot::CopyTo(const std::string& path) {
 }
 
 Status Database::Read(const WorkFn& work) {
-  std::unique_ptr<Connection> conn;
+  std::unique_ptr<SqliteConnection> conn;
   {
     MutexLock lock(&read_mu_);
     while (idle_readers_.empty()) read_cv_.Wait(read_mu_);

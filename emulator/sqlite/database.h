@@ -21,12 +21,14 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 #include "emulator/env/mutex.h"
 #include "emulator/sqlite/migrations.h"
 #include "emulator/status.h"
+#include "emulator/table/connection.h"
 #include "emulator/table/transactions.h"
 
 namespace sheetlog {
@@ -76,14 +78,16 @@ class Statement {
   sqlite3_stmt* stmt_;
 };
 
-// One SQLite connection with a cache of prepared statements. Not thread-safe: a
-// connection is used by one thread at a time (the Database hands them out).
-class Connection {
+// One SQLite connection with a cache of prepared statements: the SQLite backend's
+// Connection (emulator/table/connection.h; its row primitives in sqlite_rows.cc). Not
+// thread-safe: a connection is used by one thread at a time (the Database hands them
+// out).
+class SqliteConnection final : public Connection {
  public:
-  explicit Connection(sqlite3* db) : db_(db) {}
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  explicit SqliteConnection(sqlite3* db) : db_(db) {}
+  ~SqliteConnection() override;
+  SqliteConnection(const SqliteConnection&) = delete;
+  SqliteConnection& operator=(const SqliteConnection&) = delete;
 
   // Returns a cached prepared statement for `sql`.
   Result<Statement> Prepare(std::string_view sql);
@@ -94,7 +98,30 @@ class Connection {
   int64_t LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
   sqlite3* raw() { return db_; }
 
+  // Connection: table rows in SQLite's SQL (sqlite_rows.cc).
+  SqlDialect dialect() const override { return SqlDialect::kSqlite; }
+  Result<std::optional<Item>> LoadRow(const Table& table, const Key& key,
+                                      bool for_write) override;
+  Result<bool> InsertIfAbsent(const Table& table, uint64_t mask,
+                              const Item& item) override;
+  Status Replace(const Table& table, uint64_t mask, const Item& item) override;
+  Result<std::optional<Item>> InsertReturning(const Table& table, uint64_t mask,
+                                              const Item& item) override;
+  Result<Item> UpdateReturning(const Table& table, uint64_t mask, const Item& values,
+                               const Key& key) override;
+  Result<std::optional<Item>> DeleteReturning(const Table& table,
+                                              const Key& key) override;
+  Status SelectRows(const Table& table, bool scan, uint64_t shape,
+                    const std::vector<const Value*>& binds, int limit,
+                    const std::function<bool(Item)>& row) override;
+  Status Savepoint(std::string_view name) override;
+  Status ReleaseSavepoint(std::string_view name) override;
+  Status RollbackToSavepoint(std::string_view name) override;
+
  private:
+  // A statement of `sql` with `binds` bound in order.
+  Result<Statement> Bound(const std::string& sql, const std::vector<const Value*>& binds);
+
   // Looked up by string_view: no key copy per Prepare of a cached statement.
   struct SqlHash {
     using is_transparent = void;
@@ -126,9 +153,16 @@ class DatabaseSnapshot {
 
  private:
   friend class Database;
-  explicit DatabaseSnapshot(std::unique_ptr<Connection> conn) : conn_(std::move(conn)) {}
-  std::unique_ptr<Connection> conn_;
+  explicit DatabaseSnapshot(std::unique_ptr<SqliteConnection> conn)
+      : conn_(std::move(conn)) {}
+  std::unique_ptr<SqliteConnection> conn_;
 };
+
+// A work function that needs SQLite's own connection (Database's Write, WriteAsync and
+// Read accept it besides Transactions::Work).
+template <typename F>
+concept SqliteOnly = std::is_invocable_r_v<Status, F&, SqliteConnection&> &&
+    !std::is_invocable_v<F&, Connection&>;
 
 enum class SyncMode {
   kOff,     // no syncs: for --in-memory and tests only
@@ -190,6 +224,28 @@ class Database final : public Transactions {
   // consistent committed state, never the writer's uncommitted changes.
   Status Read(const WorkFn& work) override EXCLUDES(read_mu_);
 
+  // The same for work in SQLite's own SQL (the emulator's services not yet on other
+  // backends, migrations, tests): `work` takes the SqliteConnection itself.
+  template <SqliteOnly SqliteWork>
+  Status Write(SqliteWork&& work) EXCLUDES(write_mu_) {
+    return Write(WorkFn([&work](Connection& conn) {
+      return work(static_cast<SqliteConnection&>(conn));
+    }));
+  }
+  template <SqliteOnly SqliteWork>
+  void WriteAsync(SqliteWork work, std::function<void(Status)> done) EXCLUDES(write_mu_) {
+    WriteAsync(WorkFn([work = std::move(work)](Connection& conn) {
+                 return work(static_cast<SqliteConnection&>(conn));
+               }),
+               std::move(done));
+  }
+  template <SqliteOnly SqliteWork>
+  Status Read(SqliteWork&& work) EXCLUDES(read_mu_) {
+    return Read(WorkFn([&work](Connection& conn) {
+      return work(static_cast<SqliteConnection&>(conn));
+    }));
+  }
+
   // Called (on the committing thread, outside any lock) after every committed write
   // batch that wrote a change-feed record. Used by the change feed to wake its readers.
   // A batch counts as such when one of its statements called sheetlog_now_micros(),
@@ -214,7 +270,7 @@ class Database final : public Transactions {
  private:
   explicit Database(const Options& options);
   Status Init();
-  Result<std::unique_ptr<Connection>> OpenConnection(bool writer);
+  Result<std::unique_ptr<SqliteConnection>> OpenConnection(bool writer);
   Status CommitBatch(std::vector<struct PendingWrite*>& batch);
   // REQUIRES: the caller holds write_mu_ and leads. Commits one batch from the front
   // of the queue, passes the lead on (to the next synchronous writer in line, or
@@ -229,7 +285,7 @@ class Database final : public Transactions {
 
   Options options_;
   int schema_version_ = 0;
-  std::unique_ptr<Connection> writer_;
+  std::unique_ptr<SqliteConnection> writer_;
 
   // What the SQL functions of every connection see (user data of sheetlog_now_micros).
   struct SqlContext {
@@ -255,7 +311,7 @@ class Database final : public Transactions {
 
   Mutex read_mu_;
   CondVar read_cv_;
-  std::vector<std::unique_ptr<Connection>> idle_readers_ GUARDED_BY(read_mu_);
+  std::vector<std::unique_ptr<SqliteConnection>> idle_readers_ GUARDED_BY(read_mu_);
 
   Mutex listeners_mu_;
   std::vector<std::function<void()>> listeners_ GUARDED_BY(listeners_mu_);

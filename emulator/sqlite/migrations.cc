@@ -9,7 +9,7 @@ namespace {
 
 // The newest version recorded and the release that applied it ("" if unknown: data
 // directories from before the column). Adds the `release` column to an older table.
-Result<std::pair<int, std::string>> CurrentVersion(Connection& conn) {
+Result<std::pair<int, std::string>> CurrentVersion(SqliteConnection& conn) {
   RETURN_IF_ERROR(
       conn.Exec("CREATE TABLE IF NOT EXISTS schema_version ("
                 " version INTEGER PRIMARY KEY, name TEXT NOT NULL, release TEXT)"));
@@ -37,7 +37,8 @@ Result<std::pair<int, std::string>> CurrentVersion(Connection& conn) {
 
 }  // namespace
 
-Result<int> ApplyMigrations(Connection& conn, const std::vector<Migration>& migrations,
+Result<int> ApplyMigrations(SqliteConnection& conn,
+                            const std::vector<Migration>& migrations,
                             const std::string& release, FaultInjector* faults) {
   RETURN_IF_ERROR(conn.Exec("BEGIN IMMEDIATE"));
   Result<std::pair<int, std::string>> current = CurrentVersion(conn);

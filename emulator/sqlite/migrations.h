@@ -13,7 +13,7 @@
 
 namespace sheetlog {
 
-class Connection;
+class SqliteConnection;
 class FaultInjector;
 
 struct Migration {
@@ -34,7 +34,8 @@ const std::vector<Migration>& EmulatorMigrations();
 // here (written by a newer release), naming both releases and versions: it is never
 // modified then. `faults` (may be null) has the point "migration.before_commit": after a
 // migration's statements, before its commit.
-Result<int> ApplyMigrations(Connection& conn, const std::vector<Migration>& migrations,
+Result<int> ApplyMigrations(SqliteConnection& conn,
+                            const std::vector<Migration>& migrations,
                             const std::string& release = "",
                             FaultInjector* faults = nullptr);
 

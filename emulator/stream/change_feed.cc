@@ -56,7 +56,7 @@ Status ValidateConfig(const StreamConfig& config) {
   return Status::OK();
 }
 
-Result<StreamConfig> ReadConfig(Connection& conn, const std::string& stream) {
+Result<StreamConfig> ReadConfig(SqliteConnection& conn, const std::string& stream) {
   ASSIGN_OR_RETURN(Statement stmt,
                    conn.Prepare("SELECT shard_count, retention_micros FROM stream_config "
                                 "WHERE stream = ?"));
@@ -88,7 +88,7 @@ ChangeFeed::~ChangeFeed() {
 
 Result<StreamConfig> ChangeFeed::Config() {
   Result<StreamConfig> config = NotFound("");
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) {
     config = ReadConfig(conn, stream_);
     return Status::OK();
   }));
@@ -97,7 +97,7 @@ Result<StreamConfig> ChangeFeed::Config() {
 
 Status ChangeFeed::Configure(const StreamConfig& config) {
   RETURN_IF_ERROR(ValidateConfig(config));
-  return db_->Write([&](Connection& conn) -> Status {
+  return db_->Write([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(Statement stmt,
                      conn.Prepare("UPDATE stream_config SET shard_count = ?, "
                                   "retention_micros = ? WHERE stream = ?"));
@@ -116,7 +116,7 @@ Result<std::vector<StreamRecord>> ChangeFeed::Read(int shard, int64_t after_sequ
     return InvalidArgument("read limit must be in 1.." + std::to_string(kMaxReadLimit));
   }
   std::vector<StreamRecord> records;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(
         Statement stmt,
         conn.Prepare("SELECT sequence, event_name, keys, new_image, old_image, "
@@ -146,7 +146,7 @@ Result<std::vector<StreamRecord>> ChangeFeed::Read(int shard, int64_t after_sequ
 
 Result<std::map<int, int64_t>> ChangeFeed::LatestSequences() {
   std::map<int, int64_t> latest;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(Statement stmt, conn.Prepare("SELECT shard, last_sequence FROM "
                                                   "stream_shard WHERE stream = ?"));
     stmt.Bind(1, stream_);
@@ -168,7 +168,7 @@ Result<int64_t> ChangeFeed::Checkpoint(const std::string& consumer, int shard) {
 
 Result<std::map<int, int64_t>> ChangeFeed::Checkpoints(const std::string& consumer) {
   std::map<int, int64_t> checkpoints;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(Statement stmt,
                      conn.Prepare("SELECT shard, sequence FROM stream_checkpoint WHERE "
                                   "consumer = ? AND stream = ?"));
@@ -187,7 +187,7 @@ Status ChangeFeed::SaveCheckpoint(const std::string& consumer, int shard,
                                   int64_t sequence) {
   if (consumer.empty()) return InvalidArgument("checkpoint needs a consumer name");
   int64_t now = clock_->NowMicros();
-  return db_->Write([&](Connection& conn) -> Status {
+  return db_->Write([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(
         Statement stmt,
         conn.Prepare(
@@ -206,7 +206,7 @@ Status ChangeFeed::SaveCheckpoint(const std::string& consumer, int shard,
 }
 
 Status ChangeFeed::ResetCheckpoints(const std::string& consumer) {
-  return db_->Write([&](Connection& conn) -> Status {
+  return db_->Write([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(Statement stmt, conn.Prepare("DELETE FROM stream_checkpoint WHERE "
                                                   "consumer = ? AND stream = ?"));
     return stmt.Bind(1, consumer).Bind(2, stream_).Run();
@@ -220,7 +220,7 @@ Result<int64_t> ChangeFeed::Prune() {
   // In bounded batches, so a long backlog does not hold the writer for long.
   while (true) {
     int64_t deleted = 0;
-    RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+    RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
       ASSIGN_OR_RETURN(
           Statement stmt,
           conn.Prepare("DELETE FROM stream_record WHERE stream = ?1 AND "
@@ -240,7 +240,7 @@ Result<std::vector<ShardStats>> ChangeFeed::Stats(
     const std::vector<std::string>& known_consumers) {
   std::vector<ShardStats> stats;
   const int64_t now = clock_->NowMicros();
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(StreamConfig config, ReadConfig(conn, stream_));
     std::map<int, ShardStats> by_shard;
     for (int shard = 0; shard < config.shard_count; ++shard)

@@ -130,7 +130,7 @@ std::string StreamTriggerSql(const StreamSource& source,
   return sql;
 }
 
-Status AttachStream(Connection& conn, const StreamSource& source,
+Status AttachStream(SqliteConnection& conn, const StreamSource& source,
                     const StreamSettings& settings) {
   if (source.table.empty()) return InvalidArgument("stream source has no table name");
   if (source.partition_key.empty()) {
@@ -192,7 +192,7 @@ Status AttachStream(Connection& conn, const StreamSource& source,
   return conn.Exec(StreamTriggerSql(source, columns));
 }
 
-Status DetachStream(Connection& conn, const std::string& table) {
+Status DetachStream(SqliteConnection& conn, const std::string& table) {
   for (const char* event : {"insert", "update", "delete"}) {
     RETURN_IF_ERROR(conn.Exec("DROP TRIGGER IF EXISTS " + TriggerName(table, event)));
   }

@@ -63,11 +63,11 @@ std::string StreamTriggerSql(const StreamSource& source,
 // partition_key is empty, or if settings are out of range.
 // REQUIRES: `conn` is in a write transaction (Database::Write), so a failure changes
 // nothing.
-Status AttachStream(Connection& conn, const StreamSource& source,
+Status AttachStream(SqliteConnection& conn, const StreamSource& source,
                     const StreamSettings& settings = {});
 
 // Drops the triggers of `table` (its records, counters and checkpoints stay).
 // Detaching a table that has no stream is OK.
-Status DetachStream(Connection& conn, const std::string& table);
+Status DetachStream(SqliteConnection& conn, const std::string& table);
 
 }  // namespace sheetlog

@@ -5,7 +5,7 @@
 #include <cassert>
 #include <set>
 
-#include "emulator/sqlite/database.h"
+#include "emulator/table/connection.h"
 #include "emulator/table/table_sql.h"
 
 namespace sheetlog {
@@ -26,36 +26,6 @@ int64_t Table::ItemSize(const Item& item) const {
     size += value.DynamoSize();
   }
   return size;
-}
-
-Item Table::ReadRow(const Statement& stmt, int64_t* size) const {
-  Item item;
-  int64_t total = 0;
-  for (size_t i = 0; i < schema_.attributes.size(); ++i) {
-    int col = static_cast<int>(i);
-    Value v;
-    switch (stmt.ColumnType(col)) {
-      case SQLITE_NULL:
-        continue;
-      case SQLITE_INTEGER:
-        v = Value(stmt.ColumnInt(col));
-        break;
-      case SQLITE_FLOAT:
-        v = Value(stmt.ColumnDouble(col));
-        break;
-      case SQLITE_TEXT:
-        v = Value(stmt.ColumnText(col));
-        break;
-      default:
-        v = Value::Bytes(std::string(stmt.ColumnView(col)));
-        break;
-    }
-    total +=
-        static_cast<int64_t>(schema_.attributes[i].dynamo_name.size()) + v.DynamoSize();
-    item.emplace(schema_.attributes[i].column, std::move(v));
-  }
-  if (size != nullptr) *size = total;
-  return item;
 }
 
 Status Table::ValidateKey(const Key& key) const {
@@ -116,16 +86,12 @@ Key Table::KeyOf(const Item& item) const {
   return key;
 }
 
-Result<std::optional<Item>> Table::Load(Connection& conn, const Key& key,
+Result<std::optional<Item>> Table::Load(Connection& conn, const Key& key, bool for_write,
                                         int64_t* size) const {
   *size = 0;
-  ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(SqlFor(Sql::kGet, 0)));
-  int bind = 1;
-  for (const Value& v : key.partition) BindValue(stmt, bind++, v);
-  for (const Value& v : key.sort) BindValue(stmt, bind++, v);
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) return std::optional<Item>();
-  return std::optional<Item>(ReadRow(stmt, size));
+  ASSIGN_OR_RETURN(std::optional<Item> item, conn.LoadRow(*this, key, for_write));
+  if (item) *size = ItemSize(*item);
+  return item;
 }
 
 void Table::Charge(UnitMeter* meter, double read_units, double write_units) const {
@@ -137,6 +103,20 @@ void Table::Charge(UnitMeter* meter, double read_units, double write_units) cons
 
 // ---------------------------------------------------------------------------
 // Table: writes
+
+namespace {
+
+// A write judged on an absent item inserts only if the item is still absent; another
+// writer (another process, on PostgreSQL) may have created it since, and then the
+// item is loaded and judged again, this many times at most.
+constexpr int kJudgeRounds = 16;
+
+Status TooMuchContention(const std::string& table) {
+  return Aborted("table " + table + ": the item changed under " +
+                 std::to_string(kJudgeRounds) + " attempts to write it; try again");
+}
+
+}  // namespace
 
 Status Table::PutUncharged(Connection& conn, const Item& item,
                            const std::vector<Condition>& conditions,
@@ -151,24 +131,25 @@ Status Table::PutUncharged(Connection& conn, const Item& item,
     // The seed's append: one statement, no read. A conflict on the primary key does
     // nothing; any other constraint (a unique index) fails the statement.
     *write_units = WriteUnitsForItem(new_size);
-    ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(SqlFor(Sql::kInsertIfAbsent, mask)));
-    int bind = 1;
-    BindMasked(stmt, &bind, mask, schema_.attributes, item);
-    RETURN_IF_ERROR(WriteStatus(conn, stmt.Run()));
-    if (conn.Changes() == 0) return ConditionFailedStatus(conditions[0]);
+    ASSIGN_OR_RETURN(bool inserted, conn.InsertIfAbsent(*this, mask, item));
+    if (!inserted) return ConditionFailedStatus(conditions[0]);
     return Status::OK();
   }
 
-  int64_t old_size = 0;
-  ASSIGN_OR_RETURN(std::optional<Item> current, Load(conn, KeyOf(item), &old_size));
-  *write_units = WriteUnitsForItem(std::max(old_size, new_size));
-  const Condition* failed = nullptr;
-  if (!ConditionsHold(conditions, current, &failed))
-    return ConditionFailedStatus(*failed);
-  ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(SqlFor(Sql::kUpsert, mask)));
-  int bind = 1;
-  BindMasked(stmt, &bind, mask, schema_.attributes, item);
-  return WriteStatus(conn, stmt.Run());
+  const Key key = KeyOf(item);
+  for (int round = 0; round < kJudgeRounds; ++round) {
+    int64_t old_size = 0;
+    ASSIGN_OR_RETURN(std::optional<Item> current,
+                     Load(conn, key, /*for_write=*/true, &old_size));
+    *write_units = WriteUnitsForItem(std::max(old_size, new_size));
+    const Condition* failed = nullptr;
+    if (!ConditionsHold(conditions, current, &failed))
+      return ConditionFailedStatus(*failed);
+    if (current) return conn.Replace(*this, mask, item);  // the row is held
+    ASSIGN_OR_RETURN(bool inserted, conn.InsertIfAbsent(*this, mask, item));
+    if (inserted) return Status::OK();
+  }
+  return TooMuchContention(name());
 }
 
 Result<Item> Table::UpdateUncharged(Connection& conn, const UpdateRequest& request,
@@ -200,10 +181,45 @@ Result<Item> Table::UpdateUncharged(Connection& conn, const UpdateRequest& reque
   for (const std::string& column : request.remove) RETURN_IF_ERROR(touch(column));
   for (const auto& [column, delta] : request.add) RETURN_IF_ERROR(touch(column));
 
-  int64_t old_size = 0;
-  ASSIGN_OR_RETURN(std::optional<Item> current, Load(conn, request.key, &old_size));
+  for (int round = 0; round < kJudgeRounds; ++round) {
+    int64_t old_size = 0;
+    ASSIGN_OR_RETURN(std::optional<Item> current,
+                     Load(conn, request.key, /*for_write=*/true, &old_size));
+    ASSIGN_OR_RETURN(Item next, Updated(request, current));
+    const int64_t new_size = ItemSize(next);
+    if (new_size > kMaxItemBytes) {
+      return ResourceExhausted("table " + name() + ": item of " +
+                               std::to_string(new_size) +
+                               " bytes exceeds DynamoDB's 400 KB item limit");
+    }
 
-  // The item as it would be after the update (ALL_NEW before column affinity).
+    *write_units = WriteUnitsForItem(std::max(old_size, new_size));
+    if (!current && !request.create_if_missing) {
+      return ConditionFailedStatus(Condition::ItemExists());
+    }
+    const Condition* failed = nullptr;
+    if (!ConditionsHold(request.conditions, current, &failed)) {
+      return ConditionFailedStatus(*failed);
+    }
+    if (current && touched == 0) return std::move(*current);  // nothing to write
+
+    std::optional<Item> stored;
+    if (current) {  // the row is held: the update cannot miss it
+      ASSIGN_OR_RETURN(stored, conn.UpdateReturning(*this, touched, next, request.key));
+    } else {
+      ASSIGN_OR_RETURN(
+          stored, conn.InsertReturning(*this, PresentMask(next, column_index_), next));
+      if (!stored) continue;  // created meanwhile by another writer: judge again
+    }
+    *write_units = WriteUnitsForItem(std::max(old_size, ItemSize(*stored)));
+    return std::move(*stored);
+  }
+  return TooMuchContention(name());
+}
+
+Result<Item> Table::Updated(const UpdateRequest& request,
+                            const std::optional<Item>& current) const {
+  // The item as it would be after the update (ALL_NEW before the backend's types).
   Item next;
   if (current) {
     next = *current;
@@ -240,39 +256,7 @@ Result<Item> Table::UpdateUncharged(Connection& conn, const UpdateRequest& reque
                              it->second.DebugString() + ", not a number");
     }
   }
-  const int64_t new_size = ItemSize(next);
-  if (new_size > kMaxItemBytes) {
-    return ResourceExhausted("table " + name() + ": item of " + std::to_string(new_size) +
-                             " bytes exceeds DynamoDB's 400 KB item limit");
-  }
-
-  *write_units = WriteUnitsForItem(std::max(old_size, new_size));
-  if (!current && !request.create_if_missing) {
-    return ConditionFailedStatus(Condition::ItemExists());
-  }
-  const Condition* failed = nullptr;
-  if (!ConditionsHold(request.conditions, current, &failed)) {
-    return ConditionFailedStatus(*failed);
-  }
-  if (current && touched == 0) return std::move(*current);  // nothing to write
-
-  Sql kind = current ? Sql::kUpdate : Sql::kInsert;
-  uint64_t mask = current ? touched : PresentMask(next, column_index_);
-  ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(SqlFor(kind, mask)));
-  int bind = 1;
-  BindMasked(stmt, &bind, mask, schema_.attributes, next);
-  if (current) {
-    for (const Value& v : request.key.partition) BindValue(stmt, bind++, v);
-    for (const Value& v : request.key.sort) BindValue(stmt, bind++, v);
-  }
-  Result<bool> row = stmt.Step();
-  if (!row.ok()) return WriteStatus(conn, row.status());
-  if (!*row) return Internal("table " + name() + ": write returned no row");
-  int64_t stored_size = 0;
-  Item stored = ReadRow(stmt, &stored_size);
-  RETURN_IF_ERROR(stmt.Run());  // finish the statement
-  *write_units = WriteUnitsForItem(std::max(old_size, stored_size));
-  return stored;
+  return next;
 }
 
 Status Table::DeleteUncharged(Connection& conn, const Key& key,
@@ -283,23 +267,16 @@ Status Table::DeleteUncharged(Connection& conn, const Key& key,
   RETURN_IF_ERROR(ValidateConditions(conditions));
   if (!conditions.empty()) {
     int64_t old_size = 0;
-    ASSIGN_OR_RETURN(std::optional<Item> current, Load(conn, key, &old_size));
+    ASSIGN_OR_RETURN(std::optional<Item> current,
+                     Load(conn, key, /*for_write=*/true, &old_size));
     *write_units = WriteUnitsForItem(old_size);
     const Condition* failed = nullptr;
     if (!ConditionsHold(conditions, current, &failed))
       return ConditionFailedStatus(*failed);
     if (!current) return Status::OK();
   }
-  ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(SqlFor(Sql::kDelete, 0)));
-  int bind = 1;
-  for (const Value& v : key.partition) BindValue(stmt, bind++, v);
-  for (const Value& v : key.sort) BindValue(stmt, bind++, v);
-  Result<bool> row = stmt.Step();
-  if (!row.ok()) return WriteStatus(conn, row.status());
-  int64_t deleted_size = 0;
-  if (*row) ReadRow(stmt, &deleted_size);
-  RETURN_IF_ERROR(stmt.Run());
-  *write_units = WriteUnitsForItem(deleted_size);
+  ASSIGN_OR_RETURN(std::optional<Item> deleted, conn.DeleteReturning(*this, key));
+  *write_units = WriteUnitsForItem(deleted ? ItemSize(*deleted) : 0);
   return Status::OK();
 }
 
@@ -310,7 +287,8 @@ Status Table::CheckUncharged(Connection& conn, const Key& key,
   RETURN_IF_ERROR(ValidateKey(key));
   RETURN_IF_ERROR(ValidateConditions(conditions));
   int64_t size = 0;
-  ASSIGN_OR_RETURN(std::optional<Item> current, Load(conn, key, &size));
+  ASSIGN_OR_RETURN(std::optional<Item> current,
+                   Load(conn, key, /*for_write=*/true, &size));
   *write_units = WriteUnitsForItem(size);
   const Condition* failed = nullptr;
   if (!ConditionsHold(conditions, current, &failed))
@@ -366,45 +344,37 @@ Result<std::optional<Item>> Table::Get(Connection& conn, const Key& key,
                                        Consistency consistency, UnitMeter* meter) const {
   RETURN_IF_ERROR(ValidateKey(key).Annotate("get on " + name()));
   int64_t size = 0;
-  Result<std::optional<Item>> item = Load(conn, key, &size);
+  Result<std::optional<Item>> item = Load(conn, key, /*for_write=*/false, &size);
   if (!item.ok()) return item.status().Annotate("get on " + name());
   Charge(meter, ReadUnitsForBytes(size, consistency == Consistency::kStrong), 0);
   return item;
 }
 
-Result<QueryResult> Table::RunPage(Connection& conn, const std::string& sql,
+Result<QueryResult> Table::RunPage(Connection& conn, bool scan, uint64_t shape,
                                    const std::vector<const Value*>& binds, int limit,
-                                   bool full_key, Consistency consistency,
-                                   UnitMeter* meter) const {
-  ASSIGN_OR_RETURN(Statement stmt, conn.Prepare(sql));
-  int bind = 1;
-  for (const Value* v : binds) BindValue(stmt, bind++, *v);
-  if (limit > 0) stmt.Bind(bind++, limit);
-
+                                   Consistency consistency, UnitMeter* meter) const {
   QueryResult result;
   int64_t total = 0;
   bool cut = false;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) break;
-    int64_t size = 0;
-    Item item = ReadRow(stmt, &size);
+  RETURN_IF_ERROR(conn.SelectRows(*this, scan, shape, binds, limit, [&](Item item) {
+    int64_t size = ItemSize(item);
     // DynamoDB ends a page at 1 MB of item data; this page stops before the item that
     // would cross it (but always returns at least one item).
     if (!result.items.empty() && total + size > kMaxPageBytes) {
       cut = true;
-      break;
+      return false;
     }
     total += size;
     result.items.push_back(std::move(item));
     if (limit > 0 && static_cast<int>(result.items.size()) >= limit) {
       cut = true;
-      break;
+      return false;
     }
-  }
+    return true;
+  }));
   if (cut && !result.items.empty()) {
     Key last = KeyOf(result.items.back());
-    if (full_key) {
+    if (scan) {  // a full key: partition values then sort values
       last.partition.insert(last.partition.end(), last.sort.begin(), last.sort.end());
       result.last_evaluated = std::move(last.partition);
     } else {
@@ -459,9 +429,8 @@ Result<QueryResult> Table::Query(Connection& conn, const QueryRequest& request,
   }
   if (!request.forward) shape |= kReverse;
   if (request.limit > 0) shape |= kHasLimit;
-  Result<QueryResult> page =
-      RunPage(conn, SqlFor(Sql::kQuery, shape), binds, request.limit,
-              /*full_key=*/false, request.consistency, meter);
+  Result<QueryResult> page = RunPage(conn, /*scan=*/false, shape, binds, request.limit,
+                                     request.consistency, meter);
   if (!page.ok()) return page.status().Annotate("query on " + name());
   return page;
 }
@@ -483,8 +452,8 @@ Result<QueryResult> Table::Scan(Connection& conn,
     for (const Value& v : *exclusive_start) binds.push_back(&v);
   }
   if (limit > 0) shape |= kHasLimit;
-  Result<QueryResult> page = RunPage(conn, SqlFor(Sql::kScan, shape), binds, limit,
-                                     /*full_key=*/true, consistency, meter);
+  Result<QueryResult> page =
+      RunPage(conn, /*scan=*/true, shape, binds, limit, consistency, meter);
   if (!page.ok()) return page.status().Annotate("scan on " + name());
   return page;
 }

@@ -1,27 +1,32 @@
-// emulator/table: DynamoDB's item operations over SQLite tables — exactly the ones the
+// emulator/table: DynamoDB's item operations over SQL tables — exactly the ones the
 // seeds use: conditional put (put-if-absent), get, query by partition key with a
 // sort-key range, direction, limit and paging, conditional update, atomic ADD, delete,
 // and all-or-nothing transact-write. Every call reports the request units DynamoDB
 // would charge for it (seed 001's rules; see request_units.h).
 //
-// A Table describes an existing SQL table (created by schema/ migrations): which columns
-// form the partition key and the sort key, and the short DynamoDB attribute name of
-// every column (seed 001 stores attributes under one-letter names to keep items small;
-// sizes are computed with those names).
+// A Table describes an existing SQL table (created by migrations): which columns form
+// the partition key and the sort key, and the short DynamoDB attribute name of every
+// column (seed 001 stores attributes under one-letter names to keep items small; sizes
+// are computed with those names).
 //
 // Operations take a Connection that is already inside a transaction: Transactions::Write
 // for writes and strongly consistent reads, Transactions::Read for eventually
-// consistent reads. A failed operation changes nothing: every single-item write is one
-// SQL statement (preceded, for conditions other than put-if-absent, by a read of the
-// current item: atomic because writes run on the single writer connection inside a
-// transaction), and TransactWrite runs in its own nested SAVEPOINT.
+// consistent reads. The Connection is a backend's (SQLite, PostgreSQL: connection.h);
+// what is DynamoDB's lives here, the same on every backend. A failed operation changes
+// nothing: every single-item write is one SQL statement, preceded, for conditions other
+// than put-if-absent, by a read of the current item that stays valid until the write
+// (SQLite: the single writer; PostgreSQL: the row is locked FOR UPDATE, and a write
+// judged on an absent item inserts only if the item is still absent, else is judged
+// again); TransactWrite runs in its own nested SAVEPOINT.
 //
-// Values <-> SQLite: kNull = NULL, kInt = INTEGER, kDouble = REAL, kString = TEXT,
-// kBytes = BLOB, kBool = INTEGER 0/1. SQLite does not remember that an integer was a
-// bool, so a bool reads back as kInt (AsBool() accepts kInt, and conditions compare kBool
-// with kInt as 0/1). Column affinity applies too: 3.0 written to an INTEGER column reads
-// back as kInt 3. An absent attribute is a NULL column: setting an attribute to Null()
-// removes it, and returned Items never contain kNull values.
+// Values <-> SQL: kNull = NULL, kInt = INTEGER (bigint), kDouble = REAL (double
+// precision), kString = TEXT, kBytes = BLOB (bytea), kBool = INTEGER 0/1. An integer
+// column does not remember that an integer was a bool, so a bool reads back as kInt
+// (AsBool() accepts kInt, and conditions compare kBool with kInt as 0/1). On SQLite
+// column affinity applies too: 3.0 written to an INTEGER column reads back as kInt 3.
+// An absent attribute is a NULL column: setting an attribute to Null() removes it, and
+// returned Items never contain kNull values. PostgreSQL's text holds no NUL byte: a
+// kString with one is InvalidArgument there (bytes belong in kBytes).
 #pragma once
 
 #include <atomic>
@@ -29,6 +34,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -39,7 +45,10 @@
 
 namespace sheetlog {
 
-class Statement;  // emulator/sqlite/database.h: rows are read inside table.cc only
+class Connection;  // connection.h: a backend's transaction in progress
+
+// Which SQL a backend speaks (Table::SqlFor builds and keeps each one's text).
+enum class SqlDialect { kSqlite, kPostgres };
 
 // A DynamoDB attribute value: NULL, N (integer or decimal), S, B, or BOOL.
 class Value {
@@ -289,6 +298,23 @@ class Table {
   double total_read_units() const { return total_read_units_.load(); }
   double total_write_units() const { return total_write_units_.load(); }
 
+  // For the backends (connection.h): the SQL of an operation shape in `dialect`, built
+  // once and kept (the backend then prepares it once per connection). `shape` is the
+  // column mask for inserts and updates, the table_sql.h query bits for kQuery and
+  // kScan, 0 otherwise.
+  enum class Sql {
+    kGet,
+    kGetForUpdate,  // kGet that locks the row (PostgreSQL)
+    kDelete,        // RETURNING the row
+    kInsertIfAbsent,
+    kReplace,
+    kInsertReturning,  // if absent, RETURNING the row
+    kUpdate,           // RETURNING the row
+    kQuery,
+    kScan
+  };
+  const std::string& SqlFor(SqlDialect dialect, Sql kind, uint64_t shape) const;
+
  private:
   friend Status TransactWrite(Connection&, const std::vector<TransactItem>&, UnitMeter*);
   // Adds to `meter` (if not null) and to this table's running totals.
@@ -301,6 +327,9 @@ class Table {
                       double* write_units) const;
   Result<Item> UpdateUncharged(Connection& conn, const UpdateRequest& request,
                                double* write_units) const;
+  // The item `request` makes of `current` (nullopt: absent), before the SQL types.
+  Result<Item> Updated(const UpdateRequest& request,
+                       const std::optional<Item>& current) const;
   Status DeleteUncharged(Connection& conn, const Key& key,
                          const std::vector<Condition>& conditions,
                          double* write_units) const;
@@ -308,34 +337,19 @@ class Table {
                         const std::vector<Condition>& conditions,
                         double* write_units) const;
 
-  // Current item (nullopt if absent) and its size; no charge.
-  Result<std::optional<Item>> Load(Connection& conn, const Key& key, int64_t* size) const;
+  // Current item (nullopt if absent) and its size; no charge. `for_write`: see
+  // Connection::LoadRow.
+  Result<std::optional<Item>> Load(Connection& conn, const Key& key, bool for_write,
+                                   int64_t* size) const;
   Status ValidateKey(const Key& key) const;
   Status ValidateItem(const Item& item) const;
   Status ValidateConditions(const std::vector<Condition>& conditions) const;
   Key KeyOf(const Item& item) const;
   int ColumnIndex(const std::string& column) const;  // -1 if unknown
-  // Reads the current row of `stmt` (all columns, in schema order) into an Item.
-  Item ReadRow(const Statement& stmt, int64_t* size) const;
-  Result<QueryResult> RunPage(Connection& conn, const std::string& sql,
+  Result<QueryResult> RunPage(Connection& conn, bool scan, uint64_t shape,
                               const std::vector<const Value*>& binds, int limit,
-                              bool full_key, Consistency consistency,
-                              UnitMeter* meter) const;
-
-  // SQL text for an operation shape, built once and kept (Connection::Prepare then
-  // caches the statement per connection).
-  enum class Sql {
-    kGet,
-    kDelete,
-    kInsertIfAbsent,
-    kUpsert,
-    kInsert,
-    kUpdate,
-    kQuery,
-    kScan
-  };
-  const std::string& SqlFor(Sql kind, uint64_t shape) const;
-  std::string BuildSql(Sql kind, uint64_t shape) const;
+                              Consistency consistency, UnitMeter* meter) const;
+  std::string BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const;
 
   TableSchema schema_;
   Status schema_status_;
@@ -344,7 +358,7 @@ class Table {
   std::string select_list_;       // every column, quoted, in schema order
   std::string key_where_;         // "pk1" = ? AND ... AND "skN" = ?
   mutable Mutex sql_mu_;
-  mutable std::map<std::pair<int, uint64_t>, std::string> sql_ GUARDED_BY(sql_mu_);
+  mutable std::map<std::tuple<int, int, uint64_t>, std::string> sql_ GUARDED_BY(sql_mu_);
   mutable std::atomic<double> total_read_units_{0};
   mutable std::atomic<double> total_write_units_{0};
 };

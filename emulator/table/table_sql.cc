@@ -6,7 +6,6 @@
 #include <set>
 
 #include "emulator/env/mutex.h"
-#include "emulator/sqlite/database.h"
 #include "emulator/table/table.h"
 
 namespace sheetlog {
@@ -22,25 +21,25 @@ std::string Quote(const std::string& identifier) {
   return out;
 }
 
-void BindValue(Statement& stmt, int index, const Value& v) {
-  switch (v.type()) {
-    case Value::Type::kNull:
-      stmt.BindNull(index);
-      break;
-    case Value::Type::kInt:
-    case Value::Type::kBool:
-      stmt.Bind(index, v.AsInt());
-      break;
-    case Value::Type::kDouble:
-      stmt.Bind(index, v.AsDouble());
-      break;
-    case Value::Type::kString:
-      stmt.Bind(index, v.AsString());
-      break;
-    case Value::Type::kBytes:
-      stmt.BindBlob(index, v.AsString());
-      break;
+std::string NumberPlaceholders(const std::string& sql) {
+  std::string out;
+  out.reserve(sql.size() + 16);
+  int next = 1;
+  char quote = 0;  // the quote character of the identifier or literal we are inside
+  for (char c : sql) {
+    if (quote != 0) {
+      if (c == quote) quote = 0;  // a doubled quote closes and reopens: same effect
+      out.push_back(c);
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+      out.push_back(c);
+    } else if (c == '?') {
+      out += "$" + std::to_string(next++);
+    } else {
+      out.push_back(c);
+    }
   }
+  return out;
 }
 
 std::string Tuple(const std::vector<std::string>& columns, size_t n) {
@@ -67,34 +66,32 @@ uint64_t PresentMask(const Item& item, const std::map<std::string, int>& column_
   return mask;
 }
 
-void BindMasked(Statement& stmt, int* bind, uint64_t mask,
-                const std::vector<Attribute>& attributes, const Item& item) {
+std::vector<const Value*> MaskedBinds(uint64_t mask,
+                                      const std::vector<Attribute>& attributes,
+                                      const Item& item, const Key* key) {
+  static const Value kAbsent;
+  std::vector<const Value*> binds;
   for (size_t i = 0; i < attributes.size(); ++i) {
     if ((mask & (uint64_t{1} << i)) == 0) continue;
     auto it = item.find(attributes[i].column);
-    BindValue(stmt, (*bind)++, it == item.end() ? Value() : it->second);
+    binds.push_back(it == item.end() ? &kAbsent : &it->second);
   }
+  if (key != nullptr) {
+    for (const Value& v : key->partition) binds.push_back(&v);
+    for (const Value& v : key->sort) binds.push_back(&v);
+  }
+  return binds;
+}
+
+std::vector<const Value*> KeyBinds(const Key& key) {
+  std::vector<const Value*> binds;
+  for (const Value& v : key.partition) binds.push_back(&v);
+  for (const Value& v : key.sort) binds.push_back(&v);
+  return binds;
 }
 
 Status ConditionFailedStatus(const Condition& c) {
   return ConditionFailed(c.ToString() + " failed");
-}
-
-// SqliteStatus maps every SQLITE_CONSTRAINT to ConditionFailed. A conflict (a unique
-// index, a trigger's RAISE) is a lost race; a NOT NULL, CHECK or type violation is a
-// malformed item that no retry will fix: InvalidArgument, so callers that retry on
-// ConditionFailed do not loop.
-Status WriteStatus(Connection& conn, Status status) {
-  if (status.code() != StatusCode::kConditionFailed) return status;
-  switch (sqlite3_extended_errcode(conn.raw())) {
-    case SQLITE_CONSTRAINT_NOTNULL:
-    case SQLITE_CONSTRAINT_CHECK:
-    case SQLITE_CONSTRAINT_DATATYPE:
-    case SQLITE_CONSTRAINT_FOREIGNKEY:
-      return InvalidArgument(status.message());
-    default:
-      return status;
-  }
 }
 
 }  // namespace table_sql
@@ -140,15 +137,21 @@ int Table::ColumnIndex(const std::string& column) const {
   return it == column_index_.end() ? -1 : it->second;
 }
 
-const std::string& Table::SqlFor(Sql kind, uint64_t shape) const {
+const std::string& Table::SqlFor(SqlDialect dialect, Sql kind, uint64_t shape) const {
   MutexLock lock(&sql_mu_);
-  auto key = std::make_pair(static_cast<int>(kind), shape);
+  auto key = std::make_tuple(static_cast<int>(dialect), static_cast<int>(kind), shape);
   auto it = sql_.find(key);
-  if (it == sql_.end()) it = sql_.emplace(key, BuildSql(kind, shape)).first;
-  return it->second;
+  if (it == sql_.end()) {
+    std::string sql = BuildSql(dialect, kind, shape);
+    if (dialect == SqlDialect::kPostgres) sql = NumberPlaceholders(sql);
+    it = sql_.emplace(key, std::move(sql)).first;
+  }
+  return it->second;  // std::map: the reference stays valid as entries are added
 }
 
-std::string Table::BuildSql(Sql kind, uint64_t shape) const {
+// Standard SQL that SQLite and PostgreSQL both run (with `?` placeholders, numbered for
+// PostgreSQL by SqlFor); where they differ, `dialect` says which.
+std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const {
   const std::string table = Quote(schema_.table);
   std::vector<std::string> keys = schema_.partition_key;
   keys.insert(keys.end(), schema_.sort_key.begin(), schema_.sort_key.end());
@@ -177,12 +180,16 @@ std::string Table::BuildSql(Sql kind, uint64_t shape) const {
   switch (kind) {
     case Sql::kGet:
       return "SELECT " + select_list_ + " FROM " + table + " WHERE " + key_where_;
+    case Sql::kGetForUpdate:
+      // SQLite has no row locks (and needs none: one writer).
+      return "SELECT " + select_list_ + " FROM " + table + " WHERE " + key_where_ +
+             (dialect == SqlDialect::kPostgres ? " FOR UPDATE" : "");
     case Sql::kDelete:
       return "DELETE FROM " + table + " WHERE " + key_where_ + " RETURNING " +
              select_list_;
     case Sql::kInsertIfAbsent:
       return insert_head() + conflict_target + " DO NOTHING";
-    case Sql::kUpsert: {
+    case Sql::kReplace: {
       // excluded.<c> of a column the INSERT does not name is its DEFAULT: exactly
       // PutItem's "replace the whole item".
       std::string sets;
@@ -194,8 +201,8 @@ std::string Table::BuildSql(Sql kind, uint64_t shape) const {
       return insert_head() + conflict_target +
              (sets.empty() ? " DO NOTHING" : " DO UPDATE SET " + sets);
     }
-    case Sql::kInsert:
-      return insert_head() + " RETURNING " + select_list_;
+    case Sql::kInsertReturning:
+      return insert_head() + conflict_target + " DO NOTHING RETURNING " + select_list_;
     case Sql::kUpdate:
       return "UPDATE " + table + " SET " + masked(", ", " = ?") + " WHERE " + key_where_ +
              " RETURNING " + select_list_;

@@ -26,8 +26,9 @@ inline constexpr int kToLenShift = 12;
 
 // `identifier` as a quoted SQL identifier.
 std::string Quote(const std::string& identifier);
-// Binds `v` at `index` with the SQLite type of its kind (table.h: Values <-> SQLite).
-void BindValue(Statement& stmt, int index, const Value& v);
+// `sql` with its `?` placeholders numbered $1, $2, ... (PostgreSQL's), outside quoted
+// identifiers and string literals.
+std::string NumberPlaceholders(const std::string& sql);
 // "(a, b)" for the first `n` of `columns`.
 std::string Tuple(const std::vector<std::string>& columns, size_t n);
 // "(?, ?, ...)" with `n` placeholders.
@@ -35,14 +36,14 @@ std::string Placeholders(size_t n);
 
 // Bit i set for each non-null attribute of `item` at column index i.
 uint64_t PresentMask(const Item& item, const std::map<std::string, int>& column_index);
-// Binds item[column] for every column in `mask`, in schema order, from index `*bind`.
-void BindMasked(Statement& stmt, int* bind, uint64_t mask,
-                const std::vector<Attribute>& attributes, const Item& item);
+// The values of the columns in `mask`, in schema order (absent: Null()), then those of
+// `key` (partition then sort) if given: the binds of an insert, replace or update.
+std::vector<const Value*> MaskedBinds(uint64_t mask,
+                                      const std::vector<Attribute>& attributes,
+                                      const Item& item, const Key* key);
+// The values of `key`, partition then sort: the binds of a get or delete.
+std::vector<const Value*> KeyBinds(const Key& key);
 // ConditionFailed("<condition> failed").
 Status ConditionFailedStatus(const Condition& c);
-// A write's status with SQLite's constraint kind told apart: a conflict (a unique
-// index, a trigger's RAISE) stays ConditionFailed, a NOT NULL, CHECK, type or foreign
-// key violation is InvalidArgument.
-Status WriteStatus(Connection& conn, Status status);
 
 }  // namespace sheetlog::table_sql

@@ -1,7 +1,7 @@
 // TransactWrite (DynamoDB TransactWriteItems) and its items (table.h).
 #include <set>
 
-#include "emulator/sqlite/database.h"
+#include "emulator/table/connection.h"
 #include "emulator/table/table.h"
 #include "emulator/table/table_sql.h"
 
@@ -72,7 +72,7 @@ Status TransactWrite(Connection& conn, const std::vector<TransactItem>& items,
     }
   }
 
-  RETURN_IF_ERROR(conn.Exec("SAVEPOINT sheetlog_transact"));
+  RETURN_IF_ERROR(conn.Savepoint("sheetlog_transact"));
   std::vector<double> units(items.size(), 0);
   Status status;
   size_t i = 0;
@@ -98,10 +98,10 @@ Status TransactWrite(Connection& conn, const std::vector<TransactItem>& items,
     }
   }
   if (status.ok()) {
-    status = conn.Exec("RELEASE sheetlog_transact");
+    status = conn.ReleaseSavepoint("sheetlog_transact");
   } else {
-    Status undo = conn.Exec("ROLLBACK TO sheetlog_transact");
-    if (undo.ok()) undo = conn.Exec("RELEASE sheetlog_transact");
+    Status undo = conn.RollbackToSavepoint("sheetlog_transact");
+    if (undo.ok()) undo = conn.ReleaseSavepoint("sheetlog_transact");
     if (!undo.ok()) return undo;
   }
   // Transactional writes cost double, the cancelled ones included.

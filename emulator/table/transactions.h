@@ -1,8 +1,9 @@
 // Transactions: what the layers above the emulator see of the database. src/ runs table
-// operations (emulator/table/table.h) inside these and never sees SQLite: the
-// Connection a Work receives is opaque outside emulator/ (it is the SQLite connection
-// of the transaction, emulator/sqlite/database.h), and only the composition root
-// (src/app/) opens a Database. On DynamoDB the same calls become TransactWriteItems /
+// operations (emulator/table/table.h) inside these and never sees SQL: the Connection a
+// Work receives is opaque outside emulator/ (a backend's transaction in progress:
+// emulator/table/connection.h, implemented by SQLite's Database and by
+// PostgresDatabase, each with its own SQL), and only the composition root (src/app/)
+// opens one. On DynamoDB the same calls become TransactWriteItems /
 // strongly and eventually consistent reads; scripts/check-layers keeps src/ on this side.
 #pragma once
 
@@ -12,7 +13,8 @@
 
 namespace sheetlog {
 
-// A transaction in progress, handed to table operations. Opaque above emulator/.
+// A transaction in progress, handed to table operations. Opaque above emulator/
+// (emulator/table/connection.h).
 class Connection;
 
 // Implementations are thread-safe: Write, WriteAsync and Read may be called from any

@@ -496,7 +496,7 @@ Result<std::vector<Violation>> App::PipelineViolations(
 
 Result<App::ResetReport> App::Reset() {
   ResetReport report;
-  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
     ASSIGN_OR_RETURN(Statement count, conn.Prepare("SELECT COUNT(*) FROM sheet"));
     ASSIGN_OR_RETURN(bool row, count.Step());
     report.sheets = row ? count.ColumnInt(0) : 0;

@@ -4,7 +4,7 @@
 
 namespace sheetlog {
 
-Status AttachEntryStream(Connection& conn) {
+Status AttachEntryStream(SqliteConnection& conn) {
   StreamSource entry;
   entry.table = "entry";
   entry.partition_key = {"sheet_id", "segment"};

@@ -21,7 +21,7 @@ const std::vector<Migration>& SheetlogMigrations();
 // segment's entries are in one shard in order; 24 hours of retention; every column in
 // the images). A no-op when attached already.
 // REQUIRES: `conn` is in a write transaction.
-Status AttachEntryStream(Connection& conn);
+Status AttachEntryStream(SqliteConnection& conn);
 
 // Database::Open with the application's migrations, then AttachEntryStream: the
 // database every sheetlog process (and every test of the layers above the emulator)

@@ -12,7 +12,7 @@
 namespace sheetlog {
 namespace {
 
-int64_t PageCount(Connection& c) {
+int64_t PageCount(SqliteConnection& c) {
   Result<Statement> s = c.Prepare("PRAGMA page_count");
   if (!s.ok()) return -1;
   Result<bool> row = s->Step();
@@ -26,11 +26,11 @@ TEST(DatabaseFullTest, AFullDatabaseIsInsufficientStorageAndRecoversWhenSpaceRet
   Result<std::unique_ptr<Database>> opened = Database::Open(options);
   ASSERT_OK(opened);
   Database& db = **opened;
-  ASSERT_TRUE(db.Write([](Connection& c) {
+  ASSERT_TRUE(db.Write([](SqliteConnection& c) {
                   return c.Exec("CREATE TABLE filler (body BLOB)");
                 }).ok());
   int64_t pages = -1;
-  ASSERT_TRUE(db.Write([&](Connection& c) {
+  ASSERT_TRUE(db.Write([&](SqliteConnection& c) {
                   pages = PageCount(c);
                   return c.Exec("PRAGMA max_page_count = " + std::to_string(pages + 4));
                 }).ok());
@@ -39,15 +39,15 @@ TEST(DatabaseFullTest, AFullDatabaseIsInsufficientStorageAndRecoversWhenSpaceRet
   const std::string insert = "INSERT INTO filler VALUES (zeroblob(8192))";
   Status full;
   for (int i = 0; i < 100 && full.ok(); ++i) {
-    full = db.Write([&](Connection& c) { return c.Exec(insert); });
+    full = db.Write([&](SqliteConnection& c) { return c.Exec(insert); });
   }
   EXPECT_EQ(full.code(), StatusCode::kInsufficientStorage) << "got " << full.ToString();
   EXPECT_NE(full.message().find("disk is full"), std::string::npos) << full.ToString();
 
   // Space returns: the same write succeeds on the same database.
-  ASSERT_OK(
-      db.Write([&](Connection& c) { return c.Exec("PRAGMA max_page_count = 1000000"); }));
-  Status after = db.Write([&](Connection& c) { return c.Exec(insert); });
+  ASSERT_OK(db.Write(
+      [&](SqliteConnection& c) { return c.Exec("PRAGMA max_page_count = 1000000"); }));
+  Status after = db.Write([&](SqliteConnection& c) { return c.Exec(insert); });
   EXPECT_OK(after);
 }
 

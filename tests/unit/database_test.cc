@@ -26,7 +26,7 @@ std::unique_ptr<Database> OpenDb(const testing::TempDir& dir) {
 
 int64_t CountRows(Database& db, const std::string& table) {
   int64_t n = -1;
-  EXPECT_TRUE(db.Read([&](Connection& c) {
+  EXPECT_TRUE(db.Read([&](SqliteConnection& c) {
                   ASSIGN_OR_RETURN(Statement s,
                                    c.Prepare("SELECT COUNT(*) FROM " + table));
                   ASSIGN_OR_RETURN(bool row, s.Step());
@@ -81,7 +81,7 @@ TEST(DatabaseTest, NewerDatabaseIsRefusedUntouchedNamingBothReleases) {
   testing::TempDir dir;
   {
     auto db = OpenDb(dir);
-    ASSERT_TRUE(db->Write([](Connection& c) {
+    ASSERT_TRUE(db->Write([](SqliteConnection& c) {
                     return c.Exec(
                         "INSERT INTO schema_version(version, name, release)"
                         " VALUES (9999, 'future', '9.9.0')");
@@ -131,30 +131,33 @@ TEST(DatabaseTest, InterruptedMigrationIsAppliedByTheNextOpen) {
 TEST(DatabaseTest, FailedWorkRollsBackOnlyItself) {
   testing::TempDir dir;
   auto db = OpenDb(dir);
-  ASSERT_TRUE(
-      db->Write([](Connection& c) { return c.Exec("CREATE TABLE t (x INTEGER)"); }).ok());
-  Status failed = db->Write([](Connection& c) {
+  ASSERT_TRUE(db->Write([](SqliteConnection& c) {
+                  return c.Exec("CREATE TABLE t (x INTEGER)");
+                }).ok());
+  Status failed = db->Write([](SqliteConnection& c) {
     RETURN_IF_ERROR(c.Exec("INSERT INTO t VALUES (1)"));
     return ConditionFailed("lost the race");
   });
   EXPECT_TRUE(failed.IsConditionFailed());
-  EXPECT_TRUE(
-      db->Write([](Connection& c) { return c.Exec("INSERT INTO t VALUES (2)"); }).ok());
+  EXPECT_TRUE(db->Write([](SqliteConnection& c) {
+                  return c.Exec("INSERT INTO t VALUES (2)");
+                }).ok());
   EXPECT_EQ(CountRows(*db, "t"), 1);
 }
 
 TEST(DatabaseTest, ConcurrentWritersAreGroupedAndAllCommit) {
   testing::TempDir dir;
   auto db = OpenDb(dir);
-  ASSERT_TRUE(
-      db->Write([](Connection& c) { return c.Exec("CREATE TABLE t (x INTEGER)"); }).ok());
+  ASSERT_TRUE(db->Write([](SqliteConnection& c) {
+                  return c.Exec("CREATE TABLE t (x INTEGER)");
+                }).ok());
   constexpr int kThreads = 8, kPerThread = 200;
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        Status s = db->Write([&](Connection& c) {
+        Status s = db->Write([&](SqliteConnection& c) {
           ASSIGN_OR_RETURN(Statement st, c.Prepare("INSERT INTO t VALUES (?)"));
           return st.Bind(1, t * kPerThread + i).Run();
         });
@@ -174,9 +177,10 @@ TEST(DatabaseTest, ConcurrentWritersAreGroupedAndAllCommit) {
 TEST(DatabaseTest, ReadersSeeOnlyCommittedState) {
   testing::TempDir dir;
   auto db = OpenDb(dir);
-  ASSERT_TRUE(
-      db->Write([](Connection& c) { return c.Exec("CREATE TABLE t (x INTEGER)"); }).ok());
-  Status s = db->Write([&](Connection& c) {
+  ASSERT_TRUE(db->Write([](SqliteConnection& c) {
+                  return c.Exec("CREATE TABLE t (x INTEGER)");
+                }).ok());
+  Status s = db->Write([&](SqliteConnection& c) {
     RETURN_IF_ERROR(c.Exec("INSERT INTO t VALUES (1)"));
     // Inside the write transaction, a reader still sees the table empty.
     EXPECT_EQ(CountRows(*db, "t"), 0);
@@ -192,7 +196,7 @@ class HeldLeader {
  public:
   explicit HeldLeader(Database& db) {
     thread_ = std::thread([&db, this] {
-      status_ = db.Write([this](Connection& c) {
+      status_ = db.Write([this](SqliteConnection& c) {
         entered_.set_value();
         release_.get_future().wait();
         return c.Exec("INSERT INTO t VALUES (0)");
@@ -216,7 +220,8 @@ class HeldLeader {
 };
 
 Database::WorkFn InsertRow(int x) {
-  return [x](Connection& c) {
+  return [x](Connection& conn) {
+    auto& c = static_cast<SqliteConnection&>(conn);
     ASSIGN_OR_RETURN(Statement st, c.Prepare("INSERT INTO t VALUES (?)"));
     return st.Bind(1, x).Run();
   };
@@ -224,8 +229,9 @@ Database::WorkFn InsertRow(int x) {
 
 std::unique_ptr<Database> OpenDbWithTable(const testing::TempDir& dir) {
   std::unique_ptr<Database> db = OpenDb(dir);
-  EXPECT_TRUE(
-      db->Write([](Connection& c) { return c.Exec("CREATE TABLE t (x INTEGER)"); }).ok());
+  EXPECT_TRUE(db->Write([](SqliteConnection& c) {
+                  return c.Exec("CREATE TABLE t (x INTEGER)");
+                }).ok());
   return db;
 }
 
@@ -256,7 +262,7 @@ TEST(DatabaseTest, AsyncWritesQueuedBehindALeaderReturnAtOnceAndCommitLater) {
     first.set_value(s);
   });
   db->WriteAsync(
-      [](Connection& c) {
+      [](SqliteConnection& c) {
         RETURN_IF_ERROR(c.Exec("INSERT INTO t VALUES (2)"));
         return ConditionFailed("lost the race");
       },
@@ -304,8 +310,8 @@ TEST(DatabaseTest, SyncWriterLeadingFromBehindQueuedAsyncWritesCommitsItsOwnWrit
   auto opened = Database::Open(options);
   ASSERT_OK(opened);
   std::unique_ptr<Database> db = std::move(opened).value();
-  ASSERT_OK(
-      db->Write([](Connection& c) { return c.Exec("CREATE TABLE t (x INTEGER)"); }));
+  ASSERT_OK(db->Write(
+      [](SqliteConnection& c) { return c.Exec("CREATE TABLE t (x INTEGER)"); }));
   std::promise<void> in_done, gate;
   std::shared_future<void> gate_open = gate.get_future().share();
   std::atomic<int> dones{0};
@@ -322,7 +328,7 @@ TEST(DatabaseTest, SyncWriterLeadingFromBehindQueuedAsyncWritesCommitsItsOwnWrit
   in_done.get_future().wait();  // writes 1 and 2 committed; 3, 4, 5 queued
   ASSERT_OK(db->Write(InsertRow(100)));
   int64_t mine = -1;
-  ASSERT_OK(db->Read([&](Connection& c) {
+  ASSERT_OK(db->Read([&](SqliteConnection& c) {
     ASSIGN_OR_RETURN(Statement st, c.Prepare("SELECT COUNT(*) FROM t WHERE x = 100"));
     ASSIGN_OR_RETURN(bool row, st.Step());
     mine = row ? st.ColumnInt(0) : -1;

@@ -177,7 +177,7 @@ class StreamMappingTest : public ::testing::Test {
 
   void Insert(const std::string& sheet, int64_t num, const std::string& type = "SetCell",
               bool external = false) {
-    Status s = db_->Write([&](Connection& c) -> Status {
+    Status s = db_->Write([&](SqliteConnection& c) -> Status {
       ASSIGN_OR_RETURN(
           Statement st,
           c.Prepare("INSERT INTO entry (sheet_id, segment, num, seq, created, "
@@ -196,7 +196,7 @@ class StreamMappingTest : public ::testing::Test {
 
   int ShardOf(const std::string& sheet) {
     int shard = -1;
-    EXPECT_TRUE(db_->Read([&](Connection& c) -> Status {
+    EXPECT_TRUE(db_->Read([&](SqliteConnection& c) -> Status {
                      ASSIGN_OR_RETURN(Statement s,
                                       c.Prepare("SELECT sheetlog_hash(?, 0) % 4"));
                      s.Bind(1, sheet);
@@ -310,7 +310,7 @@ TEST_F(StreamMappingTest, FilterDeliversOnlyMatchingRecordsAndSkipsTheRest) {
   Insert("s", 2, "SetCell", /*external=*/true);
   Insert("s", 3, "SetCell");
   // A MODIFY of the Snapshot entry does not match (patterns want INSERT).
-  ASSERT_TRUE(db_->Write([](Connection& c) {
+  ASSERT_TRUE(db_->Write([](SqliteConnection& c) {
                    return c.Exec("UPDATE entry SET snapshot_root = 'r' WHERE num = 0");
                  })
                   .ok());

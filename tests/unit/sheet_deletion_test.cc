@@ -50,7 +50,7 @@ class SheetDeletionTest : public ::testing::Test {
 
   int64_t Count(const std::string& sql) {
     int64_t n = -1;
-    EXPECT_TRUE(db_->Read([&](Connection& c) {
+    EXPECT_TRUE(db_->Read([&](SqliteConnection& c) {
                      ASSIGN_OR_RETURN(Statement s, c.Prepare(sql));
                      ASSIGN_OR_RETURN(bool row, s.Step());
                      n = row ? s.ColumnInt(0) : -1;
@@ -62,7 +62,7 @@ class SheetDeletionTest : public ::testing::Test {
 
   void AddUpload(const std::string& id, const std::string& sheet) {
     ASSERT_TRUE(
-        db_->Write([&](Connection& c) {
+        db_->Write([&](SqliteConnection& c) {
              ASSIGN_OR_RETURN(
                  Statement s,
                  c.Prepare("INSERT INTO upload (upload_id, sheet_id, blob_key, kind, "

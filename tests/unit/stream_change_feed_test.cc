@@ -24,8 +24,8 @@ std::unique_ptr<Database> OpenDb(const testing::TempDir& dir, Clock* clock) {
   return testing::OpenTestDatabase(dir.File("sheetlog.db"), clock);
 }
 
-Status InsertEntry(Connection& c, const std::string& sheet, int64_t segment, int64_t num,
-                   const std::string& type = "SetCell",
+Status InsertEntry(SqliteConnection& c, const std::string& sheet, int64_t segment,
+                   int64_t num, const std::string& type = "SetCell",
                    std::optional<std::string> external = std::nullopt) {
   ASSIGN_OR_RETURN(
       Statement s,
@@ -45,14 +45,14 @@ Status InsertEntry(Connection& c, const std::string& sheet, int64_t segment, int
 Status Insert(Database& db, const std::string& sheet, int64_t segment, int64_t num,
               const std::string& type = "SetCell") {
   return db.Write(
-      [&](Connection& c) { return InsertEntry(c, sheet, segment, num, type); });
+      [&](SqliteConnection& c) { return InsertEntry(c, sheet, segment, num, type); });
 }
 
 // The shard the triggers must pick: sheetlog_hash(partition key) % shard_count.
 int ShardOf(Database& db, const std::string& sheet, int64_t segment,
             int shard_count = 4) {
   int shard = -1;
-  EXPECT_TRUE(db.Read([&](Connection& c) -> Status {
+  EXPECT_TRUE(db.Read([&](SqliteConnection& c) -> Status {
                   ASSIGN_OR_RETURN(Statement s,
                                    c.Prepare("SELECT sheetlog_hash(?, ?) % ?"));
                   s.Bind(1, sheet).Bind(2, segment).Bind(3, shard_count);
@@ -78,13 +78,13 @@ TEST(ChangeFeedTest, InsertModifyRemoveCarryTheirImagesInCommitOrder) {
 
   ASSERT_OK(Insert(*db, "sheet-a", 0, 0, "Snapshot"));
   clock.AdvanceSeconds(1);
-  ASSERT_OK(db->Write([](Connection& c) {
+  ASSERT_OK(db->Write([](SqliteConnection& c) {
     return c.Exec(
         "UPDATE entry SET snapshot_root = 'root-1' WHERE "
         "sheet_id = 'sheet-a'");
   }));
   clock.AdvanceSeconds(1);
-  ASSERT_OK(db->Write([](Connection& c) {
+  ASSERT_OK(db->Write([](SqliteConnection& c) {
     return c.Exec("DELETE FROM entry WHERE sheet_id = 'sheet-a'");
   }));
 
@@ -132,7 +132,7 @@ TEST(ChangeFeedTest, UpdateThatChangesNothingWritesNoRecord) {
   auto db = OpenDb(dir, &clock);
   ChangeFeed feed(db.get(), &clock);
   ASSERT_OK(Insert(*db, "s", 0, 0));
-  ASSERT_OK(db->Write([](Connection& c) {
+  ASSERT_OK(db->Write([](SqliteConnection& c) {
     return c.Exec("UPDATE entry SET type = type WHERE sheet_id = 's'");
   }));
   EXPECT_EQ(ReadAll(feed, ShardOf(*db, "s", 0)).size(), 1u);
@@ -143,7 +143,7 @@ TEST(ChangeFeedTest, RolledBackWriteLeavesNoRecordAndNoGap) {
   ManualClock clock;
   auto db = OpenDb(dir, &clock);
   ChangeFeed feed(db.get(), &clock);
-  Status failed = db->Write([](Connection& c) {
+  Status failed = db->Write([](SqliteConnection& c) {
     RETURN_IF_ERROR(InsertEntry(c, "s", 0, 0));
     return ConditionFailed("lost the race after writing");
   });
@@ -337,7 +337,7 @@ TEST(ChangeFeedTest, AnotherTableCanBeAttached) {
   testing::TempDir dir;
   ManualClock clock;
   auto db = OpenDb(dir, &clock);
-  ASSERT_TRUE(db->Write([](Connection& c) {
+  ASSERT_TRUE(db->Write([](SqliteConnection& c) {
                   return c.Exec(
                       "CREATE TABLE job (owner TEXT NOT NULL, id INTEGER NOT NULL, "
                       "payload BLOB, note TEXT, PRIMARY KEY (owner, id))");
@@ -345,10 +345,12 @@ TEST(ChangeFeedTest, AnotherTableCanBeAttached) {
   StreamSource source{"job", {"owner"}, {"id"}, {}};
   StreamSettings settings;
   settings.shard_count = 1;
-  ASSERT_OK(db->Write([&](Connection& c) { return AttachStream(c, source, settings); }));
+  ASSERT_OK(
+      db->Write([&](SqliteConnection& c) { return AttachStream(c, source, settings); }));
   // Attaching twice is a no-op: still one record per change.
-  ASSERT_OK(db->Write([&](Connection& c) { return AttachStream(c, source, settings); }));
-  ASSERT_TRUE(db->Write([](Connection& c) {
+  ASSERT_OK(
+      db->Write([&](SqliteConnection& c) { return AttachStream(c, source, settings); }));
+  ASSERT_TRUE(db->Write([](SqliteConnection& c) {
                   return c.Exec(
                       "INSERT INTO job VALUES ('ann', 1, x'00ff', NULL);"
                       "UPDATE job SET note = 'hi' WHERE id = 1;"
@@ -369,17 +371,17 @@ TEST(ChangeFeedTest, AnotherTableCanBeAttached) {
   ChangeFeed entries(db.get(), &clock);
   EXPECT_TRUE(ReadAll(entries, 0).empty());
 
-  Status bad = db->Write([](Connection& c) {
+  Status bad = db->Write([](SqliteConnection& c) {
     return AttachStream(c, StreamSource{"job", {"nope"}, {}, {}});
   });
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
-  Status missing = db->Write([](Connection& c) {
+  Status missing = db->Write([](SqliteConnection& c) {
     return AttachStream(c, StreamSource{"no_table", {"id"}, {}, {}});
   });
   EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);
 
-  ASSERT_OK(db->Write([](Connection& c) { return DetachStream(c, "job"); }));
-  ASSERT_TRUE(db->Write([](Connection& c) {
+  ASSERT_OK(db->Write([](SqliteConnection& c) { return DetachStream(c, "job"); }));
+  ASSERT_TRUE(db->Write([](SqliteConnection& c) {
                   return c.Exec("INSERT INTO job VALUES ('bob', 2, NULL, NULL)");
                 }).ok());
   EXPECT_EQ(ReadAll(feed, 0).size(), 3u);
@@ -416,7 +418,7 @@ TEST(ChangeFeedTest, AttachedEntryTriggersWriteWhatTheLegacyOnesWrote) {
       const std::string sql((std::istreambuf_iterator<char>(file)),
                             std::istreambuf_iterator<char>());
       EXPECT_NE(sql.find("CREATE TRIGGER"), std::string::npos);
-      EXPECT_OK(db->Write([&](Connection& c) -> Status {
+      EXPECT_OK(db->Write([&](SqliteConnection& c) -> Status {
         for (const char* event : {"insert", "update", "delete"}) {
           RETURN_IF_ERROR(c.Exec(std::string("DROP TRIGGER stream_entry_") + event));
         }
@@ -424,10 +426,10 @@ TEST(ChangeFeedTest, AttachedEntryTriggersWriteWhatTheLegacyOnesWrote) {
       }));
     }
     EXPECT_OK(Insert(*db, "sheet-a", 0, 0, "Snapshot"));
-    EXPECT_OK(db->Write([](Connection& c) {
+    EXPECT_OK(db->Write([](SqliteConnection& c) {
       return InsertEntry(c, "sheet-a", 0, 1, "SetCell", std::string("entries/x"));
     }));
-    EXPECT_OK(db->Write([](Connection& c) -> Status {
+    EXPECT_OK(db->Write([](SqliteConnection& c) -> Status {
       RETURN_IF_ERROR(c.Exec("UPDATE entry SET snapshot_root = 'r' WHERE num = 0"));
       RETURN_IF_ERROR(c.Exec(R"(UPDATE entry SET metadata = '{"snapshot":"s"}')"));
       RETURN_IF_ERROR(c.Exec("UPDATE entry SET type = type"));  // no change: no record

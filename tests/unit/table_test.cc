@@ -10,7 +10,9 @@
 #include <tuple>
 #include <vector>
 
+#include "emulator/postgres/postgres_database.h"
 #include "emulator/sqlite/database.h"
+#include "tests/support/postgres_test_server.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
@@ -47,27 +49,58 @@ const Table& CounterTable() {
   return table;
 }
 
-class TableTest : public ::testing::Test {
+// The same tables in each backend's SQL: on SQLite created in the emulator's test
+// database, on PostgreSQL by a migration. Text keys sort bytewise on both
+// (PostgreSQL: COLLATE "C").
+constexpr const char* kSqliteTables =
+    "CREATE TABLE log (p TEXT NOT NULL, n INTEGER NOT NULL, body TEXT,"
+    " counter INTEGER, score REAL, flag INTEGER, data BLOB,"
+    " label TEXT NOT NULL DEFAULT 'none',"
+    " PRIMARY KEY (p, n)) WITHOUT ROWID;"
+    "CREATE TABLE pair (p TEXT NOT NULL, a INTEGER NOT NULL,"
+    " b INTEGER NOT NULL, v TEXT, PRIMARY KEY (p, a, b)) WITHOUT ROWID;"
+    "CREATE TABLE counter (id TEXT NOT NULL PRIMARY KEY, value INTEGER,"
+    " note TEXT) WITHOUT ROWID;";
+constexpr const char* kPostgresTables =
+    "CREATE TABLE log (p text COLLATE \"C\" NOT NULL, n bigint NOT NULL, body text,"
+    " counter bigint, score double precision, flag bigint, data bytea,"
+    " label text NOT NULL DEFAULT 'none', PRIMARY KEY (p, n));"
+    "CREATE TABLE pair (p text COLLATE \"C\" NOT NULL, a bigint NOT NULL,"
+    " b bigint NOT NULL, v text, PRIMARY KEY (p, a, b));"
+    "CREATE TABLE counter (id text COLLATE \"C\" NOT NULL PRIMARY KEY, value bigint,"
+    " note text);";
+
+// The table conformance tests run one source against both backends: Sqlite/TableTest.*
+// on a SQLite file, Postgres/TableTest.* on a database of their own on the test
+// PostgreSQL server (ctest's postgres fixture).
+enum class TableBackend { kSqlite, kPostgres };
+
+class TableTest : public ::testing::TestWithParam<TableBackend> {
  protected:
   void SetUp() override {
-    db_ = testing::OpenEmulatorTestDatabase(dir_.File("table.db"), /*clock=*/nullptr);
-    ASSERT_NE(db_, nullptr);
-    ASSERT_TRUE(
-        db_->Write([](Connection& c) {
-             return c.Exec(
-                 "CREATE TABLE log (p TEXT NOT NULL, n INTEGER NOT NULL, body TEXT,"
-                 " counter INTEGER, score REAL, flag INTEGER, data BLOB,"
-                 " label TEXT NOT NULL DEFAULT 'none',"
-                 " PRIMARY KEY (p, n)) WITHOUT ROWID;"
-                 "CREATE TABLE pair (p TEXT NOT NULL, a INTEGER NOT NULL,"
-                 " b INTEGER NOT NULL, v TEXT, PRIMARY KEY (p, a, b)) WITHOUT ROWID;"
-                 "CREATE TABLE counter (id TEXT NOT NULL PRIMARY KEY, value INTEGER,"
-                 " note TEXT) WITHOUT ROWID;");
-           })
-            .ok());
+    if (GetParam() == TableBackend::kSqlite) {
+      std::unique_ptr<Database> db =
+          testing::OpenEmulatorTestDatabase(dir_.File("table.db"), /*clock=*/nullptr);
+      ASSERT_NE(db, nullptr);
+      ASSERT_OK(db->Write([](SqliteConnection& c) { return c.Exec(kSqliteTables); }));
+      db_ = std::move(db);
+      return;
+    }
+    const ::testing::TestInfo* test =
+        ::testing::UnitTest::GetInstance()->current_test_info();
+    postgres_ = std::make_unique<testing::PostgresTestDatabase>(test->name());
+    ASSERT_FALSE(postgres_->conninfo().empty());
+    PostgresDatabase::Options options;
+    options.conninfo = postgres_->conninfo();
+    options.migrations = {{100, "100_test_tables", kPostgresTables}};
+    auto db = PostgresDatabase::Open(options);
+    ASSERT_OK(db);
+    db_ = std::move(db).value();
   }
 
-  Status Write(const Database::WorkFn& fn) { return db_->Write(fn); }
+  void TearDown() override { db_.reset(); }  // before the database is dropped
+
+  Status Write(const Transactions::Work& fn) { return db_->Write(fn); }
 
   std::optional<Item> GetLog(const std::string& p, int64_t n) {
     std::optional<Item> out;
@@ -101,13 +134,17 @@ class TableTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
-  std::unique_ptr<Database> db_;
+  std::unique_ptr<testing::PostgresTestDatabase> postgres_;
+  std::unique_ptr<Transactions> db_;
 };
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, TableTest, ::testing::Values(TableBackend::kSqlite));
+INSTANTIATE_TEST_SUITE_P(Postgres, TableTest, ::testing::Values(TableBackend::kPostgres));
 
 // ---------------------------------------------------------------------------
 // Put
 
-TEST_F(TableTest, PutIfAbsentOnExistingKeyFailsAndChangesNothing) {
+TEST_P(TableTest, PutIfAbsentOnExistingKeyFailsAndChangesNothing) {
   ASSERT_OK(Write([](Connection& c) {
     return LogTable().PutIfAbsent(c, {{"p", "s"}, {"n", 1}, {"body", "first"}}, nullptr);
   }));
@@ -123,7 +160,7 @@ TEST_F(TableTest, PutIfAbsentOnExistingKeyFailsAndChangesNothing) {
   EXPECT_EQ(item->at("body").AsString(), "first");
 }
 
-TEST_F(TableTest, PutIfAbsentFailureInsideWriteLeavesOtherWorkIntact) {
+TEST_P(TableTest, PutIfAbsentFailureInsideWriteLeavesOtherWorkIntact) {
   ASSERT_OK(PutLog({{"p", "s"}, {"n", 1}}));
   // The failed put is a value, not a rollback of the caller's transaction.
   ASSERT_TRUE(Write([](Connection& c) {
@@ -134,7 +171,7 @@ TEST_F(TableTest, PutIfAbsentFailureInsideWriteLeavesOtherWorkIntact) {
   EXPECT_EQ(AllLogNums("s"), (std::vector<int64_t>{1, 2}));
 }
 
-TEST_F(TableTest, PutReplacesTheWholeItemAndDefaultsMissingColumns) {
+TEST_P(TableTest, PutReplacesTheWholeItemAndDefaultsMissingColumns) {
   ASSERT_OK(
       PutLog({{"p", "s"}, {"n", 1}, {"body", "x"}, {"counter", 4}, {"label", "custom"}}));
   ASSERT_OK(PutLog({{"p", "s"}, {"n", 1}, {"body", "y"}}));
@@ -145,7 +182,7 @@ TEST_F(TableTest, PutReplacesTheWholeItemAndDefaultsMissingColumns) {
   EXPECT_EQ(item->at("label").AsString(), "none");  // the SQL DEFAULT
 }
 
-TEST_F(TableTest, PutRejectsUnknownColumnsMissingKeysAndHugeItems) {
+TEST_P(TableTest, PutRejectsUnknownColumnsMissingKeysAndHugeItems) {
   EXPECT_EQ(PutLog({{"p", "s"}, {"n", 1}, {"nope", 1}}).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(PutLog({{"p", "s"}, {"body", "x"}}).code(), StatusCode::kInvalidArgument);
@@ -154,7 +191,7 @@ TEST_F(TableTest, PutRejectsUnknownColumnsMissingKeysAndHugeItems) {
   EXPECT_TRUE(AllLogNums("s").empty());
 }
 
-TEST_F(TableTest, ValuesRoundTripAndNullsAreAbsent) {
+TEST_P(TableTest, ValuesRoundTripAndNullsAreAbsent) {
   ASSERT_TRUE(PutLog({{"p", "s"},
                       {"n", 1},
                       {"body", "héllo"},
@@ -169,7 +206,7 @@ TEST_F(TableTest, ValuesRoundTripAndNullsAreAbsent) {
   EXPECT_EQ(item->at("body").AsString(), "héllo");
   EXPECT_EQ(item->at("score").type(), Value::Type::kDouble);
   EXPECT_EQ(item->at("score").AsDouble(), 2.5);
-  // SQLite cannot tell a bool from an integer: it reads back as kInt 1.
+  // An integer column cannot tell a bool from an integer: it reads back as kInt 1.
   EXPECT_EQ(item->at("flag").type(), Value::Type::kInt);
   EXPECT_TRUE(item->at("flag").AsBool());
   EXPECT_TRUE(item->at("flag") == Value(true));
@@ -187,7 +224,7 @@ struct ConditionCase {
   bool holds_on_absent;  // no item at all
 };
 
-TEST_F(TableTest, EveryConditionOpOnPresentAndAbsentItems) {
+TEST_P(TableTest, EveryConditionOpOnPresentAndAbsentItems) {
   using Op = Condition::Op;
   const std::vector<ConditionCase> cases = {
       {Condition::ItemExists(), true, false},
@@ -239,7 +276,7 @@ TEST_F(TableTest, EveryConditionOpOnPresentAndAbsentItems) {
   }
 }
 
-TEST_F(TableTest, ConditionsAreAndedAndNameTheFirstFailure) {
+TEST_P(TableTest, ConditionsAreAndedAndNameTheFirstFailure) {
   ASSERT_OK(PutLog({{"p", "s"}, {"n", 1}, {"counter", 5}}));
   Status s = PutLog({{"p", "s"}, {"n", 1}, {"counter", 6}},
                     {Condition::ItemExists(), Condition::Equals("counter", 5),
@@ -263,7 +300,7 @@ TEST(ConditionTest, ToStringSpellsDynamoDbExpressions) {
 // ---------------------------------------------------------------------------
 // TransactWrite
 
-TEST_F(TableTest, TransactionWithOneFailedConditionWritesNothing) {
+TEST_P(TableTest, TransactionWithOneFailedConditionWritesNothing) {
   ASSERT_OK(PutLog({{"p", "t"}, {"n", 5}, {"counter", 1}}));
   ASSERT_OK(Write([](Connection& c) {
     return CounterTable().Put(c, {{"id", "k"}, {"value", 10}}, {}, nullptr);
@@ -295,7 +332,7 @@ TEST_F(TableTest, TransactionWithOneFailedConditionWritesNothing) {
   EXPECT_EQ(value, 10);
 }
 
-TEST_F(TableTest, CallerWorkContinuesAfterACancelledTransaction) {
+TEST_P(TableTest, CallerWorkContinuesAfterACancelledTransaction) {
   ASSERT_OK(PutLog({{"p", "t"}, {"n", 1}}));
   ASSERT_TRUE(Write([](Connection& c) {
                 Status tx = TransactWrite(
@@ -314,7 +351,7 @@ TEST_F(TableTest, CallerWorkContinuesAfterACancelledTransaction) {
   EXPECT_EQ(AllLogNums("t"), (std::vector<int64_t>{1, 3}));  // 2 rolled back, 3 kept
 }
 
-TEST_F(TableTest, TransactionCommitsEveryKindOfItem) {
+TEST_P(TableTest, TransactionCommitsEveryKindOfItem) {
   ASSERT_OK(PutLog({{"p", "t"}, {"n", 1}, {"counter", 7}}));
   ASSERT_OK(PutLog({{"p", "t"}, {"n", 2}}));
   UnitMeter meter;
@@ -341,7 +378,7 @@ TEST_F(TableTest, TransactionCommitsEveryKindOfItem) {
   EXPECT_EQ(meter.by_table["log"].second, 6);
 }
 
-TEST_F(TableTest, TransactionRejectsInvalidItemsBeforeChargingAnything) {
+TEST_P(TableTest, TransactionRejectsInvalidItemsBeforeChargingAnything) {
   UnitMeter meter;
   Status twice = Write([&](Connection& c) {
     return TransactWrite(c,
@@ -384,7 +421,7 @@ std::vector<Item> QueryAll(Connection& c, const Table& table, QueryRequest reque
   return out;
 }
 
-TEST_F(TableTest, QueryPagingReturnsEveryItemOnceInOrder) {
+TEST_P(TableTest, QueryPagingReturnsEveryItemOnceInOrder) {
   constexpr int kItems = 12;
   ASSERT_TRUE(
       Write([](Connection& c) {
@@ -432,7 +469,7 @@ TEST_F(TableTest, QueryPagingReturnsEveryItemOnceInOrder) {
   }
 }
 
-TEST_F(TableTest, QueryPagingOnACompositeSortKey) {
+TEST_P(TableTest, QueryPagingOnACompositeSortKey) {
   using Pair = std::pair<int64_t, int64_t>;
   std::vector<Pair> all;
   ASSERT_TRUE(
@@ -494,7 +531,7 @@ TEST_F(TableTest, QueryPagingOnACompositeSortKey) {
   }
 }
 
-TEST_F(TableTest, QueryPageStopsAtOneMegabyte) {
+TEST_P(TableTest, QueryPageStopsAtOneMegabyte) {
   // Five items of ~300 KB: 3 fit under 1 MB (900 KB), the 4th would cross it.
   ASSERT_TRUE(Write([](Connection& c) {
                 for (int n = 0; n < 5; ++n) {
@@ -520,7 +557,7 @@ TEST_F(TableTest, QueryPageStopsAtOneMegabyte) {
                   .ok());
 }
 
-TEST_F(TableTest, QueryRejectsMalformedKeys) {
+TEST_P(TableTest, QueryRejectsMalformedKeys) {
   ASSERT_TRUE(db_->Read([](Connection& c) {
                    QueryRequest q;  // no partition value
                    EXPECT_EQ(LogTable().Query(c, q, nullptr).status().code(),
@@ -539,7 +576,7 @@ TEST_F(TableTest, QueryRejectsMalformedKeys) {
                   .ok());
 }
 
-TEST_F(TableTest, ScanPagesThroughEveryItemInKeyOrder) {
+TEST_P(TableTest, ScanPagesThroughEveryItemInKeyOrder) {
   std::vector<std::tuple<std::string, int64_t, int64_t>> expected;
   ASSERT_TRUE(Write([&](Connection& c) {
                 for (std::string p : {"b", "a", "c"}) {
@@ -582,7 +619,7 @@ TEST_F(TableTest, ScanPagesThroughEveryItemInKeyOrder) {
 // ---------------------------------------------------------------------------
 // Update, Add, Delete
 
-TEST_F(TableTest, UpdateSetsRemovesAddsAndReturnsAllNew) {
+TEST_P(TableTest, UpdateSetsRemovesAddsAndReturnsAllNew) {
   ASSERT_OK(
       PutLog({{"p", "u"}, {"n", 1}, {"body", "b"}, {"score", 1.5}, {"counter", 2}}));
   Item item;
@@ -604,7 +641,7 @@ TEST_F(TableTest, UpdateSetsRemovesAddsAndReturnsAllNew) {
   EXPECT_EQ(item, *GetLog("u", 1));  // ALL_NEW is what is stored
 }
 
-TEST_F(TableTest, UpdateWithoutCreateIfMissingFailsOnAMissingItem) {
+TEST_P(TableTest, UpdateWithoutCreateIfMissingFailsOnAMissingItem) {
   Status s = Write([](Connection& c) {
     UpdateRequest u;
     u.key = Key{{"u"}, {9}};
@@ -626,7 +663,7 @@ TEST_F(TableTest, UpdateWithoutCreateIfMissingFailsOnAMissingItem) {
   EXPECT_EQ(GetLog("u", 9)->at("body").AsString(), "x");
 }
 
-TEST_F(TableTest, UpdateFailuresChangeNothing) {
+TEST_P(TableTest, UpdateFailuresChangeNothing) {
   ASSERT_OK(PutLog({{"p", "u"}, {"n", 1}, {"body", "text"}, {"counter", 1}}));
   auto update = [&](UpdateRequest u) {
     u.key = Key{{"u"}, {1}};
@@ -663,7 +700,7 @@ TEST_F(TableTest, UpdateFailuresChangeNothing) {
   EXPECT_EQ(item->at("body").AsString(), "text");
 }
 
-TEST_F(TableTest, AddReturnsIncreasingValuesAndCreatesTheItem) {
+TEST_P(TableTest, AddReturnsIncreasingValuesAndCreatesTheItem) {
   for (int64_t expected = 1; expected <= 5; ++expected) {
     int64_t got = 0;
     ASSERT_TRUE(Write([&](Connection& c) {
@@ -675,7 +712,7 @@ TEST_F(TableTest, AddReturnsIncreasingValuesAndCreatesTheItem) {
   }
 }
 
-TEST_F(TableTest, ConcurrentAddNeverReturnsTheSameValueTwice) {
+TEST_P(TableTest, ConcurrentAddNeverReturnsTheSameValueTwice) {
   constexpr int kThreads = 4;
   constexpr int kAddsPerThread = 50;
   std::vector<std::vector<int64_t>> seen(kThreads);
@@ -705,7 +742,7 @@ TEST_F(TableTest, ConcurrentAddNeverReturnsTheSameValueTwice) {
   EXPECT_EQ(*all.rbegin(), kThreads * kAddsPerThread);
 }
 
-TEST_F(TableTest, DeleteHonoursConditions) {
+TEST_P(TableTest, DeleteHonoursConditions) {
   ASSERT_OK(PutLog({{"p", "d"}, {"n", 1}, {"counter", 3}}));
   Status s = Write([](Connection& c) {
     return LogTable().Delete(c, Key{{"d"}, {1}}, {Condition::Equals("counter", 4)},
@@ -742,7 +779,7 @@ Item SizedItem(int64_t n, int64_t total_bytes) {
   return Item{{"p", "k"}, {"n", n}, {"body", std::string(total_bytes - 6, 'x')}};
 }
 
-TEST_F(TableTest, ItemSizeFollowsDynamoDbRules) {
+TEST_P(TableTest, ItemSizeFollowsDynamoDbRules) {
   EXPECT_EQ(LogTable().ItemSize(SizedItem(1, 1536)), 1536);
   EXPECT_EQ(LogTable().ItemSize({{"p", "héllo"}}), 1 + 6);  // UTF-8 bytes: é is 2
   EXPECT_EQ(LogTable().ItemSize({{"flag", true}, {"counter", Value::Null()}}), 1 + 1);
@@ -760,7 +797,7 @@ TEST_F(TableTest, ItemSizeFollowsDynamoDbRules) {
   EXPECT_EQ(Value(1.5).DynamoSize(), 2);  // "1.5": 15 -> (2+1)/2 + 1
 }
 
-TEST_F(TableTest, PutOfOneAndAHalfKilobytesCostsTwoWriteUnits) {
+TEST_P(TableTest, PutOfOneAndAHalfKilobytesCostsTwoWriteUnits) {
   UnitMeter meter;
   // 1536 bytes / 1024 = 1.5, rounded up = 2 WRU.
   ASSERT_TRUE(Write([&](Connection& c) {
@@ -771,7 +808,7 @@ TEST_F(TableTest, PutOfOneAndAHalfKilobytesCostsTwoWriteUnits) {
   EXPECT_EQ(meter.by_table["log"].second, 2);
 }
 
-TEST_F(TableTest, TableTotalsAccumulateEveryCharge) {
+TEST_P(TableTest, TableTotalsAccumulateEveryCharge) {
   // The tables are process-wide statics shared by the tests: compare differences.
   double reads_before = LogTable().total_read_units();
   double writes_before = LogTable().total_write_units();
@@ -783,7 +820,7 @@ TEST_F(TableTest, TableTotalsAccumulateEveryCharge) {
   EXPECT_EQ(LogTable().total_read_units() - reads_before, 0.5);
 }
 
-TEST_F(TableTest, TheSamePutInATransactionCostsFour) {
+TEST_P(TableTest, TheSamePutInATransactionCostsFour) {
   UnitMeter meter;
   // ceil(1536 / 1024) = 2 WRU, doubled in a transaction = 4.
   ASSERT_TRUE(Write([&](Connection& c) {
@@ -794,7 +831,7 @@ TEST_F(TableTest, TheSamePutInATransactionCostsFour) {
   EXPECT_EQ(meter.write_units, 4);
 }
 
-TEST_F(TableTest, FailedConditionalPutStillCharges) {
+TEST_P(TableTest, FailedConditionalPutStillCharges) {
   ASSERT_OK(PutLog(SizedItem(1, 1536)));
   UnitMeter meter;
   // Fast path: ceil(1536 / 1024) = 2 WRU for the attempted item, even though it lost.
@@ -816,7 +853,7 @@ TEST_F(TableTest, FailedConditionalPutStillCharges) {
   EXPECT_EQ(meter.write_units, 8);
 }
 
-TEST_F(TableTest, QueryOfTenOneKilobyteItemsCostsThreeOrOneAndAHalf) {
+TEST_P(TableTest, QueryOfTenOneKilobyteItemsCostsThreeOrOneAndAHalf) {
   ASSERT_TRUE(Write([](Connection& c) {
                 for (int n = 0; n < 10; ++n) {
                   RETURN_IF_ERROR(LogTable().PutIfAbsent(c, SizedItem(n, 1024), nullptr));
@@ -850,7 +887,7 @@ TEST_F(TableTest, QueryOfTenOneKilobyteItemsCostsThreeOrOneAndAHalf) {
   EXPECT_EQ(empty.read_units, 0.5);
 }
 
-TEST_F(TableTest, GetOfFiveKilobytesCostsTwoOrOne) {
+TEST_P(TableTest, GetOfFiveKilobytesCostsTwoOrOne) {
   ASSERT_OK(PutLog(SizedItem(1, 5120)));
   // ceil(5120 / 4096) = 2 RRU strongly consistent, half = 1 eventually consistent.
   UnitMeter strong, eventual, missing;
@@ -872,7 +909,7 @@ TEST_F(TableTest, GetOfFiveKilobytesCostsTwoOrOne) {
   EXPECT_EQ(missing.read_units, 0.5);  // an absent item still costs the minimum
 }
 
-TEST_F(TableTest, UpdateAndDeleteChargeByTheLargerItem) {
+TEST_P(TableTest, UpdateAndDeleteChargeByTheLargerItem) {
   ASSERT_OK(PutLog(SizedItem(1, 3000)));
   UnitMeter meter;
   // Shrinking a 3000-byte item to 6 + 1 + 10 = 17 bytes: max(3000, 17) -> ceil(3000/1024)

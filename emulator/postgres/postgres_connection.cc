@@ -1,0 +1,361 @@
+// PostgresConnection: libpq, statements, results and errors (the table rows are in
+// postgres_rows.cc).
+#include "emulator/postgres/postgres_connection.h"
+
+#include <libpq-fe.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+namespace sheetlog {
+
+namespace {
+
+// Type OIDs (PostgreSQL's catalog/pg_type.dat; stable across releases).
+constexpr Oid kBoolOid = 16;
+constexpr Oid kByteaOid = 17;
+constexpr Oid kInt8Oid = 20;
+constexpr Oid kInt2Oid = 21;
+constexpr Oid kInt4Oid = 23;
+constexpr Oid kOidOid = 26;
+constexpr Oid kFloat4Oid = 700;
+constexpr Oid kFloat8Oid = 701;
+constexpr Oid kNumericOid = 1700;
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// libpq's messages end in a newline; ours do not.
+std::string Trimmed(const char* message) {
+  std::string out = message == nullptr ? "" : message;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+// The parameters of one statement in libpq's arrays. Text values point into the
+// Values themselves (std::string keeps a terminating NUL) or into `text_`.
+class Params {
+ public:
+  Status Encode(const std::vector<const Value*>& in) {
+    const size_t n = in.size();
+    text_.resize(n);
+    values_.assign(n, nullptr);
+    lengths_.assign(n, 0);
+    formats_.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const Value& v = *in[i];
+      switch (v.type()) {
+        case Value::Type::kNull:
+          break;
+        case Value::Type::kInt:
+        case Value::Type::kBool:
+          text_[i] = std::to_string(v.AsInt());
+          values_[i] = text_[i].c_str();
+          break;
+        case Value::Type::kDouble: {
+          char buffer[64];
+          auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), v.AsDouble());
+          if (ec != std::errc()) return Internal("formatting a double for PostgreSQL");
+          text_[i].assign(buffer, end);
+          values_[i] = text_[i].c_str();
+          break;
+        }
+        case Value::Type::kString:
+          if (v.AsString().find('\0') != std::string::npos) {
+            return InvalidArgument(
+                "PostgreSQL text cannot hold a NUL byte (store bytes as a binary value)");
+          }
+          values_[i] = v.AsString().c_str();
+          break;
+        case Value::Type::kBytes:
+          values_[i] = v.AsString().data();
+          lengths_[i] = static_cast<int>(v.AsString().size());
+          formats_[i] = 1;  // binary: bytea's bytes as they are
+          break;
+      }
+    }
+    return Status::OK();
+  }
+  int count() const { return static_cast<int>(values_.size()); }
+  const char* const* values() const { return values_.data(); }
+  const int* lengths() const { return lengths_.data(); }
+  const int* formats() const { return formats_.data(); }
+
+ private:
+  std::vector<std::string> text_;
+  std::vector<const char*> values_;
+  std::vector<int> lengths_;
+  std::vector<int> formats_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// PostgresRow
+
+int PostgresRow::columns() const { return PQnfields(result_); }
+
+bool PostgresRow::IsNull(int col) const { return PQgetisnull(result_, row_, col) != 0; }
+
+std::string_view PostgresRow::Text(int col) const {
+  return std::string_view(PQgetvalue(result_, row_, col),
+                          static_cast<size_t>(PQgetlength(result_, row_, col)));
+}
+
+Value PostgresRow::ValueAt(int col) const {
+  if (IsNull(col)) return Value::Null();
+  std::string_view text = Text(col);
+  switch (PQftype(result_, col)) {
+    case kInt2Oid:
+    case kInt4Oid:
+    case kInt8Oid:
+    case kOidOid: {
+      int64_t v = 0;
+      std::from_chars(text.data(), text.data() + text.size(), v);
+      return Value(v);
+    }
+    case kFloat4Oid:
+    case kFloat8Oid:
+    case kNumericOid:
+      // strtod takes NaN and Infinity as PostgreSQL spells them.
+      return Value(std::strtod(std::string(text).c_str(), nullptr));
+    case kBoolOid:
+      return Value(static_cast<int64_t>(text == "t" ? 1 : 0));
+    case kByteaOid: {
+      // Text output of bytea: "\x" then two hex digits per byte (bytea_output = hex,
+      // set for every connection).
+      std::string bytes;
+      if (text.size() >= 2 && text[0] == '\\' && text[1] == 'x') {
+        bytes.reserve((text.size() - 2) / 2);
+        for (size_t i = 2; i + 1 < text.size(); i += 2) {
+          bytes.push_back(
+              static_cast<char>(HexDigit(text[i]) * 16 + HexDigit(text[i + 1])));
+        }
+      }
+      return Value::Bytes(std::move(bytes));
+    }
+    default:
+      return Value(std::string(text));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Connection strings
+
+Result<std::string> DescribePostgresConninfo(const std::string& conninfo) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
+  if (options == nullptr) {
+    std::string why = Trimmed(error);
+    PQfreemem(error);
+    return InvalidArgument("the PostgreSQL connection string does not parse: " + why);
+  }
+  std::string where;
+  bool has_password = false;
+  for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    if (o->val == nullptr || *o->val == '\0') continue;
+    std::string_view keyword = o->keyword;
+    if (keyword == "password") has_password = true;
+    if (keyword == "host" || keyword == "hostaddr" || keyword == "port" ||
+        keyword == "dbname" || keyword == "user") {
+      if (!where.empty()) where += " ";
+      where += std::string(keyword) + "=" + o->val;
+    }
+  }
+  PQconninfoFree(options);
+  if (has_password) {
+    return InvalidArgument(
+        "the PostgreSQL connection string holds a password, which would show in `ps` "
+        "and logs: give it in PGPASSWORD or a password file (PGPASSFILE, ~/.pgpass)");
+  }
+  return where.empty() ? std::string("(libpq defaults)") : where;
+}
+
+// ---------------------------------------------------------------------------
+// PostgresConnection
+
+Result<std::unique_ptr<PostgresConnection>> PostgresConnection::Open(
+    const std::string& conninfo, int connect_timeout_seconds) {
+  ASSIGN_OR_RETURN(std::string where, DescribePostgresConninfo(conninfo));
+  // expand_dbname: `dbname` carries the whole connection string (or URI). Keywords
+  // apply in order, the last one winning, so the caller's string (last) overrides
+  // these defaults.
+  const std::string timeout = std::to_string(connect_timeout_seconds);
+  const char* keywords[] = {"connect_timeout", "fallback_application_name", "dbname",
+                            nullptr};
+  const char* values[] = {timeout.c_str(), "sheetlog", conninfo.c_str(), nullptr};
+  pg_conn* raw = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  if (raw == nullptr) return ResourceExhausted("libpq could not allocate a connection");
+  if (PQstatus(raw) != CONNECTION_OK) {
+    std::string why = Trimmed(PQerrorMessage(raw));
+    PQfinish(raw);
+    return Unavailable("the PostgreSQL database at " + where + " is unreachable: " + why);
+  }
+  std::unique_ptr<PostgresConnection> conn(new PostgresConnection(raw, where));
+  // Every session the same: UTF-8 text, bytea as hex (PostgresRow::ValueAt), and no
+  // NOTICEs (libpq would print them on stderr: "relation ... already exists, skipping").
+  RETURN_IF_ERROR(
+      conn->Exec("SET client_encoding = 'UTF8'; SET bytea_output = 'hex';"
+                 " SET client_min_messages = 'warning'"));
+  return conn;
+}
+
+PostgresConnection::~PostgresConnection() { PQfinish(conn_); }
+
+bool PostgresConnection::usable() const { return PQstatus(conn_) == CONNECTION_OK; }
+
+Status PostgresConnection::ErrorStatus(const pg_result* result) const {
+  const char* state =
+      result == nullptr ? nullptr : PQresultErrorField(result, PG_DIAG_SQLSTATE);
+  std::string message =
+      Trimmed(result == nullptr ? PQerrorMessage(conn_) : PQresultErrorMessage(result));
+  if (state == nullptr || PQstatus(conn_) != CONNECTION_OK) {
+    return Unavailable("the PostgreSQL database at " + where_ +
+                       " is unreachable: " + message);
+  }
+  const std::string_view code = state;
+  const std::string_view group = code.substr(0, 2);
+  if (code == "23505") return ConditionFailed(message);  // unique_violation
+  if (group == "23" || group == "22") return InvalidArgument(message);
+  if (code == "40001" || code == "40P01") return Aborted(message);
+  if (group == "08" || code == "57P01" || code == "57P02" || code == "57P03" ||
+      code == "53300") {
+    return Unavailable("the PostgreSQL database at " + where_ +
+                       " is unavailable: " + message);
+  }
+  if (code == "57014") {
+    return Unavailable("the PostgreSQL database at " + where_ +
+                       " did not answer in time: " + message);
+  }
+  if (code == "53100") return InsufficientStorage(message);  // disk_full
+  return Internal(message + " (SQLSTATE " + std::string(code) + ")");
+}
+
+Status PostgresConnection::Exec(const std::string& sql) {
+  pg_result* result = PQexec(conn_, sql.c_str());
+  ExecStatusType status = result == nullptr ? PGRES_FATAL_ERROR : PQresultStatus(result);
+  Status out;
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) out = ErrorStatus(result);
+  PQclear(result);
+  return out;
+}
+
+Result<int64_t> PostgresConnection::Run(
+    const std::string& sql, const std::vector<const Value*>& params,
+    const std::function<bool(const PostgresRow&)>& row) {
+  if (!failed_.ok()) {
+    return Aborted("the transaction was ended by an earlier error: " + failed_.message());
+  }
+  Params encoded;
+  RETURN_IF_ERROR(encoded.Encode(params));  // refused before reaching the server
+  auto prepared = prepared_.find(sql);
+  if (prepared == prepared_.end()) {
+    std::string name = "s" + std::to_string(prepared_.size() + 1);
+    pg_result* result = PQprepare(conn_, name.c_str(), sql.c_str(), encoded.count(),
+                                  /*paramTypes=*/nullptr);
+    Status status;
+    if (result == nullptr || PQresultStatus(result) != PGRES_COMMAND_OK) {
+      status = ErrorStatus(result);
+    }
+    PQclear(result);
+    if (!status.ok()) {
+      if (PQtransactionStatus(conn_) == PQTRANS_INERROR) failed_ = status;
+      return status;
+    }
+    prepared = prepared_.emplace(sql, std::move(name)).first;
+  }
+  if (PQsendQueryPrepared(conn_, prepared->second.c_str(), encoded.count(),
+                          encoded.values(), encoded.lengths(), encoded.formats(),
+                          /*resultFormat=*/0) == 0) {
+    return ErrorStatus(nullptr);
+  }
+  // Rows one at a time: a page cut short (1 MB, a limit) holds no more than a row in
+  // memory; the rest is read and dropped.
+  if (row) PQsetSingleRowMode(conn_);
+  bool wanted = static_cast<bool>(row);
+  int64_t affected = 0;
+  Status status;
+  while (pg_result* result = PQgetResult(conn_)) {
+    switch (PQresultStatus(result)) {
+      case PGRES_SINGLE_TUPLE:
+        ++affected;
+        if (wanted && status.ok()) wanted = row(PostgresRow(result, 0));
+        break;
+      case PGRES_TUPLES_OK:
+      case PGRES_COMMAND_OK: {
+        const char* tuples = PQcmdTuples(result);
+        if (tuples != nullptr && *tuples != '\0') affected = std::atoll(tuples);
+        break;
+      }
+      default:
+        if (status.ok()) status = ErrorStatus(result);
+        break;
+    }
+    PQclear(result);
+  }
+  if (!status.ok()) {
+    if (PQtransactionStatus(conn_) == PQTRANS_INERROR) failed_ = status;
+    return status;
+  }
+  return affected;
+}
+
+Status PostgresConnection::Begin(const std::string& mode) {
+  failed_ = Status::OK();
+  return Exec(mode.empty() ? "BEGIN" : "BEGIN " + mode);
+}
+
+Status PostgresConnection::Commit() {
+  if (!failed_.ok()) {
+    Status failed = failed_;
+    Rollback();
+    return failed;
+  }
+  pg_result* result = PQexec(conn_, "COMMIT");
+  Status status;
+  if (result == nullptr || PQresultStatus(result) != PGRES_COMMAND_OK) {
+    status = ErrorStatus(result);
+    if (status.code() == StatusCode::kUnavailable) {
+      status = Unavailable(status.message() +
+                           " (while committing: whether the transaction committed is "
+                           "unknown)");
+    }
+  } else if (std::strcmp(PQcmdStatus(result), "COMMIT") != 0) {
+    // The server rolled back (a statement of the transaction had failed).
+    status = Aborted("the transaction was rolled back by PostgreSQL");
+  }
+  PQclear(result);
+  return status;
+}
+
+void PostgresConnection::Rollback() {
+  failed_ = Status::OK();
+  if (usable()) (void)Exec("ROLLBACK");
+}
+
+Status PostgresConnection::Savepoint(std::string_view name) {
+  if (!failed_.ok()) {
+    return Aborted("the transaction was ended by an earlier error: " + failed_.message());
+  }
+  return Exec("SAVEPOINT " + std::string(name));
+}
+
+Status PostgresConnection::ReleaseSavepoint(std::string_view name) {
+  if (!failed_.ok()) {
+    return Aborted("the transaction was ended by an earlier error: " + failed_.message());
+  }
+  return Exec("RELEASE SAVEPOINT " + std::string(name));
+}
+
+Status PostgresConnection::RollbackToSavepoint(std::string_view name) {
+  RETURN_IF_ERROR(Exec("ROLLBACK TO SAVEPOINT " + std::string(name)));
+  failed_ = Status::OK();  // the error came after the savepoint: undone with it
+  return Status::OK();
+}
+
+}  // namespace sheetlog

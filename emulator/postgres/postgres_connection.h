@@ -1,0 +1,126 @@
+// One libpq connection to PostgreSQL: the PostgreSQL backend's Connection
+// (emulator/table/connection.h), with table rows in PostgreSQL's SQL, and the few
+// statement runners the backend's own code (transactions, migrations) needs. libpq,
+// PostgreSQL's own C client, rather than libpqxx: a dozen calls, no exceptions to turn
+// back into Status, and no C++ ABI to follow across libpqxx's incompatible majors.
+//
+// Values travel as text parameters (bytea in binary) whose types PostgreSQL infers
+// from the column they meet; results come back as text and are decoded by column type
+// (PostgresRow::ValueAt). Statements are prepared once per connection.
+//
+// Errors: a lost or refused connection is Unavailable naming the server; a unique
+// violation ConditionFailed; a NOT NULL, CHECK, foreign key or data error (bad UTF-8,
+// a value the column's type does not take) InvalidArgument; a serialization failure or
+// deadlock Aborted. A statement PostgreSQL refuses ends its transaction: every later
+// statement of it returns Aborted naming that first error without reaching the server
+// (until RollbackToSavepoint, or the transaction ends).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "emulator/status.h"
+#include "emulator/table/connection.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace sheetlog {
+
+// One row of a result, valid while the runner's callback runs.
+class PostgresRow {
+ public:
+  int columns() const;
+  bool IsNull(int col) const;
+  std::string_view Text(int col) const;
+  // The column as a Value by its SQL type: smallint, integer, bigint -> kInt; real,
+  // double precision, numeric -> kDouble; boolean -> kInt 0/1 (table.h: bools read
+  // back as integers on every backend); bytea -> kBytes; anything else -> kString.
+  // NULL -> Null().
+  Value ValueAt(int col) const;
+
+ private:
+  friend class PostgresConnection;
+  PostgresRow(const pg_result* result, int row) : result_(result), row_(row) {}
+  const pg_result* result_;
+  int row_;
+};
+
+// The parts of a connection string worth naming in messages ("host=... port=...
+// dbname=... user=..."; never a password), or InvalidArgument if it does not parse or
+// holds a password (credentials come from PGPASSWORD or a PGPASSFILE, never from a
+// string that shows up in `ps` and logs).
+Result<std::string> DescribePostgresConninfo(const std::string& conninfo);
+
+class PostgresConnection final : public Connection {
+ public:
+  // Connects, waiting at most `connect_timeout_seconds` (libpq's connect_timeout).
+  // Unavailable if the server cannot be reached or refuses the connection.
+  static Result<std::unique_ptr<PostgresConnection>> Open(const std::string& conninfo,
+                                                          int connect_timeout_seconds);
+  ~PostgresConnection() override;
+  PostgresConnection(const PostgresConnection&) = delete;
+  PostgresConnection& operator=(const PostgresConnection&) = delete;
+
+  // Runs `sql` (any number of statements, no parameters; rows are ignored). For
+  // transaction control and DDL: it ignores (and clears nothing of) an earlier error.
+  Status Exec(const std::string& sql);
+  // Runs one statement with `params` ($1, $2, ...), handing its rows to `row` (if
+  // given) until it returns false; returns the number of rows the statement affected
+  // or returned.
+  Result<int64_t> Run(const std::string& sql, const std::vector<const Value*>& params,
+                      const std::function<bool(const PostgresRow&)>& row = nullptr);
+
+  // BEGIN (with `mode`, e.g. "ISOLATION LEVEL REPEATABLE READ READ ONLY"), COMMIT and
+  // ROLLBACK. Commit fails (and rolls back) if a statement of the transaction failed;
+  // a commit whose answer never arrives is Unavailable with an unknown outcome.
+  Status Begin(const std::string& mode);
+  Status Commit();
+  void Rollback();
+
+  // False once the connection to the server is lost: the pool drops it.
+  bool usable() const;
+  // "host=... port=... dbname=... user=..." for messages.
+  const std::string& where() const { return where_; }
+
+  // Connection: table rows in PostgreSQL's SQL (postgres_rows.cc).
+  SqlDialect dialect() const override { return SqlDialect::kPostgres; }
+  Result<std::optional<Item>> LoadRow(const Table& table, const Key& key,
+                                      bool for_write) override;
+  Result<bool> InsertIfAbsent(const Table& table, uint64_t mask,
+                              const Item& item) override;
+  Status Replace(const Table& table, uint64_t mask, const Item& item) override;
+  Result<std::optional<Item>> InsertReturning(const Table& table, uint64_t mask,
+                                              const Item& item) override;
+  Result<Item> UpdateReturning(const Table& table, uint64_t mask, const Item& values,
+                               const Key& key) override;
+  Result<std::optional<Item>> DeleteReturning(const Table& table,
+                                              const Key& key) override;
+  Status SelectRows(const Table& table, bool scan, uint64_t shape,
+                    const std::vector<const Value*>& binds, int limit,
+                    const std::function<bool(Item)>& row) override;
+  Status Savepoint(std::string_view name) override;
+  Status ReleaseSavepoint(std::string_view name) override;
+  Status RollbackToSavepoint(std::string_view name) override;
+
+ private:
+  PostgresConnection(pg_conn* conn, std::string where) : conn_(conn), where_(where) {}
+  // The Status of a failed result (or of a lost connection when `result` is null).
+  Status ErrorStatus(const pg_result* result) const;
+  // The first row `sql` returns, as an Item of `table`.
+  Result<std::optional<Item>> OneRow(const Table& table, const std::string& sql,
+                                     const std::vector<const Value*>& params);
+
+  pg_conn* conn_;
+  std::string where_;
+  std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
+  Status failed_;  // the error that ended the current transaction
+};
+
+}  // namespace sheetlog

@@ -1,0 +1,163 @@
+#include "emulator/postgres/postgres_database.h"
+
+#include <algorithm>
+
+namespace sheetlog {
+
+namespace {
+
+// The advisory lock key migrations hold (any constant no other code uses: "shtlog").
+constexpr int64_t kMigrationLock = 0x7368746c6f67;
+
+Result<int> MigrateLocked(PostgresConnection& conn,
+                          const std::vector<Migration>& migrations,
+                          const std::string& release) {
+  const Value lock_key(kMigrationLock);
+  RETURN_IF_ERROR(conn.Run("SELECT pg_advisory_xact_lock($1)", {&lock_key}).status());
+  RETURN_IF_ERROR(
+      conn.Exec("CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY,"
+                " name text NOT NULL, release text)"));
+  int current = 0;
+  std::string writer;
+  RETURN_IF_ERROR(conn.Run("SELECT version, COALESCE(release, '') FROM schema_version"
+                           " ORDER BY version DESC LIMIT 1",
+                           {},
+                           [&](const PostgresRow& row) {
+                             current = static_cast<int>(row.ValueAt(0).AsInt());
+                             writer = std::string(row.Text(1));
+                             return false;
+                           })
+                      .status());
+  int newest_known = 0;
+  for (const Migration& m : migrations) newest_known = std::max(newest_known, m.version);
+  if (current > newest_known) {
+    return FailedPrecondition(
+        "the PostgreSQL database at " + conn.where() +
+        " is newer than this binary: it has schema version " + std::to_string(current) +
+        ", written by sheetlog " +
+        (writer.empty() ? std::string("(a newer release)") : writer) +
+        "; this is sheetlog " + (release.empty() ? std::string("(unknown)") : release) +
+        ", which knows schema versions up to " + std::to_string(newest_known) +
+        ". Run that release (or a newer one), or use another database");
+  }
+  int version = current;
+  for (const Migration& m : migrations) {
+    if (m.version <= current) continue;
+    RETURN_IF_ERROR(
+        conn.Exec(m.sql).Annotate(std::string("applying migration ") + m.name));
+    const Value v(static_cast<int64_t>(m.version));
+    const Value name(m.name);
+    const Value by(release);
+    RETURN_IF_ERROR(
+        conn.Run(
+                "INSERT INTO schema_version (version, name, release) VALUES ($1, $2, $3)",
+                {&v, &name, &by})
+            .status());
+    version = std::max(version, m.version);
+  }
+  return version;
+}
+
+}  // namespace
+
+Result<int> ApplyPostgresMigrations(PostgresConnection& conn,
+                                    const std::vector<Migration>& migrations,
+                                    const std::string& release) {
+  std::vector<Migration> ordered = migrations;
+  std::sort(ordered.begin(), ordered.end(),
+            [](const Migration& a, const Migration& b) { return a.version < b.version; });
+  for (size_t i = 1; i < ordered.size(); ++i) {
+    if (ordered[i].version == ordered[i - 1].version) {
+      return InvalidArgument("two migrations have version " +
+                             std::to_string(ordered[i].version));
+    }
+  }
+  RETURN_IF_ERROR(conn.Begin(""));
+  Result<int> version = MigrateLocked(conn, ordered, release);
+  if (!version.ok()) {
+    conn.Rollback();
+    return version.status();
+  }
+  RETURN_IF_ERROR(conn.Commit());
+  return version;
+}
+
+Result<std::unique_ptr<PostgresDatabase>> PostgresDatabase::Open(const Options& options) {
+  if (options.connections < 1) {
+    return InvalidArgument("a PostgreSQL database needs at least one connection");
+  }
+  ASSIGN_OR_RETURN(std::string where, DescribePostgresConninfo(options.conninfo));
+  std::unique_ptr<PostgresDatabase> db(new PostgresDatabase(options));
+  db->where_ = std::move(where);
+  ASSIGN_OR_RETURN(std::unique_ptr<PostgresConnection> conn, db->Acquire());
+  Result<int> version =
+      ApplyPostgresMigrations(*conn, options.migrations, options.release);
+  db->Release(std::move(conn));
+  if (!version.ok()) return version.status();
+  db->schema_version_ = *version;
+  return db;
+}
+
+Result<std::unique_ptr<PostgresConnection>> PostgresDatabase::Acquire() {
+  {
+    MutexLock lock(&mu_);
+    while (idle_.empty() && open_ >= options_.connections) idle_cv_.Wait(mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<PostgresConnection> conn = std::move(idle_.back());
+      idle_.pop_back();
+      return conn;
+    }
+    ++open_;  // a slot for the connection opened below, outside the lock
+  }
+  Result<std::unique_ptr<PostgresConnection>> conn =
+      PostgresConnection::Open(options_.conninfo, options_.connect_timeout_seconds);
+  if (!conn.ok()) {
+    MutexLock lock(&mu_);
+    --open_;
+    idle_cv_.NotifyOne();
+  }
+  return conn;
+}
+
+void PostgresDatabase::Release(std::unique_ptr<PostgresConnection> conn) {
+  MutexLock lock(&mu_);
+  if (conn->usable()) {
+    idle_.push_back(std::move(conn));
+  } else {
+    --open_;  // lost: the next Acquire connects afresh
+  }
+  idle_cv_.NotifyOne();
+}
+
+Status PostgresDatabase::Run(const Work& work, const std::string& mode) {
+  std::unique_ptr<PostgresConnection> conn;
+  Status status;
+  // An idle connection may have been lost meanwhile (the server restarted, failed
+  // over): nothing has run on it yet, so another one is tried, up to the whole pool
+  // and then a new one.
+  for (int attempt = 0; attempt <= options_.connections; ++attempt) {
+    ASSIGN_OR_RETURN(conn, Acquire());
+    status = conn->Begin(mode);
+    if (status.ok() || conn->usable()) break;
+    Release(std::move(conn));
+  }
+  if (conn == nullptr) return status;
+  if (status.ok()) {
+    status = work(*conn);
+    if (status.ok()) {
+      status = conn->Commit();
+    } else {
+      conn->Rollback();
+    }
+  }
+  Release(std::move(conn));
+  return status;
+}
+
+Status PostgresDatabase::Write(const Work& work) { return Run(work, ""); }
+
+Status PostgresDatabase::Read(const Work& work) {
+  return Run(work, "ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+}  // namespace sheetlog

@@ -1,0 +1,83 @@
+// PostgresDatabase: the PostgreSQL implementation of Transactions (issue 25 stage 2;
+// docs/cluster.md "Stage 2"). Tables live in a PostgreSQL database that several
+// processes may share; table operations run on PostgresConnection, with PostgreSQL's
+// SQL.
+//
+// Writes run at READ COMMITTED, each on a connection of a pool, one transaction per
+// Write: conditional writes stay conditional across processes through ON CONFLICT and
+// row locks (table.h), with no transaction to retry. Concurrent commits share WAL
+// flushes inside PostgreSQL (its own group commit), so the node keeps no write queue.
+// Reads run as REPEATABLE READ READ ONLY: one consistent committed state.
+//
+// The database unreachable: Write and Read return Unavailable naming it (a connection
+// is tried for at most `connect_timeout_seconds`), the broken connection is dropped and
+// the next call connects afresh, so the process recovers by itself.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emulator/env/mutex.h"
+#include "emulator/postgres/postgres_connection.h"
+#include "emulator/sqlite/migrations.h"
+#include "emulator/status.h"
+#include "emulator/table/transactions.h"
+
+namespace sheetlog {
+
+// Brings the database to the newest version in `migrations` (PostgreSQL's SQL), as
+// ApplyMigrations does for SQLite: one `schema_version` table and version sequence,
+// FailedPrecondition (changing nothing) if the database records a version newer than
+// any known here. All pending migrations commit together with their versions, under a
+// transaction-scoped advisory lock, so processes starting at once migrate once.
+Result<int> ApplyPostgresMigrations(PostgresConnection& conn,
+                                    const std::vector<Migration>& migrations,
+                                    const std::string& release);
+
+class PostgresDatabase final : public Transactions {
+ public:
+  struct Options {
+    // A libpq connection string or postgresql:// URI. It must not hold a password
+    // (InvalidArgument): libpq reads one from PGPASSWORD or a password file.
+    std::string conninfo;
+    // Most connections open at once (Write and Read calls beyond it wait for one).
+    int connections = 8;
+    int connect_timeout_seconds = 5;
+    // The migrations, in PostgreSQL's SQL. Default: none.
+    std::vector<Migration> migrations;
+    // The application release applying migrations (see Database::Options).
+    std::string release;
+  };
+
+  // Connects and applies `options.migrations`. Unavailable if the server cannot be
+  // reached; FailedPrecondition if its schema is newer than this binary knows.
+  static Result<std::unique_ptr<PostgresDatabase>> Open(const Options& options);
+  ~PostgresDatabase() override = default;
+
+  Status Write(const Work& work) override EXCLUDES(mu_);
+  Status Read(const Work& work) override EXCLUDES(mu_);
+
+  int schema_version() const { return schema_version_; }
+  // "host=... dbname=..." (no password), for messages.
+  const std::string& where() const { return where_; }
+
+ private:
+  explicit PostgresDatabase(const Options& options) : options_(options) {}
+  // Runs `work` in a transaction begun with `mode` on a pooled connection.
+  Status Run(const Work& work, const std::string& mode) EXCLUDES(mu_);
+  Result<std::unique_ptr<PostgresConnection>> Acquire() EXCLUDES(mu_);
+  // Back to the pool, or closed if the connection was lost.
+  void Release(std::unique_ptr<PostgresConnection> conn) EXCLUDES(mu_);
+
+  const Options options_;
+  std::string where_;
+  int schema_version_ = 0;
+
+  Mutex mu_;
+  CondVar idle_cv_;
+  std::vector<std::unique_ptr<PostgresConnection>> idle_ GUARDED_BY(mu_);
+  int open_ GUARDED_BY(mu_) = 0;  // connections idle or in use
+};
+
+}  // namespace sheetlog

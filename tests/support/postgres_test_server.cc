@@ -1,0 +1,59 @@
+#include "tests/support/postgres_test_server.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+
+#include "emulator/env/uuid.h"
+#include "emulator/postgres/postgres_connection.h"
+
+namespace sheetlog::testing {
+
+std::string PostgresTestConninfo() {
+  // ctest's postgres fixture runs it in <build>/postgres (CMakeLists.txt); the variable
+  // points elsewhere (a server started by hand with scripts/postgres start DIR).
+  const char* from_env = std::getenv("SHEETLOG_TEST_POSTGRES_DIR");
+  const std::string dir =
+      from_env != nullptr && *from_env != '\0' ? from_env : SHEETLOG_TEST_POSTGRES_DIR;
+  std::ifstream in(dir + "/conninfo");
+  std::string conninfo;
+  std::getline(in, conninfo);
+  if (conninfo.empty()) {
+    ADD_FAILURE()
+        << "no " << dir
+        << "/conninfo: the test PostgreSQL server is not running (run "
+           "Postgres* cases through ctest, whose postgres fixture starts it, or "
+           "`scripts/postgres start DIR` and SHEETLOG_TEST_POSTGRES_DIR=DIR)";
+  }
+  return conninfo;
+}
+
+PostgresTestDatabase::PostgresTestDatabase(const std::string& purpose)
+    : admin_(PostgresTestConninfo()) {
+  if (admin_.empty()) return;
+  name_ = "t_" + purpose.substr(0, 30) + "_" + NewRandomUuid().substr(0, 8);
+  for (char& c : name_) {
+    c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_';
+  }
+  auto conn = PostgresConnection::Open(admin_, 10);
+  Status created = conn.ok() ? (*conn)->Exec("CREATE DATABASE " + name_) : conn.status();
+  if (!created.ok()) {
+    ADD_FAILURE() << "creating database " << name_ << ": " << created.ToString();
+    return;
+  }
+  // The server's conninfo names dbname=postgres last: a later keyword wins.
+  conninfo_ = admin_ + " dbname=" + name_;
+}
+
+PostgresTestDatabase::~PostgresTestDatabase() {
+  if (conninfo_.empty()) return;
+  auto conn = PostgresConnection::Open(admin_, 10);
+  Status dropped =
+      conn.ok() ? (*conn)->Exec("DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)")
+                : conn.status();
+  EXPECT_TRUE(dropped.ok()) << dropped.ToString();
+}
+
+}  // namespace sheetlog::testing

@@ -1,0 +1,33 @@
+// The shared throwaway PostgreSQL server of the tests (scripts/postgres; ctest's
+// postgres fixture starts it before the Postgres* cases and stops it after them). Each
+// caller gets a database of its own, so cases running in parallel never meet.
+#pragma once
+
+#include <string>
+
+namespace sheetlog::testing {
+
+// The libpq connection string of the running server's `postgres` database, read from
+// DIR/conninfo, DIR being $SHEETLOG_TEST_POSTGRES_DIR or else <build>/postgres (where
+// ctest's fixture starts it). Fails the test (and returns "") when no server runs there.
+std::string PostgresTestConninfo();
+
+// A new, empty database on the test server named after `purpose` and a random suffix,
+// dropped (its sessions ended) when this is destroyed. Fails the test if it cannot be
+// created (conninfo() is "" then).
+class PostgresTestDatabase {
+ public:
+  explicit PostgresTestDatabase(const std::string& purpose);
+  ~PostgresTestDatabase();
+  PostgresTestDatabase(const PostgresTestDatabase&) = delete;
+  PostgresTestDatabase& operator=(const PostgresTestDatabase&) = delete;
+
+  const std::string& conninfo() const { return conninfo_; }
+
+ private:
+  std::string admin_;  // the server's `postgres` database
+  std::string name_;
+  std::string conninfo_;
+};
+
+}  // namespace sheetlog::testing
