@@ -458,6 +458,17 @@ Status S3Client::CreateBucket() {
   return ErrorOf(request, response);
 }
 
+// The headers of a request that creates an object (PUT, CreateMultipartUpload): its
+// content type and, where the store's own tags are written, its tags.
+void S3Client::AddNewObjectHeaders(const std::string& content_type,
+                                   const std::map<std::string, std::string>& tags,
+                                   Request* request) const {
+  request->headers.push_back("Content-Type: " + content_type);
+  if (location_.store_tags && !tags.empty()) {
+    request->headers.push_back("x-amz-tagging: " + S3TaggingQuery(tags));
+  }
+}
+
 Result<std::string> S3Client::PutObject(const std::string& key, std::string_view body,
                                         const std::string& content_type,
                                         const std::map<std::string, std::string>& tags,
@@ -470,10 +481,7 @@ Result<std::string> S3Client::PutObject(const std::string& key, std::string_view
   request.has_body = true;
   request.object_body = true;
   request.what = "PUT " + key;
-  request.headers.push_back("Content-Type: " + content_type);
-  if (location_.store_tags && !tags.empty()) {
-    request.headers.push_back("x-amz-tagging: " + S3TaggingQuery(tags));
-  }
+  AddNewObjectHeaders(content_type, tags, &request);
   ASSIGN_OR_RETURN(Response response, Send(request));
   if (response.status != 200) return ErrorOf(request, response);
   return Unquote(response.headers["etag"]);
@@ -488,10 +496,7 @@ Result<std::string> S3Client::CreateMultipartUpload(
   request.query = {{"uploads", ""}};
   request.has_body = true;
   request.what = "CreateMultipartUpload " + key;
-  request.headers.push_back("Content-Type: " + content_type);
-  if (location_.store_tags && !tags.empty()) {
-    request.headers.push_back("x-amz-tagging: " + S3TaggingQuery(tags));
-  }
+  AddNewObjectHeaders(content_type, tags, &request);
   ASSIGN_OR_RETURN(Response response, Send(request));
   if (response.status != 200) return ErrorOf(request, response);
   ASSIGN_OR_RETURN(std::unique_ptr<XmlElement> xml, ParseXml(response.body));

@@ -151,6 +151,9 @@ class S3Client {
   struct Response;
   Result<Response> Send(const Request& request);
   Status ErrorOf(const Request& request, const Response& response) const;
+  void AddNewObjectHeaders(const std::string& content_type,
+                           const std::map<std::string, std::string>& tags,
+                           Request* request) const;
   std::string ObjectPath(const std::string& key) const;
 
   void* AcquireHandle();
