@@ -305,6 +305,85 @@ Result<int64_t> PostgresConnection::Run(
   return affected;
 }
 
+Result<std::string> PostgresPlaceholders(std::string_view sql) {
+  std::string out;
+  out.reserve(sql.size());
+  size_t i = 0;
+  while (i < sql.size()) {
+    const char c = sql[i];
+    if (c == '\'' || c == '"') {  // a literal or quoted identifier, as it is
+      size_t end = sql.find(c, i + 1);
+      end = end == std::string_view::npos ? sql.size() : end + 1;
+      out.append(sql.substr(i, end - i));
+      i = end;
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      size_t end = sql.find('\n', i);
+      end = end == std::string_view::npos ? sql.size() : end;
+      out.append(sql.substr(i, end - i));
+      i = end;
+    } else if (c == '?') {
+      size_t digits = i + 1;
+      while (digits < sql.size() && sql[digits] >= '0' && sql[digits] <= '9') ++digits;
+      if (digits == i + 1) {
+        return InvalidArgument("a placeholder needs its number (?1, ?2, ...): " +
+                               std::string(sql));
+      }
+      out += '$';
+      out.append(sql.substr(i + 1, digits - i - 1));
+      i = digits;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// A row of RunSql: PostgresRow's text, decoded by column type.
+class PostgresSqlRow final : public SqlRow {
+ public:
+  explicit PostgresSqlRow(const PostgresRow& row) : row_(row) {}
+  int columns() const override { return row_.columns(); }
+  bool IsNull(int col) const override { return row_.IsNull(col); }
+  int64_t Int(int col) const override {
+    Value v = row_.ValueAt(col);
+    if (v.type() == Value::Type::kDouble) return static_cast<int64_t>(v.AsDouble());
+    return v.is_null() ? 0 : v.AsInt();
+  }
+  double Double(int col) const override {
+    Value v = row_.ValueAt(col);
+    return v.is_null() ? 0 : v.AsDouble();
+  }
+  std::string Text(int col) const override {
+    Value v = row_.ValueAt(col);
+    if (v.type() == Value::Type::kBytes) return v.AsString();
+    return std::string(row_.Text(col));
+  }
+
+ private:
+  const PostgresRow& row_;
+};
+
+}  // namespace
+
+Result<int64_t> PostgresConnection::RunSql(
+    std::string_view sql, const std::vector<Value>& params,
+    const std::function<bool(const SqlRow&)>& row) {
+  auto translated = translated_.find(sql);
+  if (translated == translated_.end()) {
+    ASSIGN_OR_RETURN(std::string postgres_sql, PostgresPlaceholders(sql));
+    translated = translated_.emplace(std::string(sql), std::move(postgres_sql)).first;
+  }
+  std::vector<const Value*> pointers;
+  pointers.reserve(params.size());
+  for (const Value& v : params) pointers.push_back(&v);
+  if (!row) return Run(translated->second, pointers);
+  return Run(translated->second, pointers,
+             [&row](const PostgresRow& r) { return row(PostgresSqlRow(r)); });
+}
+
 Status PostgresConnection::Begin(const std::string& mode) {
   failed_ = Status::OK();
   return Exec(mode.empty() ? "BEGIN" : "BEGIN " + mode);

@@ -58,6 +58,11 @@ class PostgresRow {
 // string that shows up in `ps` and logs).
 Result<std::string> DescribePostgresConninfo(const std::string& conninfo);
 
+// `sql` with every `?N` placeholder outside quotes ('...', "...") and comments written
+// as PostgreSQL's `$N`. InvalidArgument for a `?` with no number (PostgreSQL has no
+// anonymous placeholder, and SQLite would number it by position).
+Result<std::string> PostgresPlaceholders(std::string_view sql);
+
 class PostgresConnection final : public Connection {
  public:
   // Connects, waiting at most `connect_timeout_seconds` (libpq's connect_timeout).
@@ -105,6 +110,10 @@ class PostgresConnection final : public Connection {
   Status SelectRows(const Table& table, bool scan, uint64_t shape,
                     const std::vector<const Value*>& binds, int limit,
                     const std::function<bool(Item)>& row) override;
+  // The shared SQL's `?N` placeholders become PostgreSQL's `$N`
+  // (PostgresPlaceholders).
+  Result<int64_t> RunSql(std::string_view sql, const std::vector<Value>& params,
+                         const std::function<bool(const SqlRow&)>& row) override;
   Status Savepoint(std::string_view name) override;
   Status ReleaseSavepoint(std::string_view name) override;
   Status RollbackToSavepoint(std::string_view name) override;
@@ -120,6 +129,14 @@ class PostgresConnection final : public Connection {
   pg_conn* conn_;
   std::string where_;
   std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
+  // RunSql's statements: the shared SQL -> PostgreSQL's (PostgresPlaceholders).
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view sql) const {
+      return std::hash<std::string_view>()(sql);
+    }
+  };
+  std::unordered_map<std::string, std::string, SqlHash, std::equal_to<>> translated_;
   Status failed_;  // the error that ended the current transaction
 };
 

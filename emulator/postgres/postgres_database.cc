@@ -90,8 +90,10 @@ Result<std::unique_ptr<PostgresDatabase>> PostgresDatabase::Open(const Options& 
   std::unique_ptr<PostgresDatabase> db(new PostgresDatabase(options));
   db->where_ = std::move(where);
   ASSIGN_OR_RETURN(std::unique_ptr<PostgresConnection> conn, db->Acquire());
-  Result<int> version =
-      ApplyPostgresMigrations(*conn, options.migrations, options.release);
+  std::vector<Migration> migrations = EmulatorPostgresMigrations();
+  migrations.insert(migrations.end(), options.migrations.begin(),
+                    options.migrations.end());
+  Result<int> version = ApplyPostgresMigrations(*conn, migrations, options.release);
   db->Release(std::move(conn));
   if (!version.ok()) return version.status();
   db->schema_version_ = *version;

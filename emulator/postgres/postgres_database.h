@@ -44,7 +44,8 @@ class PostgresDatabase final : public Transactions {
     // Most connections open at once (Write and Read calls beyond it wait for one).
     int connections = 8;
     int connect_timeout_seconds = 5;
-    // The migrations, in PostgreSQL's SQL. Default: none.
+    // The application's migrations, in PostgreSQL's SQL, applied with the emulator's
+    // own (EmulatorPostgresMigrations) in one version order. Default: none.
     std::vector<Migration> migrations;
     // The application release applying migrations (see Database::Options).
     std::string release;

@@ -114,6 +114,8 @@ class SqliteConnection final : public Connection {
   Status SelectRows(const Table& table, bool scan, uint64_t shape,
                     const std::vector<const Value*>& binds, int limit,
                     const std::function<bool(Item)>& row) override;
+  Result<int64_t> RunSql(std::string_view sql, const std::vector<Value>& params,
+                         const std::function<bool(const SqlRow&)>& row) override;
   Status Savepoint(std::string_view name) override;
   Status ReleaseSavepoint(std::string_view name) override;
   Status RollbackToSavepoint(std::string_view name) override;

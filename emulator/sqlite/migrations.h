@@ -25,6 +25,9 @@ struct Migration {
 // The emulator's own migrations (emulator/schema/: queues, change feed, execution
 // history), ordered by version. Defined in generated code.
 const std::vector<Migration>& EmulatorMigrations();
+// The same tables in PostgreSQL's SQL (emulator/postgres/schema/), the same versions;
+// PostgresDatabase::Open applies them with the application's.
+const std::vector<Migration>& EmulatorPostgresMigrations();
 
 // Brings the database to the newest version in `migrations`. Returns the version now in
 // force. Each migration commits in its own transaction with its `schema_version` row

@@ -78,7 +78,43 @@ Status SqliteWriteStatus(SqliteConnection& conn, Status status) {
   }
 }
 
+// A row of RunSql: the current row of a statement, by the stored values' types.
+class SqliteRow final : public SqlRow {
+ public:
+  explicit SqliteRow(const Statement& stmt) : stmt_(stmt) {}
+  int columns() const override { return stmt_.ColumnCount(); }
+  bool IsNull(int col) const override { return stmt_.IsNull(col); }
+  int64_t Int(int col) const override { return stmt_.ColumnInt(col); }
+  double Double(int col) const override { return stmt_.ColumnDouble(col); }
+  std::string Text(int col) const override { return std::string(stmt_.ColumnView(col)); }
+
+ private:
+  const Statement& stmt_;
+};
+
 }  // namespace
+
+Result<int64_t> SqliteConnection::RunSql(std::string_view sql,
+                                         const std::vector<Value>& params,
+                                         const std::function<bool(const SqlRow&)>& row) {
+  ASSIGN_OR_RETURN(Statement stmt, Prepare(sql));
+  int index = 1;
+  for (const Value& v : params) BindSqliteValue(stmt, index++, v);
+  if (stmt.ColumnCount() == 0) {
+    RETURN_IF_ERROR(SqliteWriteStatus(*this, stmt.Run()));
+    return Changes();
+  }
+  // A RETURNING statement makes all its changes at the first step (SQLite's
+  // documentation of RETURNING), so stopping early loses none of them.
+  int64_t rows = 0;
+  while (true) {
+    Result<bool> more = stmt.Step();
+    if (!more.ok()) return SqliteWriteStatus(*this, more.status());
+    if (!*more) return rows;
+    ++rows;
+    if (row && !row(SqliteRow(stmt))) return rows;
+  }
+}
 
 Result<Statement> SqliteConnection::Bound(const std::string& sql,
                                           const std::vector<const Value*>& binds) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -16,6 +17,25 @@
 #include "emulator/table/table.h"
 
 namespace sheetlog {
+
+// One row of a RunSql result, valid while the row callback runs. Each backend reads
+// its own types: a column of SQLite by the type of the value stored, of PostgreSQL by
+// the column's type (bigint and integer -> Int, double precision and numeric -> Double,
+// text -> Text, bytea -> Text of the raw bytes).
+class SqlRow {
+ public:
+  virtual int columns() const = 0;
+  virtual bool IsNull(int col) const = 0;
+  // An integer column; a double is truncated (PostgreSQL's sum() of bigint is numeric).
+  // 0 if NULL.
+  virtual int64_t Int(int col) const = 0;
+  virtual double Double(int col) const = 0;  // 0 if NULL
+  // A text or bytes column, its bytes; "" if NULL.
+  virtual std::string Text(int col) const = 0;
+
+ protected:
+  ~SqlRow() = default;
+};
 
 // Every primitive runs inside the connection's current transaction and addresses one
 // table by its schema; `mask` selects columns by attribute index (bit i = attribute i
@@ -55,6 +75,21 @@ class Connection {
   virtual Status SelectRows(const Table& table, bool scan, uint64_t shape,
                             const std::vector<const Value*>& binds, int limit,
                             const std::function<bool(Item)>& row) = 0;
+
+  // The emulator's services beyond tables (queue, change feed, execution history, the
+  // blob mirror) keep their own tables and run their own SQL through this: one
+  // statement, written once for both backends where the dialects agree, with `c.dialect()`
+  // choosing where they differ. Placeholders are `?1`, `?2`, ... (a number may repeat or
+  // come out of order), bound to `params` by position; each Value goes with its
+  // backend's type (table.h: Values <-> SQL; on PostgreSQL a parameter's type is
+  // inferred from where it stands: write `CAST(?1 AS bigint)` where nothing says).
+  // Rows, if the statement returns any (SELECT, RETURNING), go to `row` until it
+  // returns false. Returns the number of rows returned, or for a statement returning
+  // none the number it changed. Errors as for the row primitives (a unique or
+  // constraint conflict is ConditionFailed; NOT NULL and CHECK InvalidArgument).
+  virtual Result<int64_t> RunSql(
+      std::string_view sql, const std::vector<Value>& params,
+      const std::function<bool(const SqlRow&)>& row = nullptr) = 0;
 
   // Nested transactions (TransactWrite): `name` is a plain identifier.
   virtual Status Savepoint(std::string_view name) = 0;

@@ -38,4 +38,58 @@ std::unique_ptr<Database> OpenEmulatorTestDatabase(const std::string& path, Cloc
       clock, sync);
 }
 
+BackendTestDatabase::BackendTestDatabase(Backend backend, const std::string& path,
+                                         Clock* clock,
+                                         const std::vector<Migration>& migrations)
+    : backend_(backend), path_(path), clock_(clock), migrations_(migrations) {
+  if (backend_ == Backend::kPostgres) {
+    const ::testing::TestInfo* test =
+        ::testing::UnitTest::GetInstance()->current_test_info();
+    server_database_ = std::make_unique<PostgresTestDatabase>(
+        test == nullptr ? std::string("backend") : test->name());
+  }
+  Open();
+}
+
+BackendTestDatabase::~BackendTestDatabase() {
+  db_.reset();  // before the PostgreSQL database is dropped
+}
+
+void BackendTestDatabase::Reopen() {
+  db_.reset();
+  sqlite_ = nullptr;
+  postgres_ = nullptr;
+  Open();
+}
+
+void BackendTestDatabase::Open() {
+  if (backend_ == Backend::kSqlite) {
+    Database::Options options;
+    options.path = path_;
+    options.clock = clock_;
+    options.sync = SyncMode::kOff;
+    options.migrations = migrations_;
+    Result<std::unique_ptr<Database>> db = Database::Open(options);
+    if (!db.ok()) {
+      ADD_FAILURE() << "opening " << path_ << ": " << db.status().ToString();
+      return;
+    }
+    sqlite_ = db->get();
+    db_ = std::move(db).value();
+    return;
+  }
+  if (server_database_->conninfo().empty()) return;  // the failure is recorded
+  PostgresDatabase::Options options;
+  options.conninfo = server_database_->conninfo();
+  options.migrations = migrations_;
+  Result<std::unique_ptr<PostgresDatabase>> db = PostgresDatabase::Open(options);
+  if (!db.ok()) {
+    ADD_FAILURE() << "opening " << server_database_->conninfo() << ": "
+                  << db.status().ToString();
+    return;
+  }
+  postgres_ = db->get();
+  db_ = std::move(db).value();
+}
+
 }  // namespace sheetlog::testing

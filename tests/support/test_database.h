@@ -4,11 +4,16 @@
 // (the tests of Database::Open itself aside).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "emulator/env/clock.h"
+#include "emulator/postgres/postgres_database.h"
 #include "emulator/sqlite/database.h"
+#include "tests/support/postgres_test_server.h"
 
 namespace sheetlog::testing {
 
@@ -24,5 +29,44 @@ std::unique_ptr<Database> OpenTestDatabase(const std::string& path, Clock* clock
 // be null (SystemClock).
 std::unique_ptr<Database> OpenEmulatorTestDatabase(const std::string& path, Clock* clock,
                                                    SyncMode sync = SyncMode::kOff);
+
+// The backends a conformance suite runs on from one source (issue 25: "same behaviour,
+// same tests"): INSTANTIATE_TEST_SUITE_P(Sqlite, Suite, Values(Backend::kSqlite)) and
+// (Postgres, Suite, Values(Backend::kPostgres)); ctest starts the PostgreSQL server for
+// cases named Postgres* (the `postgres` fixture).
+enum class Backend { kSqlite, kPostgres };
+
+// The emulator's own tables (and `migrations`, in the backend's SQL, if given) on
+// `backend`: a SQLite file `path` on `clock`, or a new database of the test PostgreSQL
+// server named after the running test, dropped when this is destroyed. Records a test
+// failure (get() is null) if it cannot be opened.
+class BackendTestDatabase {
+ public:
+  BackendTestDatabase(Backend backend, const std::string& path, Clock* clock,
+                      const std::vector<Migration>& migrations = {});
+  ~BackendTestDatabase();  // closes the database, then drops it
+  BackendTestDatabase(const BackendTestDatabase&) = delete;
+  BackendTestDatabase& operator=(const BackendTestDatabase&) = delete;
+
+  Transactions* get() const { return db_.get(); }
+  // The SQLite Database; null on PostgreSQL.
+  Database* sqlite() const { return sqlite_; }
+  // The PostgreSQL database; null on SQLite.
+  PostgresDatabase* postgres() const { return postgres_; }
+  // Opens the same database again (a restart), after closing this one.
+  void Reopen();
+
+ private:
+  void Open();
+
+  const Backend backend_;
+  const std::string path_;
+  Clock* const clock_;
+  const std::vector<Migration> migrations_;
+  std::unique_ptr<PostgresTestDatabase> server_database_;
+  std::unique_ptr<Transactions> db_;
+  Database* sqlite_ = nullptr;
+  PostgresDatabase* postgres_ = nullptr;
+};
 
 }  // namespace sheetlog::testing
