@@ -58,6 +58,28 @@ std::optional<std::string> Base64UrlDecode(std::string_view in) {
 
 Status BlobStore::ValidateKey(std::string_view key) { return ValidateBlobKey(key); }
 
+bool LifecycleRule::Selects(const BlobTags& tags) const {
+  auto tag = tags.find(tag_key);
+  return tag != tags.end() && tag->second == tag_value;
+}
+
+bool SweepShouldDelete(const LifecycleRule& rule, const BlobTags& tags,
+                       int64_t created_micros, int64_t now_micros, const std::string& key,
+                       const BlobKeepPredicate& keep, SweepReport* report) {
+  if (!rule.Selects(tags)) return false;
+  ++report->matched;
+  if (!rule.Expired(created_micros, now_micros)) {
+    ++report->too_young;
+    return false;
+  }
+  // The predicate may be slow (it asks the event log); no lock is held while it runs.
+  if (keep && keep(key)) {
+    ++report->kept_by_predicate;
+    return false;
+  }
+  return true;
+}
+
 Status ValidateBlobPutOptions(const BlobPutOptions& options) {
   if (options.content_type.size() > kMaxContentTypeBytes ||
       !IsPrintableUtf8(options.content_type, /*allow_backslash=*/true)) {

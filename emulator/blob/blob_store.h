@@ -108,6 +108,14 @@ struct LifecycleRule {
   std::string tag_key = "auto-delete";
   std::string tag_value = "true";
   int64_t max_age_micros = 3LL * 24 * 3600 * 1000000;  // 3 days (--orphan-ttl)
+
+  // Whether an object with `tags`, put at `created_micros`, is one this rule deletes at
+  // `now_micros`: it carries the rule's tag and is strictly older than the age. Every
+  // store judges by these, at its first look and again under the key's lock.
+  bool Selects(const BlobTags& tags) const;
+  bool Expired(int64_t created_micros, int64_t now_micros) const {
+    return now_micros - created_micros > max_age_micros;
+  }
 };
 
 // Called by the sweep for each object the rule would delete, without any store lock
@@ -131,6 +139,14 @@ struct SweepReport {
   bool cancelled = false;      // stopped early by the cancel flag
   std::vector<std::string> deleted_keys;  // in key order, at most the first 1000
 };
+
+// A sweep's first look at one object, counted in `report` (matched, too_young,
+// kept_by_predicate): whether to go on and delete it — `rule` selects it, it has expired
+// at `now_micros`, and `keep` (called with no lock held; may be empty) does not keep it.
+// The store then checks again under the key's lock before it deletes.
+bool SweepShouldDelete(const LifecycleRule& rule, const BlobTags& tags,
+                       int64_t created_micros, int64_t now_micros, const std::string& key,
+                       const BlobKeepPredicate& keep, SweepReport* report);
 
 class BlobStore {
  public:

@@ -952,22 +952,8 @@ void DirectoryBlobStore::SweepObject(const std::string& key, bool has_meta,
       report->debris_removed += RemoveBodiesExceptLocked(key, current->body_id);
     }
   }
-  auto selected = [&](const StoredMeta& m) {
-    auto tag = m.tags.find(rule.tag_key);
-    return tag != m.tags.end() && tag->second == rule.tag_value;
-  };
-  auto old_enough = [&](const StoredMeta& m) {
-    return clock_->NowMicros() - m.created_micros > rule.max_age_micros;
-  };
-  if (!selected(*meta)) return;
-  ++report->matched;
-  if (!old_enough(*meta)) {
-    ++report->too_young;
-    return;
-  }
-  // The predicate may be slow (it asks the event log); no lock is held while it runs.
-  if (keep && keep(key)) {
-    ++report->kept_by_predicate;
+  if (!SweepShouldDelete(rule, meta->tags, meta->created_micros, clock_->NowMicros(), key,
+                         keep, report)) {
     return;
   }
   Status fault = Fault(FaultPoint::kBlobSweepDelete);
@@ -977,8 +963,9 @@ void DirectoryBlobStore::SweepObject(const std::string& key, bool has_meta,
   }
   MutexLock lock(&KeyMutex(key));
   Result<StoredMeta> current = ReadMeta(key);
-  if (!current.ok() || current->body_id != meta->body_id || !selected(*current) ||
-      !old_enough(*current)) {
+  if (!current.ok() || current->body_id != meta->body_id ||
+      !rule.Selects(current->tags) ||
+      !rule.Expired(current->created_micros, clock_->NowMicros())) {
     ++report->changed;  // untagged, overwritten or deleted since we looked: it wins
     return;
   }

@@ -673,7 +673,7 @@ Result<SweepReport> S3BlobStore::Sweep(const LifecycleRule& rule,
   if (rule.tag_key.empty()) return InvalidArgument("lifecycle rule needs a tag key");
   if (rule.max_age_micros < 0) return InvalidArgument("lifecycle rule age is negative");
   SweepReport report;
-  const int64_t cutoff = clock_->NowMicros() - rule.max_age_micros;
+  const int64_t now = clock_->NowMicros();
   auto record_error = [&](const Status& status) {
     ++report.errors;
     if (report.first_error.empty()) report.first_error = status.ToString();
@@ -694,19 +694,8 @@ Result<SweepReport> S3BlobStore::Sweep(const LifecycleRule& rule,
       ++report.examined;
       const std::string key = item["blob_key"].AsString();
       MirrorRow row{TagsOf(item["tags"].AsString()), item["created_micros"].AsInt()};
-      auto selected = [&](const MirrorRow& r) {
-        auto tag = r.tags.find(rule.tag_key);
-        return tag != r.tags.end() && tag->second == rule.tag_value;
-      };
-      if (!selected(row)) continue;
-      ++report.matched;
-      // Strictly older than the age, as the directory store counts it.
-      if (row.created_micros >= cutoff) {
-        ++report.too_young;
-        continue;
-      }
-      if (keep && keep(key)) {
-        ++report.kept_by_predicate;
+      if (!SweepShouldDelete(rule, row.tags, row.created_micros, now, key, keep,
+                             &report)) {
         continue;
       }
       Status fault = Fault(FaultPoint::kBlobSweepDelete);
@@ -721,7 +710,8 @@ Result<SweepReport> S3BlobStore::Sweep(const LifecycleRule& rule,
         continue;
       }
       if (!*current || (*current)->created_micros != row.created_micros ||
-          !selected(**current) || (*current)->created_micros >= cutoff) {
+          !rule.Selects((*current)->tags) ||
+          !rule.Expired((*current)->created_micros, now)) {
         ++report.changed;  // untagged or overwritten since: it wins
         continue;
       }
