@@ -7,6 +7,8 @@
 # average. Then 16 connections appending with expect_seq (bench/http/append_expect.lua:
 # each wrk thread sends the next seq its connections last learned, from a 201 or a 409)
 # and the acknowledged appends per second (next_seq before and after).
+# With SHEETLOG_BENCH_STORE set (a --store value: a PostgreSQL database), the tables are
+# there, and the CPU of the PostgreSQL server's processes per append is measured too.
 # Usage: bench/http/appends.sh [path/to/sheetlog] [seconds per run]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,8 +18,11 @@ DATA=$(mktemp -d)
 PORT_FILE=$(mktemp -u)
 mkfifo "$PORT_FILE"
 ulimit -n "$(ulimit -Hn)"
+STORE=${SHEETLOG_BENCH_STORE:-}
+STORE_ARGS=()
+[ -n "$STORE" ] && STORE_ARGS=(--store "$STORE")
 "$BIN" serve --data-dir "$DATA" --listen 127.0.0.1:0 --port-file "$PORT_FILE" \
-  --log-level warn &
+  --log-level warn "${STORE_ARGS[@]}" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$PORT_FILE" "$DATA"' EXIT
 PORT=$(head -1 "$PORT_FILE")
@@ -39,17 +44,28 @@ for connections in 1 16; do
   load=$(cut -d' ' -f1 /proc/loadavg)
   perf stat -e context-switches,task-clock -p $SERVER -o "$STAT" &
   PERF=$!
+  if [ -n "$STORE" ]; then
+    perf stat -e task-clock -p "$(pgrep -d, -x postgres)" -o "$STAT.pg" &
+    PG_PERF=$!
+  fi
   out=$(wrk -t$threads -c$connections -d${SECONDS_PER_RUN}s --latency \
     -s bench/http/append.lua "$URL")
   kill -INT $PERF
   wait $PERF || true
+  pg_note=""
+  if [ -n "$STORE" ]; then
+    kill -INT $PG_PERF
+    wait $PG_PERF || true
+    pg_ms=$(awk '/task-clock/ {gsub(",","",$1); print $1}' "$STAT.pg")
+  fi
   requests=$(echo "$out" | awk '/requests in/ {print $1}')
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   p50=$(echo "$out" | awk '$1 == "50%" {print $2}')
   p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
   cs=$(awk '/context-switches/ {gsub(",","",$1); print $1}' "$STAT")
   ms=$(awk '/task-clock/ {gsub(",","",$1); print $1}' "$STAT")
-  python3 -c "print('appends c=$connections: $rps/s p50 $p50 p99 $p99; server %.0f us CPU and %.1f context switches per append; load $load' % ($ms * 1000 / $requests, $cs / $requests))"
+  [ -n "$STORE" ] && pg_note=$(python3 -c "print('; PostgreSQL %.0f us CPU per append' % ($pg_ms * 1000 / $requests))")
+  python3 -c "print('appends c=$connections: $rps/s p50 $p50 p99 $p99; server %.0f us CPU and %.1f context switches per append$pg_note; load $load' % ($ms * 1000 / $requests, $cs / $requests))"
 done
 SHEET=$(new_sheet)
 export SHEET
@@ -59,4 +75,4 @@ out=$(wrk -t2 -c16 -d${SECONDS_PER_RUN}s -s bench/http/append_expect.lua "$URL")
 after=$(next_seq)
 rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
 python3 -c "print('expect_seq c=16: $rps requests/s, %.0f acknowledged/s; load $load' % (($after - $before) / $SECONDS_PER_RUN))"
-rm -f "$STAT"
+rm -f "$STAT" "$STAT.pg"
