@@ -255,7 +255,9 @@ Result<int64_t> PostgresConnection::Run(
   RETURN_IF_ERROR(encoded.Encode(params));  // refused before reaching the server
   auto prepared = prepared_.find(sql);
   if (prepared == prepared_.end()) {
-    std::string name = "s" + std::to_string(prepared_.size() + 1);
+    // Not "s" + to_string: GCC 12 at -O3 reports a false -Warray-bounds there.
+    std::string name = std::to_string(prepared_.size() + 1);
+    name.insert(name.begin(), 's');
     pg_result* result = PQprepare(conn_, name.c_str(), sql.c_str(), encoded.count(),
                                   /*paramTypes=*/nullptr);
     Status status;
