@@ -58,6 +58,13 @@ std::optional<std::string> Base64UrlDecode(std::string_view in) {
 
 Status BlobStore::ValidateKey(std::string_view key) { return ValidateBlobKey(key); }
 
+Status ValidateBlobCopyOptions(const BlobPutOptions& options) {
+  if (options.if_none_match || options.if_match) {
+    return InvalidArgument("a blob copy takes no conditions on its destination");
+  }
+  return ValidateBlobPutOptions(options);
+}
+
 bool LifecycleRule::Selects(const BlobTags& tags) const {
   auto tag = tags.find(tag_key);
   return tag != tags.end() && tag->second == tag_value;

@@ -180,6 +180,23 @@ class BlobStore {
   virtual Result<std::unique_ptr<BlobWriter>> BeginPut(
       const std::string& key, const BlobPutOptions& options = {}) = 0;
 
+  // Stores a copy of object `from` under `to` with `options`' content type and tags,
+  // and returns the new object's metadata. On S3 the store copies (CopyObject): the
+  // bytes never pass through this process. `from_etag`, if not empty, is the version
+  // to copy: ConditionFailed, nothing stored, if `from` holds another. NotFound if
+  // `from` does not exist; InvalidArgument for options' conditions (a copy takes
+  // none); otherwise Put's errors.
+  virtual Result<BlobInfo> Copy(const std::string& from, const std::string& to,
+                                const BlobPutOptions& options,
+                                const std::string& from_etag = "") = 0;
+
+  // True if a presigned URL's requests reach the store without passing through this
+  // server (S3): the server cannot refuse a PUT to an upload's URL once the upload is
+  // completed, so a completed payload must live at a key no URL names (Uploads::
+  // Complete copies it there). The directory store's presigned requests are served by
+  // this server, which refuses them then.
+  virtual bool PresignedRequestsBypassServer() const { return false; }
+
   // Metadata of `key`. NotFound if there is no such object.
   virtual Result<BlobInfo> Head(const std::string& key) = 0;
 
@@ -360,6 +377,8 @@ class BlobReader {
 // Checks shared by both stores (blob_store.cc): a put's content type and tags, and a
 // listing's arguments, so both refuse exactly the same inputs with the same messages.
 Status ValidateBlobPutOptions(const BlobPutOptions& options);
+// A copy's options: a put's, without conditions (BlobStore::Copy).
+Status ValidateBlobCopyOptions(const BlobPutOptions& options);
 Status ValidateBlobListOptions(const BlobListOptions& options);
 // The continuation token of a listing that returned `last` (a key, or a common prefix
 // ending in the delimiter) last, and its parse: the item after which the next page

@@ -497,6 +497,28 @@ Result<BlobInfo> DirectoryBlobWriter::Commit() {
 // ---------------------------------------------------------------------------------
 // Reads
 
+Result<BlobInfo> DirectoryBlobStore::Copy(const std::string& from, const std::string& to,
+                                          const BlobPutOptions& options,
+                                          const std::string& from_etag) {
+  RETURN_IF_ERROR(ValidateKey(to));
+  RETURN_IF_ERROR(ValidateBlobCopyOptions(options));
+  // A read of one version streamed into a new put: memory stays bounded whatever the
+  // size, and a put of `from` meanwhile does not change what is copied.
+  ASSIGN_OR_RETURN(std::unique_ptr<BlobReader> reader, OpenReader(from));
+  if (!from_etag.empty() && reader->info().etag != from_etag) {
+    return ConditionFailed("object " + from + " is not the version " + from_etag +
+                           " any more");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<BlobWriter> writer, BeginPut(to, options));
+  Status streamed = reader->Stream(
+      0, -1, [&](std::string_view chunk) { return writer->Append(chunk); });
+  if (!streamed.ok()) {
+    writer->Abort();
+    return streamed;
+  }
+  return writer->Commit();
+}
+
 Result<BlobInfo> DirectoryBlobStore::Head(const std::string& key) {
   RETURN_IF_ERROR(ValidateKey(key));
   ASSIGN_OR_RETURN(StoredMeta meta, ReadMeta(key));

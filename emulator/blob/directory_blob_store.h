@@ -111,6 +111,9 @@ class DirectoryBlobStore final : public BlobStore {
                        const BlobPutOptions& options = {}) override;
   Result<std::unique_ptr<BlobWriter>> BeginPut(
       const std::string& key, const BlobPutOptions& options = {}) override;
+  Result<BlobInfo> Copy(const std::string& from, const std::string& to,
+                        const BlobPutOptions& options,
+                        const std::string& from_etag = "") override;
   Result<BlobInfo> Head(const std::string& key) override;
   Result<std::string> Get(const std::string& key, BlobInfo* info = nullptr) override;
   Result<std::string> GetRange(const std::string& key, int64_t offset, int64_t length,

@@ -434,6 +434,42 @@ Result<std::unique_ptr<BlobWriter>> S3BlobStore::BeginPut(const std::string& key
   return std::unique_ptr<BlobWriter>(new S3BlobWriter(this, key, options));
 }
 
+Result<BlobInfo> S3BlobStore::Copy(const std::string& from, const std::string& to,
+                                   const BlobPutOptions& options,
+                                   const std::string& from_etag) {
+  RETURN_IF_ERROR(ValidateKey(from));
+  RETURN_IF_ERROR(ValidateKey(to));
+  RETURN_IF_ERROR(ValidateBlobCopyOptions(options));
+  RETURN_IF_ERROR(Fault(FaultPoint::kBlobPut));
+  Result<S3ObjectInfo> source = client_.HeadObject(from);
+  if (source.status().IsNotFound()) return NotFound("no object " + from);
+  if (!source.ok()) return Annotated(source.status(), "head of " + from);
+  const int64_t now = clock_->NowMicros();
+  BlobInfo info;
+  {
+    MutexLock lock(&KeyMutex(to));
+    // The mirror row first, as for a put: a crash before the copy commits leaves a row
+    // for a missing object (the sweep drops it), never an object whose tags nobody knows.
+    ASSIGN_OR_RETURN(std::optional<MirrorRow> previous,
+                     PrepareRowForPut(to, options, now));
+    Result<std::string> etag =
+        client_.CopyObject(from, to, ContentTypeOf(options), options.tags, from_etag);
+    if (!etag.ok()) {
+      RestoreRow(to, previous);
+      if (etag.status().IsNotFound()) return NotFound("no object " + from);
+      return Annotated(etag.status(), "copy of " + from + " to " + to);
+    }
+    info.key = to;
+    info.size = source->size;
+    info.etag = *etag;
+    info.created_micros = now;
+    info.content_type = ContentTypeOf(options);
+    info.tags = options.tags;
+  }
+  CountPut(info.size, std::nullopt);
+  return info;
+}
+
 Result<BlobInfo> S3BlobStore::Head(const std::string& key) {
   RETURN_IF_ERROR(ValidateKey(key));
   Result<S3ObjectInfo> object = client_.HeadObject(key);

@@ -90,6 +90,10 @@ class S3BlobStore final : public BlobStore {
                        const BlobPutOptions& options = {}) override;
   Result<std::unique_ptr<BlobWriter>> BeginPut(
       const std::string& key, const BlobPutOptions& options = {}) override;
+  Result<BlobInfo> Copy(const std::string& from, const std::string& to,
+                        const BlobPutOptions& options,
+                        const std::string& from_etag = "") override;
+  bool PresignedRequestsBypassServer() const override { return true; }
   Result<BlobInfo> Head(const std::string& key) override;
   Result<std::string> Get(const std::string& key, BlobInfo* info = nullptr) override;
   Result<std::string> GetRange(const std::string& key, int64_t offset, int64_t length,

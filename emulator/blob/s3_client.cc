@@ -569,6 +569,35 @@ Status S3Client::AbortMultipartUpload(const std::string& key,
   return ErrorOf(request, response);
 }
 
+Result<std::string> S3Client::CopyObject(const std::string& from, const std::string& to,
+                                         const std::string& content_type,
+                                         const std::map<std::string, std::string>& tags,
+                                         const std::string& if_match) {
+  Request request;
+  request.method = "PUT";
+  request.key = to;
+  request.has_body = true;  // an empty one
+  request.what = "copy of " + from + " to " + to;
+  request.headers = {"x-amz-copy-source: " + ObjectPath(from),
+                     "x-amz-metadata-directive: REPLACE",
+                     "x-amz-tagging-directive: REPLACE"};
+  if (!if_match.empty()) {
+    request.headers.push_back("x-amz-copy-source-if-match: \"" + if_match + "\"");
+  }
+  AddNewObjectHeaders(content_type, tags, &request);
+  ASSIGN_OR_RETURN(Response response, Send(request));
+  // A copy can fail after its 200 has been sent: the error is then in the body (S3's
+  // documentation of CopyObject), so the body decides, not the status alone.
+  if (response.status != 200 || response.body.find("<Error>") != std::string::npos) {
+    if (response.status == 200) response.status = 500;
+    return ErrorOf(request, response);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<XmlElement> xml, ParseXml(response.body));
+  std::string etag = Unquote(xml->ChildText("ETag"));
+  if (etag.empty()) return Internal(request.what + ": no ETag in the CopyObjectResult");
+  return etag;
+}
+
 Result<S3ObjectInfo> S3Client::HeadObject(const std::string& key) {
   Request request;
   request.method = "HEAD";

@@ -114,6 +114,17 @@ class S3Client {
       const std::vector<std::string>& extra_headers = {});
   Status AbortMultipartUpload(const std::string& key, const std::string& upload_id);
 
+  // CopyObject: `from` copied inside the bucket to `to`, a new object with
+  // `content_type` and `tags` (x-amz-metadata-directive and x-amz-tagging-directive
+  // REPLACE); the bytes never pass through this process. `if_match`, if not empty, makes
+  // the copy fail with ConditionFailed unless `from`'s etag is that
+  // (x-amz-copy-source-if-match). Returns the new object's etag. NotFound if `from`
+  // does not exist. Up to 5 GB (S3's limit for one copy).
+  Result<std::string> CopyObject(const std::string& from, const std::string& to,
+                                 const std::string& content_type,
+                                 const std::map<std::string, std::string>& tags,
+                                 const std::string& if_match);
+
   // NotFound if there is no such object.
   Result<S3ObjectInfo> HeadObject(const std::string& key);
 

@@ -178,12 +178,30 @@ Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
     return FailedPrecondition("upload " + upload_id +
                               " received a new body while completing; complete again");
   }
+  // On a store whose presigned URLs bypass this server (S3) the upload's URL can still
+  // write its key until it expires, whatever this server says: the entry references a
+  // sealed copy under a key no URL names, of exactly the version checked above (the
+  // store refuses to copy any other).
+  std::string referenced_key = upload.blob_key;
+  if (blobs_->PresignedRequestsBypassServer()) {
+    referenced_key = "entries/" + sheet_id + "/" + upload_id;
+    BlobPutOptions sealed;
+    sealed.content_type = now->content_type;
+    sealed.tags = {{kAutoDeleteTag, "true"}};  // discardable until the entry exists
+    Result<BlobInfo> copied =
+        blobs_->Copy(upload.blob_key, referenced_key, sealed, blob->etag);
+    if (copied.status().IsConditionFailed() || copied.status().IsNotFound()) {
+      return FailedPrecondition("upload " + upload_id +
+                                " received a new body while completing; complete again");
+    }
+    RETURN_IF_ERROR(copied.status());
+  }
   AppendRequest request;
   request.sheet_id = sheet_id;
   request.type = upload.type;
   request.version = upload.version;
   request.body = upload.body;
-  request.external = upload.blob_key;
+  request.external = referenced_key;
   request.expect_seq = expect_seq;
   std::optional<int64_t> raced_seq;
   request.also_write = [&](Connection& conn, const EntryRecord& entry,
@@ -192,7 +210,9 @@ Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
     // first makes this condition fail; its entry is the answer.
     UpdateRequest update;
     update.key = Key{{upload_id}, {}};
-    update.set = {{"entry_seq", entry.seq}};
+    // blob_key follows the payload to its sealed copy, so the sweep keeps that and
+    // lets the upload's own key go (KeepForSweep).
+    update.set = {{"entry_seq", entry.seq}, {"blob_key", referenced_key}};
     update.conditions = {Condition::NotExists("entry_seq")};
     update.create_if_missing = false;
     Result<Item> updated = UploadTable().Update(conn, update, m);
@@ -209,6 +229,15 @@ Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
     return log_->GetEntry(sheet_id, *raced_seq, meter);
   }
   RETURN_IF_ERROR(appended.status());
+  if (referenced_key != upload.blob_key) {
+    // The payload lives on in its sealed copy. Best effort: after a failed delete the
+    // object keeps its auto-delete tag and the sweep removes it after the orphan TTL.
+    // A PUT to the URL after this delete, before the URL expires, makes an object the
+    // sweep does not know of (it reads the table store's mirror): the bucket's own
+    // lifecycle rule on the tag removes it, on a store that has them (docs/cluster.md).
+    Status removed = blobs_->Delete(upload.blob_key);
+    (void)removed;
+  }
   return appended->entry;
 }
 
@@ -310,7 +339,8 @@ bool Uploads::KeepForSweep(const std::string& key) {
   if (upload_id) {
     Result<std::optional<UploadInfo>> found = Find(*upload_id, nullptr);
     if (!found.ok()) return true;  // unsure: keep it this time
-    if (*found && (*found)->entry_seq) return true;
+    // Kept only where the entry's reference is: a sealed upload's own key is not.
+    if (*found && (*found)->entry_seq && (*found)->blob_key == key) return true;
   }
   condemned_.insert(key);
   return false;

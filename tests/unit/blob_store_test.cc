@@ -144,6 +144,49 @@ TEST_P(BlobStoreTest, ConditionalPutsStoreOnlyWhenTheConditionHolds) {
   EXPECT_EQ(won.load(), 1);
 }
 
+TEST_P(BlobStoreTest, CopyIsAnIndependentObjectOfTheVersionAsked) {
+  auto store = OpenStore();
+  BlobPutOptions source_options;
+  source_options.tags = {{"auto-delete", "true"}};
+  auto source = store->Put("uploads/a", "payload", source_options);
+  ASSERT_OK(source);
+  clock_.AdvanceSeconds(5);
+  BlobPutOptions copy_options;
+  copy_options.content_type = "text/plain";
+  copy_options.tags = {{"kept", "yes"}};
+  auto copy = store->Copy("uploads/a", "entries/a", copy_options, source->etag);
+  ASSERT_OK(copy);
+  EXPECT_EQ(copy->key, "entries/a");
+  EXPECT_EQ(copy->size, 7);
+  EXPECT_EQ(copy->etag, source->etag);  // same bytes, one part: the same MD5
+  EXPECT_EQ(copy->created_micros, clock_.NowMicros());
+  auto tags = store->GetTags("entries/a");
+  ASSERT_OK(tags);
+  EXPECT_EQ(*tags, (BlobTags{{"kept", "yes"}}));
+  auto head = store->Head("entries/a");
+  ASSERT_OK(head);
+  EXPECT_EQ(head->content_type, "text/plain");
+
+  // The source changes or goes: the copy stays as it was.
+  ASSERT_OK(store->Put("uploads/a", "changed", source_options));
+  ASSERT_OK(store->Delete("uploads/a"));
+  auto kept = store->Get("entries/a");
+  ASSERT_OK(kept);
+  EXPECT_EQ(*kept, "payload");
+
+  // Another version than the one asked for, or none: nothing is stored.
+  ASSERT_OK(store->Put("uploads/b", "new", source_options));
+  EXPECT_THAT(store->Copy("uploads/b", "entries/b", copy_options, source->etag),
+              StatusIs(StatusCode::kConditionFailed));
+  EXPECT_THAT(store->Copy("uploads/none", "entries/b", copy_options),
+              StatusIs(StatusCode::kNotFound));
+  EXPECT_THAT(store->Head("entries/b"), StatusIs(StatusCode::kNotFound));
+  BlobPutOptions conditional = copy_options;
+  conditional.if_none_match = true;
+  EXPECT_THAT(store->Copy("uploads/b", "entries/b", conditional),
+              StatusIs(StatusCode::kInvalidArgument));
+}
+
 TEST_P(BlobStoreTest, KeyAndItsPrefixCanBothBeObjects) {
   auto store = OpenStore();
   ASSERT_OK(store->Put("a", "parent"));
