@@ -266,7 +266,7 @@ Result<std::vector<ShardStats>> ChangeFeed::Stats(
     for (int shard = 0; shard < config.shard_count; ++shard)
       by_shard[shard].shard = shard;
 
-    ASSIGN_OR_RETURN(std::map<int, int64_t> latest, ReadHeads(conn, stream_));
+    ASSIGN_OR_RETURN(auto latest, ReadHeads(conn, stream_));
     RETURN_IF_ERROR(
         conn.RunSql("SELECT shard, COUNT(*), MIN(sequence) FROM stream_record "
                     "WHERE stream = ?1 GROUP BY shard",
