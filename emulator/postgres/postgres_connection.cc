@@ -386,31 +386,65 @@ Result<int64_t> PostgresConnection::RunSql(
              [&row](const PostgresRow& r) { return row(PostgresSqlRow(r)); });
 }
 
-Status PostgresConnection::Begin(const std::string& mode) {
+Status PostgresConnection::Begin(const std::string& mode, const std::string& then) {
   failed_ = Status::OK();
-  return Exec(mode.empty() ? "BEGIN" : "BEGIN " + mode);
+  std::string sql = mode.empty() ? "BEGIN" : "BEGIN " + mode;
+  if (!then.empty()) sql += "; " + then;
+  return Exec(sql);
 }
 
-Status PostgresConnection::Commit() {
+Status PostgresConnection::Commit() { return CommitProbing("", nullptr); }
+
+Status PostgresConnection::CommitProbing(const std::string& probe, bool* set) {
+  if (set != nullptr) *set = false;
   if (!failed_.ok()) {
     Status failed = failed_;
     Rollback();
     return failed;
   }
-  pg_result* result = PQexec(conn_, "COMMIT");
+  // One round trip: the probe's SELECT (if any), then COMMIT. If the SELECT fails (the
+  // transaction had failed already), the server skips the COMMIT and the transaction
+  // is rolled back below.
+  const std::string sql = probe.empty() ? std::string("COMMIT")
+                                        : "SELECT COALESCE(current_setting('" + probe +
+                                              "', true), '') <> ''; COMMIT";
   Status status;
-  if (result == nullptr || PQresultStatus(result) != PGRES_COMMAND_OK) {
-    status = ErrorStatus(result);
-    if (status.code() == StatusCode::kUnavailable) {
-      status = Unavailable(status.message() +
-                           " (while committing: whether the transaction committed is "
-                           "unknown)");
+  bool probed = false;
+  bool committed = false;
+  if (PQsendQuery(conn_, sql.c_str()) == 0) {
+    status = ErrorStatus(nullptr);
+  } else {
+    while (pg_result* result = PQgetResult(conn_)) {
+      switch (PQresultStatus(result)) {
+        case PGRES_TUPLES_OK:
+          probed =
+              PQntuples(result) == 1 && std::strcmp(PQgetvalue(result, 0, 0), "t") == 0;
+          break;
+        case PGRES_COMMAND_OK:
+          // "ROLLBACK" when the server rolled back (a statement of it had failed).
+          committed = std::strcmp(PQcmdStatus(result), "COMMIT") == 0;
+          if (!committed && status.ok()) {
+            status = Aborted("the transaction was rolled back by PostgreSQL");
+          }
+          break;
+        default:
+          if (status.ok()) status = ErrorStatus(result);
+          break;
+      }
+      PQclear(result);
     }
-  } else if (std::strcmp(PQcmdStatus(result), "COMMIT") != 0) {
-    // The server rolled back (a statement of the transaction had failed).
-    status = Aborted("the transaction was rolled back by PostgreSQL");
   }
-  PQclear(result);
+  if (status.code() == StatusCode::kUnavailable) {
+    return Unavailable(status.message() +
+                       " (while committing: whether the transaction committed is "
+                       "unknown)");
+  }
+  if (status.ok() && !committed) status = Aborted("the transaction was not committed");
+  if (!status.ok()) {
+    if (usable() && PQtransactionStatus(conn_) != PQTRANS_IDLE) (void)Exec("ROLLBACK");
+    return status;
+  }
+  if (set != nullptr) *set = probed;
   return status;
 }
 

@@ -82,11 +82,17 @@ class PostgresConnection final : public Connection {
   Result<int64_t> Run(const std::string& sql, const std::vector<const Value*>& params,
                       const std::function<bool(const PostgresRow&)>& row = nullptr);
 
-  // BEGIN (with `mode`, e.g. "ISOLATION LEVEL REPEATABLE READ READ ONLY"), COMMIT and
-  // ROLLBACK. Commit fails (and rolls back) if a statement of the transaction failed;
-  // a commit whose answer never arrives is Unavailable with an unknown outcome.
-  Status Begin(const std::string& mode);
+  // BEGIN (with `mode`, e.g. "ISOLATION LEVEL REPEATABLE READ READ ONLY"), then
+  // `then` if given (statements without parameters, e.g. the transaction's settings)
+  // in the same round trip. COMMIT and ROLLBACK. Commit fails (and rolls back) if a
+  // statement of the transaction failed; a commit whose answer never arrives is
+  // Unavailable with an unknown outcome.
+  Status Begin(const std::string& mode, const std::string& then = "");
   Status Commit();
+  // Commit, reading first (in the same round trip) whether the transaction set the
+  // custom setting `probe` (e.g. "sheetlog.feed_written"), transaction-locally, to a
+  // non-empty value: `*set` says so once the commit succeeded.
+  Status CommitProbing(const std::string& probe, bool* set);
   void Rollback();
 
   // False once the connection to the server is lost: the pool drops it.

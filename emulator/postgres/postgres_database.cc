@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "emulator/env/clock.h"
+
 namespace sheetlog {
 
 namespace {
@@ -82,6 +84,10 @@ Result<int> ApplyPostgresMigrations(PostgresConnection& conn,
   return version;
 }
 
+PostgresDatabase::PostgresDatabase(const Options& options) : options_(options) {
+  if (options_.clock == nullptr) options_.clock = SystemClock::Default();
+}
+
 Result<std::unique_ptr<PostgresDatabase>> PostgresDatabase::Open(const Options& options) {
   if (options.connections < 1) {
     return InvalidArgument("a PostgreSQL database needs at least one connection");
@@ -131,7 +137,11 @@ void PostgresDatabase::Release(std::unique_ptr<PostgresConnection> conn) {
   idle_cv_.NotifyOne();
 }
 
-Status PostgresDatabase::Run(const Work& work, const std::string& mode) {
+Status PostgresDatabase::Run(const Work& work, const std::string& mode, bool write) {
+  // The node's clock travels with the transaction (sheetlog_now_micros()).
+  const std::string clock_setting = "SELECT set_config('sheetlog.now_micros', '" +
+                                    std::to_string(options_.clock->NowMicros()) +
+                                    "', true)";
   std::unique_ptr<PostgresConnection> conn;
   Status status;
   // An idle connection may have been lost meanwhile (the server restarted, failed
@@ -139,27 +149,42 @@ Status PostgresDatabase::Run(const Work& work, const std::string& mode) {
   // and then a new one.
   for (int attempt = 0; attempt <= options_.connections; ++attempt) {
     ASSIGN_OR_RETURN(conn, Acquire());
-    status = conn->Begin(mode);
+    status = conn->Begin(mode, clock_setting);
     if (status.ok() || conn->usable()) break;
     Release(std::move(conn));
   }
   if (conn == nullptr) return status;
+  bool fed = false;
   if (status.ok()) {
     status = work(*conn);
     if (status.ok()) {
-      status = conn->Commit();
+      status =
+          write ? conn->CommitProbing("sheetlog.feed_written", &fed) : conn->Commit();
     } else {
       conn->Rollback();
     }
   }
   Release(std::move(conn));
+  if (fed) {
+    std::vector<std::function<void()>> listeners;
+    {
+      MutexLock lock(&listeners_mu_);
+      listeners = listeners_;
+    }
+    for (auto& listener : listeners) listener();
+  }
   return status;
 }
 
-Status PostgresDatabase::Write(const Work& work) { return Run(work, ""); }
+Status PostgresDatabase::Write(const Work& work) { return Run(work, "", /*write=*/true); }
 
 Status PostgresDatabase::Read(const Work& work) {
-  return Run(work, "ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  return Run(work, "ISOLATION LEVEL REPEATABLE READ READ ONLY", /*write=*/false);
+}
+
+void PostgresDatabase::AddCommitListener(std::function<void()> listener) {
+  MutexLock lock(&listeners_mu_);
+  listeners_.push_back(std::move(listener));
 }
 
 }  // namespace sheetlog

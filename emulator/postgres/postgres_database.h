@@ -14,6 +14,7 @@
 // the next call connects afresh, so the process recovers by itself.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@
 #include "emulator/table/transactions.h"
 
 namespace sheetlog {
+
+class Clock;
 
 // Brings the database to the newest version in `migrations` (PostgreSQL's SQL), as
 // ApplyMigrations does for SQLite: one `schema_version` table and version sequence,
@@ -49,6 +52,12 @@ class PostgresDatabase final : public Transactions {
     std::vector<Migration> migrations;
     // The application release applying migrations (see Database::Options).
     std::string release;
+    // Time as SQL sees it: every transaction carries this clock's NowMicros() at its
+    // BEGIN (the setting `sheetlog.now_micros`, sent in the same round trip), which
+    // `sheetlog_now_micros()` returns (emulator/postgres/schema/003_stream.sql): the
+    // change-feed triggers stamp records with the node's clock, as on SQLite (a
+    // ManualClock in tests). Default: SystemClock.
+    Clock* clock = nullptr;
   };
 
   // Connects and applies `options.migrations`. Unavailable if the server cannot be
@@ -58,20 +67,27 @@ class PostgresDatabase final : public Transactions {
 
   Status Write(const Work& work) override EXCLUDES(mu_);
   Status Read(const Work& work) override EXCLUDES(mu_);
+  // Listeners run after each Write of this handle whose transaction wrote a
+  // change-feed record (the triggers set `sheetlog.feed_written`, read back in the
+  // COMMIT's round trip). Other processes' commits are not heard: that is stage 3
+  // (LISTEN/NOTIFY; emulator/stream/change_feed.h).
+  void AddCommitListener(std::function<void()> listener) override EXCLUDES(listeners_mu_);
 
   int schema_version() const { return schema_version_; }
   // "host=... dbname=..." (no password), for messages.
   const std::string& where() const { return where_; }
 
  private:
-  explicit PostgresDatabase(const Options& options) : options_(options) {}
-  // Runs `work` in a transaction begun with `mode` on a pooled connection.
-  Status Run(const Work& work, const std::string& mode) EXCLUDES(mu_);
+  explicit PostgresDatabase(const Options& options);
+  // Runs `work` in a transaction begun with `mode` on a pooled connection; `write`:
+  // the commit listeners are told of a commit that fed the change feed.
+  Status Run(const Work& work, const std::string& mode, bool write)
+      EXCLUDES(mu_, listeners_mu_);
   Result<std::unique_ptr<PostgresConnection>> Acquire() EXCLUDES(mu_);
   // Back to the pool, or closed if the connection was lost.
   void Release(std::unique_ptr<PostgresConnection> conn) EXCLUDES(mu_);
 
-  const Options options_;
+  Options options_;
   std::string where_;
   int schema_version_ = 0;
 
@@ -79,6 +95,9 @@ class PostgresDatabase final : public Transactions {
   CondVar idle_cv_;
   std::vector<std::unique_ptr<PostgresConnection>> idle_ GUARDED_BY(mu_);
   int open_ GUARDED_BY(mu_) = 0;  // connections idle or in use
+
+  Mutex listeners_mu_;
+  std::vector<std::function<void()>> listeners_ GUARDED_BY(listeners_mu_);
 };
 
 }  // namespace sheetlog

@@ -254,7 +254,7 @@ class Database final : public Transactions {
   // which only the change-feed triggers do (emulator/stream/stream_triggers.h, and the
   // hand-written entry triggers older data directories keep): batches that touch no
   // stream-fed table (checkpoints, queues, history) wake nobody.
-  void AddCommitListener(std::function<void()> listener) EXCLUDES(listeners_mu_);
+  void AddCommitListener(std::function<void()> listener) override EXCLUDES(listeners_mu_);
 
   // Starts a DatabaseSnapshot: the instant is fixed when this returns.
   Result<std::unique_ptr<DatabaseSnapshot>> BeginSnapshot();

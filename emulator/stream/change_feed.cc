@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 
 #include "emulator/env/clock.h"
 #include "emulator/env/mutex.h"
 #include "emulator/json_text.h"
+#include "emulator/table/connection.h"
 
 namespace sheetlog {
 
@@ -38,9 +40,9 @@ namespace {
 
 constexpr int kPruneBatch = 5000;
 
-Result<nlohmann::json> ParseImage(const Statement& stmt, int col, const char* what) {
-  if (stmt.IsNull(col)) return nlohmann::json();
-  nlohmann::json parsed = ParseJsonOrDiscarded(stmt.ColumnView(col));
+Result<nlohmann::json> ParseImage(const SqlRow& row, int col, const char* what) {
+  if (row.IsNull(col)) return nlohmann::json();
+  nlohmann::json parsed = ParseJsonOrDiscarded(row.Text(col));
   if (parsed.is_discarded()) {
     return Internal(std::string("stream record has malformed ") + what + " JSON");
   }
@@ -56,27 +58,44 @@ Status ValidateConfig(const StreamConfig& config) {
   return Status::OK();
 }
 
-Result<StreamConfig> ReadConfig(SqliteConnection& conn, const std::string& stream) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   conn.Prepare("SELECT shard_count, retention_micros FROM stream_config "
-                                "WHERE stream = ?"));
-  stmt.Bind(1, stream);
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) return NotFound("no stream named " + stream);
-  StreamConfig config;
-  config.shard_count = static_cast<int>(stmt.ColumnInt(0));
-  config.retention_micros = stmt.ColumnInt(1);
-  return config;
+Result<StreamConfig> ReadConfig(Connection& conn, const std::string& stream) {
+  std::optional<StreamConfig> config;
+  RETURN_IF_ERROR(conn.RunSql("SELECT shard_count, retention_micros FROM stream_config "
+                              "WHERE stream = ?1",
+                              {stream},
+                              [&](const SqlRow& row) {
+                                config.emplace();
+                                config->shard_count = static_cast<int>(row.Int(0));
+                                config->retention_micros = row.Int(1);
+                                return false;
+                              })
+                      .status());
+  if (!config) return NotFound("no stream named " + stream);
+  return *config;
+}
+
+// shard -> newest sequence ever written, from the shards' counters.
+Result<std::map<int, int64_t>> ReadHeads(Connection& conn, const std::string& stream) {
+  std::map<int, int64_t> latest;
+  RETURN_IF_ERROR(conn.RunSql("SELECT shard, last_sequence FROM stream_shard "
+                              "WHERE stream = ?1",
+                              {stream},
+                              [&](const SqlRow& row) {
+                                latest[static_cast<int>(row.Int(0))] = row.Int(1);
+                                return true;
+                              })
+                      .status());
+  return latest;
 }
 
 }  // namespace
 
-ChangeFeed::ChangeFeed(Database* db, Clock* clock, std::string stream)
+ChangeFeed::ChangeFeed(Transactions* db, Clock* clock, std::string stream)
     : db_(db),
       clock_(clock),
       stream_(std::move(stream)),
       notifier_(std::make_shared<Notifier>(clock)) {
-  // The listener keeps the notifier alive: Database has no way to remove a listener.
+  // The listener keeps the notifier alive: a database has no way to remove a listener.
   std::shared_ptr<Notifier> notifier = notifier_;
   db_->AddCommitListener([notifier] { notifier->OnCommit(); });
 }
@@ -88,7 +107,7 @@ ChangeFeed::~ChangeFeed() {
 
 Result<StreamConfig> ChangeFeed::Config() {
   Result<StreamConfig> config = NotFound("");
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) {
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) {
     config = ReadConfig(conn, stream_);
     return Status::OK();
   }));
@@ -97,15 +116,12 @@ Result<StreamConfig> ChangeFeed::Config() {
 
 Status ChangeFeed::Configure(const StreamConfig& config) {
   RETURN_IF_ERROR(ValidateConfig(config));
-  return db_->Write([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(Statement stmt,
-                     conn.Prepare("UPDATE stream_config SET shard_count = ?, "
-                                  "retention_micros = ? WHERE stream = ?"));
-    RETURN_IF_ERROR(stmt.Bind(1, config.shard_count)
-                        .Bind(2, config.retention_micros)
-                        .Bind(3, stream_)
-                        .Run());
-    if (conn.Changes() == 0) return NotFound("no stream named " + stream_);
+  return db_->Write([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(int64_t changed,
+                     conn.RunSql("UPDATE stream_config SET shard_count = ?1, "
+                                 "retention_micros = ?2 WHERE stream = ?3",
+                                 {config.shard_count, config.retention_micros, stream_}));
+    if (changed == 0) return NotFound("no stream named " + stream_);
     return Status::OK();
   });
 }
@@ -116,45 +132,52 @@ Result<std::vector<StreamRecord>> ChangeFeed::Read(int shard, int64_t after_sequ
     return InvalidArgument("read limit must be in 1.." + std::to_string(kMaxReadLimit));
   }
   std::vector<StreamRecord> records;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(
-        Statement stmt,
-        conn.Prepare("SELECT sequence, event_name, keys, new_image, old_image, "
-                     "created_micros FROM stream_record WHERE stream = ? AND "
-                     "shard = ? AND sequence > ? ORDER BY sequence LIMIT ?"));
-    stmt.Bind(1, stream_).Bind(2, shard).Bind(3, after_sequence).Bind(4, limit);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) break;
-      StreamRecord record;
-      record.stream = stream_;
-      record.shard = shard;
-      record.sequence = stmt.ColumnInt(0);
-      std::optional<StreamEventName> name = ParseStreamEventName(stmt.ColumnView(1));
-      if (!name) return Internal("stream record has unknown event name");
-      record.event_name = *name;
-      ASSIGN_OR_RETURN(record.keys, ParseImage(stmt, 2, "keys"));
-      ASSIGN_OR_RETURN(record.new_image, ParseImage(stmt, 3, "new image"));
-      ASSIGN_OR_RETURN(record.old_image, ParseImage(stmt, 4, "old image"));
-      record.created_micros = stmt.ColumnInt(5);
-      records.push_back(std::move(record));
-    }
-    return Status::OK();
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    records.clear();
+    Status parsed;
+    RETURN_IF_ERROR(
+        conn.RunSql("SELECT sequence, event_name, keys, new_image, old_image, "
+                    "created_micros FROM stream_record WHERE stream = ?1 AND "
+                    "shard = ?2 AND sequence > ?3 ORDER BY sequence LIMIT ?4",
+                    {stream_, shard, after_sequence, limit},
+                    [&](const SqlRow& row) {
+                      StreamRecord record;
+                      record.stream = stream_;
+                      record.shard = shard;
+                      record.sequence = row.Int(0);
+                      std::optional<StreamEventName> name =
+                          ParseStreamEventName(row.Text(1));
+                      if (!name) {
+                        parsed = Internal("stream record has unknown event name");
+                        return false;
+                      }
+                      record.event_name = *name;
+                      Result<nlohmann::json> keys = ParseImage(row, 2, "keys");
+                      Result<nlohmann::json> new_image = ParseImage(row, 3, "new image");
+                      Result<nlohmann::json> old_image = ParseImage(row, 4, "old image");
+                      for (const auto* image : {&keys, &new_image, &old_image}) {
+                        if (!image->ok()) {
+                          parsed = image->status();
+                          return false;
+                        }
+                      }
+                      record.keys = std::move(keys).value();
+                      record.new_image = std::move(new_image).value();
+                      record.old_image = std::move(old_image).value();
+                      record.created_micros = row.Int(5);
+                      records.push_back(std::move(record));
+                      return true;
+                    })
+            .status());
+    return parsed;
   }));
   return records;
 }
 
 Result<std::map<int, int64_t>> ChangeFeed::LatestSequences() {
   std::map<int, int64_t> latest;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(Statement stmt, conn.Prepare("SELECT shard, last_sequence FROM "
-                                                  "stream_shard WHERE stream = ?"));
-    stmt.Bind(1, stream_);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) break;
-      latest[static_cast<int>(stmt.ColumnInt(0))] = stmt.ColumnInt(1);
-    }
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(latest, ReadHeads(conn, stream_));
     return Status::OK();
   }));
   return latest;
@@ -168,17 +191,18 @@ Result<int64_t> ChangeFeed::Checkpoint(const std::string& consumer, int shard) {
 
 Result<std::map<int, int64_t>> ChangeFeed::Checkpoints(const std::string& consumer) {
   std::map<int, int64_t> checkpoints;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(Statement stmt,
-                     conn.Prepare("SELECT shard, sequence FROM stream_checkpoint WHERE "
-                                  "consumer = ? AND stream = ?"));
-    stmt.Bind(1, consumer).Bind(2, stream_);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) break;
-      checkpoints[static_cast<int>(stmt.ColumnInt(0))] = stmt.ColumnInt(1);
-    }
-    return Status::OK();
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    checkpoints.clear();
+    return conn
+        .RunSql(
+            "SELECT shard, sequence FROM stream_checkpoint WHERE "
+            "consumer = ?1 AND stream = ?2",
+            {consumer, stream_},
+            [&](const SqlRow& row) {
+              checkpoints[static_cast<int>(row.Int(0))] = row.Int(1);
+              return true;
+            })
+        .status();
   }));
   return checkpoints;
 }
@@ -187,29 +211,25 @@ Status ChangeFeed::SaveCheckpoint(const std::string& consumer, int shard,
                                   int64_t sequence) {
   if (consumer.empty()) return InvalidArgument("checkpoint needs a consumer name");
   int64_t now = clock_->NowMicros();
-  return db_->Write([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(
-        Statement stmt,
-        conn.Prepare(
+  return db_->Write([&](Connection& conn) -> Status {
+    return conn
+        .RunSql(
             "INSERT INTO stream_checkpoint (consumer, stream, shard, sequence, "
-            "updated_micros) VALUES (?, ?, ?, ?, ?) "
+            "updated_micros) VALUES (?1, ?2, ?3, ?4, ?5) "
             "ON CONFLICT (consumer, stream, shard) DO UPDATE SET "
             "sequence = excluded.sequence, updated_micros = excluded.updated_micros "
-            "WHERE excluded.sequence > stream_checkpoint.sequence"));
-    return stmt.Bind(1, consumer)
-        .Bind(2, stream_)
-        .Bind(3, shard)
-        .Bind(4, sequence)
-        .Bind(5, now)
-        .Run();
+            "WHERE excluded.sequence > stream_checkpoint.sequence",
+            {consumer, stream_, shard, sequence, now})
+        .status();
   });
 }
 
 Status ChangeFeed::ResetCheckpoints(const std::string& consumer) {
-  return db_->Write([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(Statement stmt, conn.Prepare("DELETE FROM stream_checkpoint WHERE "
-                                                  "consumer = ? AND stream = ?"));
-    return stmt.Bind(1, consumer).Bind(2, stream_).Run();
+  return db_->Write([&](Connection& conn) -> Status {
+    return conn
+        .RunSql("DELETE FROM stream_checkpoint WHERE consumer = ?1 AND stream = ?2",
+                {consumer, stream_})
+        .status();
   });
 }
 
@@ -220,14 +240,13 @@ Result<int64_t> ChangeFeed::Prune() {
   // In bounded batches, so a long backlog does not hold the writer for long.
   while (true) {
     int64_t deleted = 0;
-    RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
+    RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
       ASSIGN_OR_RETURN(
-          Statement stmt,
-          conn.Prepare("DELETE FROM stream_record WHERE stream = ?1 AND "
-                       "(shard, sequence) IN (SELECT shard, sequence FROM stream_record "
-                       "WHERE stream = ?1 AND created_micros < ?2 LIMIT ?3)"));
-      RETURN_IF_ERROR(stmt.Bind(1, stream_).Bind(2, horizon).Bind(3, kPruneBatch).Run());
-      deleted = conn.Changes();
+          deleted,
+          conn.RunSql("DELETE FROM stream_record WHERE stream = ?1 AND "
+                      "(shard, sequence) IN (SELECT shard, sequence FROM stream_record "
+                      "WHERE stream = ?1 AND created_micros < ?2 LIMIT ?3)",
+                      {stream_, horizon, kPruneBatch}));
       return Status::OK();
     }));
     total += deleted;
@@ -240,51 +259,42 @@ Result<std::vector<ShardStats>> ChangeFeed::Stats(
     const std::vector<std::string>& known_consumers) {
   std::vector<ShardStats> stats;
   const int64_t now = clock_->NowMicros();
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    stats.clear();
     ASSIGN_OR_RETURN(StreamConfig config, ReadConfig(conn, stream_));
     std::map<int, ShardStats> by_shard;
     for (int shard = 0; shard < config.shard_count; ++shard)
       by_shard[shard].shard = shard;
 
-    ASSIGN_OR_RETURN(Statement heads, conn.Prepare("SELECT shard, last_sequence FROM "
-                                                   "stream_shard WHERE stream = ?"));
-    heads.Bind(1, stream_);
-    std::map<int, int64_t> latest;
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, heads.Step());
-      if (!row) break;
-      latest[static_cast<int>(heads.ColumnInt(0))] = heads.ColumnInt(1);
-    }
-    ASSIGN_OR_RETURN(
-        Statement retained,
-        conn.Prepare("SELECT shard, COUNT(*), MIN(sequence) FROM stream_record "
-                     "WHERE stream = ? GROUP BY shard"));
-    retained.Bind(1, stream_);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, retained.Step());
-      if (!row) break;
-      ShardStats& s = by_shard[static_cast<int>(retained.ColumnInt(0))];
-      s.shard = static_cast<int>(retained.ColumnInt(0));
-      s.retained_records = retained.ColumnInt(1);
-      s.oldest_sequence = retained.ColumnInt(2);
-    }
+    ASSIGN_OR_RETURN(auto latest, ReadHeads(conn, stream_));
+    RETURN_IF_ERROR(
+        conn.RunSql("SELECT shard, COUNT(*), MIN(sequence) FROM stream_record "
+                    "WHERE stream = ?1 GROUP BY shard",
+                    {stream_},
+                    [&](const SqlRow& row) {
+                      const int shard = static_cast<int>(row.Int(0));
+                      ShardStats& s = by_shard[shard];
+                      s.shard = shard;
+                      s.retained_records = row.Int(1);
+                      s.oldest_sequence = row.Int(2);
+                      return true;
+                    })
+            .status());
     for (auto& [shard, s] : by_shard) {
       auto it = latest.find(shard);
       if (it != latest.end()) s.latest_sequence = it->second;
     }
 
-    ASSIGN_OR_RETURN(
-        Statement checkpoints,
-        conn.Prepare("SELECT consumer, shard, sequence FROM stream_checkpoint "
-                     "WHERE stream = ? ORDER BY consumer"));
-    checkpoints.Bind(1, stream_);
     std::map<std::string, std::map<int, int64_t>> by_consumer;
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, checkpoints.Step());
-      if (!row) break;
-      by_consumer[checkpoints.ColumnText(0)][static_cast<int>(checkpoints.ColumnInt(1))] =
-          checkpoints.ColumnInt(2);
-    }
+    RETURN_IF_ERROR(conn.RunSql("SELECT consumer, shard, sequence FROM stream_checkpoint "
+                                "WHERE stream = ?1 ORDER BY consumer",
+                                {stream_},
+                                [&](const SqlRow& row) {
+                                  by_consumer[row.Text(0)][static_cast<int>(row.Int(1))] =
+                                      row.Int(2);
+                                  return true;
+                                })
+                        .status());
     for (const std::string& consumer : known_consumers) by_consumer[consumer];
     for (auto& [shard, s] : by_shard) {
       for (const auto& [consumer, shards] : by_consumer) {
@@ -292,20 +302,19 @@ Result<std::vector<ShardStats>> ChangeFeed::Stats(
         c.consumer = consumer;
         auto it = shards.find(shard);
         c.checkpoint = it == shards.end() ? 0 : it->second;
-        // Prepared per use: a Statement is reset only when its wrapper goes away.
-        ASSIGN_OR_RETURN(Statement lag,
-                         conn.Prepare("SELECT COUNT(*), MIN(created_micros) FROM "
-                                      "stream_record WHERE stream = ? AND shard = ? AND "
-                                      "sequence > ?"));
-        lag.Bind(1, stream_).Bind(2, shard).Bind(3, c.checkpoint);
-        ASSIGN_OR_RETURN(bool row, lag.Step());
-        if (row) {
-          c.lag_records = lag.ColumnInt(0);
-          if (!lag.IsNull(1)) {
-            c.oldest_unprocessed_age_micros =
-                std::max<int64_t>(0, now - lag.ColumnInt(1));
-          }
-        }
+        RETURN_IF_ERROR(conn.RunSql("SELECT COUNT(*), MIN(created_micros) FROM "
+                                    "stream_record WHERE stream = ?1 AND shard = ?2 AND "
+                                    "sequence > ?3",
+                                    {stream_, shard, c.checkpoint},
+                                    [&](const SqlRow& row) {
+                                      c.lag_records = row.Int(0);
+                                      if (!row.IsNull(1)) {
+                                        c.oldest_unprocessed_age_micros =
+                                            std::max<int64_t>(0, now - row.Int(1));
+                                      }
+                                      return false;
+                                    })
+                            .status());
         s.consumers.push_back(std::move(c));
       }
     }

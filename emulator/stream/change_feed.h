@@ -14,7 +14,20 @@
 // its consumer read it is lost, as on AWS. The event log stays the source of truth; the
 // reprocess tool (seed 000's manual fallback) repairs missed side effects.
 //
-// Thread-safe. All state is in SQLite except the wake-up machinery.
+// Backends: any Transactions (SQLite's Database, PostgresDatabase); every statement is
+// the shared SQL of Connection::RunSql. The triggers are each backend's own
+// (stream_triggers.h).
+//
+// Wake-ups come from the database's commit listeners (Transactions::AddCommitListener),
+// which hear this process's commits only. On PostgreSQL, several processes (nodes) may
+// write one database: a record another node commits is read by any node (the feed's
+// order and checkpoints hold across nodes: emulator/postgres/schema/003_stream.sql),
+// but it wakes this node's waiters only at its next own commit or deadline. Stage 3
+// (not built): the triggers NOTIFY a channel and each node LISTENs on a connection of
+// its own and turns notifications into OnCommit, so other nodes' commits wake readers
+// as its own do (docs/cluster.md).
+//
+// Thread-safe. All state is in the database except the wake-up machinery.
 #pragma once
 
 #include <condition_variable>
@@ -26,9 +39,9 @@
 #include <string>
 #include <vector>
 
-#include "emulator/sqlite/database.h"
 #include "emulator/status.h"
 #include "emulator/stream/stream_record.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
@@ -64,7 +77,7 @@ class ChangeFeed {
   // The feed of `stream` (the source table's name; `entry` exists from schema 003,
   // others once AttachStream() ran). `db` and `clock` must outlive this object.
   // Registers a commit listener on `db`.
-  ChangeFeed(Database* db, Clock* clock, std::string stream = "entry");
+  ChangeFeed(Transactions* db, Clock* clock, std::string stream = "entry");
   ~ChangeFeed();
   ChangeFeed(const ChangeFeed&) = delete;
   ChangeFeed& operator=(const ChangeFeed&) = delete;
@@ -109,8 +122,9 @@ class ChangeFeed {
   Result<std::vector<ShardStats>> Stats(
       const std::vector<std::string>& known_consumers = {});
 
-  // Wake-ups. The version increases after every committed write of the Database (not
-  // only writes that add records: a woken reader re-reads and may find nothing new).
+  // Wake-ups. The version increases after committed writes of this process's database
+  // handle that wrote change-feed records (perhaps after others too: a woken reader
+  // re-reads and may find nothing new). Another process's commits: see above.
   uint64_t ChangeVersion() const;
   // Blocks until ChangeVersion() > seen_version (returns true), until the clock reaches
   // `deadline_micros` (returns false; INT64_MAX = no deadline), or until WakeWaiters().
@@ -118,7 +132,7 @@ class ChangeFeed {
   // Makes blocked WaitForChange calls return at once.
   void WakeWaiters();
   // Calls `callback` after every committed write, on the committing thread: it must be
-  // quick and must not write to the Database. Returns an id for Unsubscribe.
+  // quick and must not write to the database. Returns an id for Unsubscribe.
   int Subscribe(std::function<void()> callback);
   // After this returns, the callback is not running and will not be called again.
   void Unsubscribe(int id);
@@ -126,7 +140,7 @@ class ChangeFeed {
  private:
   struct Notifier;
 
-  Database* db_;
+  Transactions* db_;
   Clock* clock_;
   std::string stream_;
   std::shared_ptr<Notifier> notifier_;  // shared with the commit listener

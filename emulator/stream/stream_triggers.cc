@@ -25,6 +25,27 @@ std::string QuoteLiteral(const std::string& text) {
   return out + "'";
 }
 
+std::string TriggerName(const std::string& table, const char* event) {
+  return QuoteIdentifier("stream_" + table + "_" + event);
+}
+
+// The key columns (partition key, then sort key) as image columns.
+std::vector<StreamColumn> KeyColumns(const StreamSource& source,
+                                     const std::vector<StreamColumn>& columns) {
+  std::vector<StreamColumn> key_columns;
+  for (const auto* names : {&source.partition_key, &source.sort_key}) {
+    for (const std::string& name : *names) {
+      auto it = std::find_if(columns.begin(), columns.end(),
+                             [&](const StreamColumn& c) { return c.name == name; });
+      key_columns.push_back(it != columns.end() ? *it : StreamColumn{name, false});
+    }
+  }
+  return key_columns;
+}
+
+// ---------------------------------------------------------------------------
+// SQLite
+
 std::string ColumnValue(const std::string& row, const StreamColumn& column) {
   std::string ref = row + "." + QuoteIdentifier(column.name);
   if (!column.may_hold_blob) return ref;
@@ -51,10 +72,6 @@ std::string ShardExpression(const StreamSource& source, const std::string& row) 
   }
   return out + ") % (SELECT shard_count FROM stream_config WHERE stream = " +
          QuoteLiteral(source.table) + ")";
-}
-
-std::string TriggerName(const std::string& table, const char* event) {
-  return QuoteIdentifier("stream_" + table + "_" + event);
 }
 
 std::string TriggerBody(const StreamSource& source,
@@ -87,6 +104,201 @@ std::string TriggerBody(const StreamSource& source,
   return sql;
 }
 
+std::vector<std::string> SqliteTriggerSql(const StreamSource& source,
+                                          const std::vector<StreamColumn>& columns) {
+  const std::vector<StreamColumn> key_columns = KeyColumns(source, columns);
+  const std::string table = QuoteIdentifier(source.table);
+  std::vector<std::string> sql;
+  sql.push_back("CREATE TRIGGER IF NOT EXISTS " + TriggerName(source.table, "insert") +
+                " AFTER INSERT ON " + table + "\n" +
+                TriggerBody(source, key_columns, columns, "INSERT"));
+
+  std::string changed;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const std::string column = QuoteIdentifier(columns[i].name);
+    if (i > 0) changed += " OR ";
+    changed += "OLD." + column + " IS NOT NEW." + column;
+  }
+  sql.push_back("CREATE TRIGGER IF NOT EXISTS " + TriggerName(source.table, "update") +
+                " AFTER UPDATE ON " + table + "\nWHEN " + changed + "\n" +
+                TriggerBody(source, key_columns, columns, "MODIFY"));
+
+  sql.push_back("CREATE TRIGGER IF NOT EXISTS " + TriggerName(source.table, "delete") +
+                " AFTER DELETE ON " + table + "\n" +
+                TriggerBody(source, key_columns, columns, "REMOVE"));
+  return sql;
+}
+
+// ---------------------------------------------------------------------------
+// PostgreSQL
+
+// The PL/pgSQL function the three triggers of `table` run.
+std::string PostgresFunctionName(const std::string& table) {
+  return QuoteIdentifier("stream_" + table + "_record");
+}
+
+// A column's value as SQLite's image holds it.
+std::string PostgresImageValue(const std::string& row, const StreamColumn& column) {
+  const std::string ref = row + "." + QuoteIdentifier(column.name);
+  if (column.type == "bytea") return "upper(encode(" + ref + ", 'hex'))";
+  if (column.type == "boolean") return ref + "::integer";
+  if (column.type == "json" || column.type == "jsonb") return ref + "::text";
+  return ref;
+}
+
+// The partition key column's bytes as SQLite's sheetlog_hash reads them; empty if
+// its type has no such form.
+std::string PostgresHashArgument(const std::string& row, const StreamColumn& column) {
+  const std::string ref = row + "." + QuoteIdentifier(column.name);
+  if (column.type == "text" || column.type == "character varying") {
+    return "convert_to(" + ref + ", 'UTF8')";
+  }
+  if (column.type == "smallint" || column.type == "integer" || column.type == "bigint") {
+    return "convert_to(" + ref + "::text, 'UTF8')";
+  }
+  if (column.type == "bytea") return ref;
+  return "";
+}
+
+// jsonb_strip_nulls drops members whose value is null, as json_patch does on SQLite.
+// jsonb_build_object takes at most 100 arguments: 50 columns each, joined with ||.
+std::string PostgresJsonImage(const std::string& row,
+                              const std::vector<StreamColumn>& columns) {
+  constexpr size_t kPerCall = 50;
+  std::string out = "jsonb_strip_nulls(jsonb_build_object(";
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (i > 0 && i % kPerCall == 0) out += ") || jsonb_build_object(";
+    if (i % kPerCall != 0) out += ", ";
+    out += QuoteLiteral(columns[i].name) + ", " + PostgresImageValue(row, columns[i]);
+  }
+  return out + "))::text";
+}
+
+std::string PostgresShardExpression(const StreamSource& source,
+                                    const std::vector<StreamColumn>& key_columns,
+                                    const std::string& row) {
+  std::string out = "sheetlog_hash_bytes(";
+  for (size_t i = 0; i < source.partition_key.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += PostgresHashArgument(row, key_columns[i]);
+  }
+  return out + ") % (SELECT shard_count FROM stream_config WHERE stream = " +
+         QuoteLiteral(source.table) + ")";
+}
+
+std::vector<std::string> PostgresTriggerSql(const StreamSource& source,
+                                            const std::vector<StreamColumn>& columns) {
+  const std::vector<StreamColumn> key_columns = KeyColumns(source, columns);
+  const std::string table = QuoteIdentifier(source.table);
+  const std::string stream = QuoteLiteral(source.table);
+  const std::string function = PostgresFunctionName(source.table);
+  auto record = [&](const char* event, const std::string& key_row,
+                    const std::string& new_image, const std::string& old_image) {
+    return "    INSERT INTO stream_record (stream, shard, sequence, event_name, keys,"
+           " new_image, old_image, created_micros)\n    VALUES (" +
+           stream + ", v_shard, v_sequence, '" + event + "', " +
+           PostgresJsonImage(key_row, key_columns) + ",\n      " + new_image +
+           ",\n      " + old_image + ", sheetlog_now_micros());\n";
+  };
+  std::string body;
+  body += "CREATE OR REPLACE FUNCTION " + function +
+          "() RETURNS trigger LANGUAGE plpgsql AS $sheetlog$\n";
+  body += "DECLARE\n  v_shard bigint;\n  v_sequence bigint;\nBEGIN\n";
+  body += "  IF TG_OP = 'DELETE' THEN\n    v_shard := " +
+          PostgresShardExpression(source, key_columns, "OLD") + ";\n";
+  body +=
+      "  ELSE\n    v_shard := " + PostgresShardExpression(source, key_columns, "NEW") +
+      ";\n  END IF;\n";
+  // The counter row stays locked until this transaction ends: the next writer of the
+  // shard takes the number after this one once this one has committed.
+  body +=
+      "  INSERT INTO stream_shard AS s (stream, shard, last_sequence) VALUES (" + stream +
+      ", v_shard, 1)\n"
+      "  ON CONFLICT (stream, shard) DO UPDATE SET last_sequence = s.last_sequence + 1\n"
+      "  RETURNING s.last_sequence INTO v_sequence;\n";
+  body += "  IF TG_OP = 'INSERT' THEN\n" +
+          record("INSERT", "NEW", PostgresJsonImage("NEW", columns), "NULL");
+  body += "  ELSIF TG_OP = 'UPDATE' THEN\n" + record("MODIFY", "NEW",
+                                                     PostgresJsonImage("NEW", columns),
+                                                     PostgresJsonImage("OLD", columns));
+  body += "  ELSE\n" + record("REMOVE", "OLD", "NULL", PostgresJsonImage("OLD", columns));
+  body += "  END IF;\n";
+  // Read back by PostgresDatabase with the COMMIT, to wake the node's readers.
+  body += "  PERFORM set_config('sheetlog.feed_written', 'on', true);\n";
+  body += "  RETURN NULL;\nEND\n$sheetlog$";
+
+  std::string changed;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    std::string column = QuoteIdentifier(columns[i].name);
+    // json has no equality operator: compared as text.
+    const std::string cast = columns[i].type == "json" ? "::text" : "";
+    if (i > 0) changed += " OR ";
+    changed += "OLD." + column + cast + " IS DISTINCT FROM NEW." + column + cast;
+  }
+  const std::string execute = " FOR EACH ROW EXECUTE FUNCTION " + function + "()";
+  return {body,
+          "CREATE TRIGGER " + TriggerName(source.table, "insert") + " AFTER INSERT ON " +
+              table + execute,
+          "CREATE TRIGGER " + TriggerName(source.table, "update") + " AFTER UPDATE ON " +
+              table + " FOR EACH ROW WHEN (" + (changed.empty() ? "false" : changed) +
+              ") EXECUTE FUNCTION " + function + "()",
+          "CREATE TRIGGER " + TriggerName(source.table, "delete") + " AFTER DELETE ON " +
+              table + execute};
+}
+
+// Declared columns of `table`, in table order; empty if there is no such table.
+Result<std::vector<StreamColumn>> TableColumns(Connection& conn,
+                                               const std::string& table) {
+  std::vector<StreamColumn> columns;
+  const bool sqlite = conn.dialect() == SqlDialect::kSqlite;
+  const char* sql =
+      sqlite ? "SELECT name, type FROM pragma_table_info(?1)"
+             : "SELECT a.attname, format_type(a.atttypid, NULL) FROM pg_attribute a "
+               "WHERE a.attrelid = to_regclass(quote_ident(?1)) AND a.attnum > 0 AND "
+               "NOT a.attisdropped ORDER BY a.attnum";
+  RETURN_IF_ERROR(
+      conn.RunSql(
+              sql, {table},
+              [&](const SqlRow& row) {
+                std::string type = row.Text(1);
+                if (sqlite) {
+                  std::transform(
+                      type.begin(), type.end(), type.begin(),
+                      [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+                  columns.push_back({row.Text(0), type.empty() || type.find("BLOB") !=
+                                                                      std::string::npos});
+                } else {
+                  columns.push_back({row.Text(0), type == "bytea", std::move(type)});
+                }
+                return true;
+              })
+          .status());
+  return columns;
+}
+
+// The advisory lock key under which PostgreSQL processes attach streams ("stream").
+constexpr int64_t kAttachLock = 0x73747265616d;
+
+// On PostgreSQL: whether the three triggers of `table` exist, under the attach lock
+// (held until the transaction ends), so that processes attaching at once create them
+// once.
+Result<bool> PostgresTriggersExist(Connection& conn, const std::string& table) {
+  RETURN_IF_ERROR(
+      conn.RunSql("SELECT pg_advisory_xact_lock(?1)", {kAttachLock}).status());
+  int64_t found = 0;
+  RETURN_IF_ERROR(
+      conn.RunSql("SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = "
+                  "to_regclass(quote_ident(?1)) AND tgname IN (?2, ?3, ?4)",
+                  {table, "stream_" + table + "_insert", "stream_" + table + "_update",
+                   "stream_" + table + "_delete"},
+                  [&](const SqlRow& row) {
+                    found = row.Int(0);
+                    return false;
+                  })
+          .status());
+  return found == 3;
+}
+
 }  // namespace
 
 StreamSource StreamSourceFromSchema(const TableSchema& schema) {
@@ -98,39 +310,13 @@ StreamSource StreamSourceFromSchema(const TableSchema& schema) {
   return source;
 }
 
-std::string StreamTriggerSql(const StreamSource& source,
-                             const std::vector<StreamColumn>& columns) {
-  std::vector<StreamColumn> key_columns;
-  for (const auto* names : {&source.partition_key, &source.sort_key}) {
-    for (const std::string& name : *names) {
-      auto it = std::find_if(columns.begin(), columns.end(),
-                             [&](const StreamColumn& c) { return c.name == name; });
-      key_columns.push_back(it != columns.end() ? *it : StreamColumn{name, false});
-    }
-  }
-  const std::string table = QuoteIdentifier(source.table);
-  std::string sql;
-  sql += "CREATE TRIGGER IF NOT EXISTS " + TriggerName(source.table, "insert") +
-         " AFTER INSERT ON " + table + "\n" +
-         TriggerBody(source, key_columns, columns, "INSERT") + ";\n";
-
-  std::string changed;
-  for (size_t i = 0; i < columns.size(); ++i) {
-    const std::string column = QuoteIdentifier(columns[i].name);
-    if (i > 0) changed += " OR ";
-    changed += "OLD." + column + " IS NOT NEW." + column;
-  }
-  sql += "CREATE TRIGGER IF NOT EXISTS " + TriggerName(source.table, "update") +
-         " AFTER UPDATE ON " + table + "\nWHEN " + changed + "\n" +
-         TriggerBody(source, key_columns, columns, "MODIFY") + ";\n";
-
-  sql += "CREATE TRIGGER IF NOT EXISTS " + TriggerName(source.table, "delete") +
-         " AFTER DELETE ON " + table + "\n" +
-         TriggerBody(source, key_columns, columns, "REMOVE") + ";\n";
-  return sql;
+std::vector<std::string> StreamTriggerSql(SqlDialect dialect, const StreamSource& source,
+                                          const std::vector<StreamColumn>& columns) {
+  return dialect == SqlDialect::kSqlite ? SqliteTriggerSql(source, columns)
+                                        : PostgresTriggerSql(source, columns);
 }
 
-Status AttachStream(SqliteConnection& conn, const StreamSource& source,
+Status AttachStream(Connection& conn, const StreamSource& source,
                     const StreamSettings& settings) {
   if (source.table.empty()) return InvalidArgument("stream source has no table name");
   if (source.partition_key.empty()) {
@@ -143,23 +329,17 @@ Status AttachStream(SqliteConnection& conn, const StreamSource& source,
   if (settings.retention_micros <= 0) {
     return InvalidArgument("retention must be positive");
   }
-
-  // Declared columns, in table order: name -> may hold a BLOB.
-  std::vector<StreamColumn> table_columns;
-  {
-    ASSIGN_OR_RETURN(Statement info,
-                     conn.Prepare("SELECT name, type FROM pragma_table_info(?)"));
-    info.Bind(1, source.table);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, info.Step());
-      if (!row) break;
-      std::string type = info.ColumnText(1);
-      std::transform(type.begin(), type.end(), type.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-      table_columns.push_back(
-          {info.ColumnText(0), type.empty() || type.find("BLOB") != std::string::npos});
-    }
+  const bool postgres = conn.dialect() == SqlDialect::kPostgres;
+  // PostgreSQL cuts identifiers at 63 bytes: "stream_<table>_record" must fit whole.
+  constexpr size_t kPostgresMaxTableName = 63 - std::string_view("stream__record").size();
+  if (postgres && source.table.size() > kPostgresMaxTableName) {
+    return InvalidArgument("a table with a stream on PostgreSQL has a name of at most " +
+                           std::to_string(kPostgresMaxTableName) +
+                           " bytes: " + source.table);
   }
+
+  ASSIGN_OR_RETURN(std::vector<StreamColumn> table_columns,
+                   TableColumns(conn, source.table));
   if (table_columns.empty()) {
     return InvalidArgument("no table named " + source.table + " to attach a stream to");
   }
@@ -174,6 +354,17 @@ Status AttachStream(SqliteConnection& conn, const StreamSource& source,
       }
     }
   }
+  if (postgres) {
+    for (const std::string& name : source.partition_key) {
+      if (PostgresHashArgument("NEW", *find(name)).empty()) {
+        return InvalidArgument(
+            "partition key column " + name + " of " + source.table + " is of type " +
+            find(name)->type +
+            ", whose shard hash is not defined as on SQLite: use text, varchar, an "
+            "integer type or bytea");
+      }
+    }
+  }
   std::vector<StreamColumn> columns;
   if (source.columns.empty()) {
     columns = table_columns;
@@ -181,22 +372,52 @@ Status AttachStream(SqliteConnection& conn, const StreamSource& source,
     for (const std::string& name : source.columns) columns.push_back(*find(name));
   }
 
-  ASSIGN_OR_RETURN(Statement config,
-                   conn.Prepare("INSERT INTO stream_config (stream, shard_count, "
-                                "retention_micros) VALUES (?, ?, ?) "
-                                "ON CONFLICT (stream) DO NOTHING"));
-  RETURN_IF_ERROR(config.Bind(1, source.table)
-                      .Bind(2, settings.shard_count)
-                      .Bind(3, settings.retention_micros)
-                      .Run());
-  return conn.Exec(StreamTriggerSql(source, columns));
-}
-
-Status DetachStream(SqliteConnection& conn, const std::string& table) {
-  for (const char* event : {"insert", "update", "delete"}) {
-    RETURN_IF_ERROR(conn.Exec("DROP TRIGGER IF EXISTS " + TriggerName(table, event)));
+  RETURN_IF_ERROR(
+      conn.RunSql("INSERT INTO stream_config (stream, shard_count, "
+                  "retention_micros) VALUES (?1, ?2, ?3) "
+                  "ON CONFLICT (stream) DO NOTHING",
+                  {source.table, settings.shard_count, settings.retention_micros})
+          .status());
+  if (postgres) {
+    ASSIGN_OR_RETURN(bool exist, PostgresTriggersExist(conn, source.table));
+    if (exist) return Status::OK();
+    // Whatever part of them exists (none, unless created by hand) is replaced.
+    RETURN_IF_ERROR(DetachStream(conn, source.table));
+  }
+  for (const std::string& sql : StreamTriggerSql(conn.dialect(), source, columns)) {
+    RETURN_IF_ERROR(conn.RunSql(sql, {}).status());
   }
   return Status::OK();
+}
+
+Status DetachStream(Connection& conn, const std::string& table) {
+  if (conn.dialect() == SqlDialect::kSqlite) {
+    for (const char* event : {"insert", "update", "delete"}) {
+      RETURN_IF_ERROR(
+          conn.RunSql("DROP TRIGGER IF EXISTS " + TriggerName(table, event), {})
+              .status());
+    }
+    return Status::OK();
+  }
+  // PostgreSQL's triggers belong to their table: DROP TRIGGER ... ON a table that does
+  // not exist fails even with IF EXISTS (and the table's triggers went with it).
+  bool exists = false;
+  RETURN_IF_ERROR(conn.RunSql("SELECT to_regclass(quote_ident(?1)) IS NOT NULL", {table},
+                              [&](const SqlRow& row) {
+                                exists = row.Int(0) != 0;  // a boolean reads as 1/0
+                                return false;
+                              })
+                      .status());
+  if (exists) {
+    for (const char* event : {"insert", "update", "delete"}) {
+      RETURN_IF_ERROR(conn.RunSql("DROP TRIGGER IF EXISTS " + TriggerName(table, event) +
+                                      " ON " + QuoteIdentifier(table),
+                                  {})
+                          .status());
+    }
+  }
+  return conn.RunSql("DROP FUNCTION IF EXISTS " + PostgresFunctionName(table) + "()", {})
+      .status();
 }
 
 }  // namespace sheetlog

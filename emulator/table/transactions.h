@@ -43,6 +43,14 @@ class Transactions {
   // Runs `work` in a read transaction: it sees one consistent committed state, never
   // a writer's uncommitted changes (eventually consistent reads).
   virtual Status Read(const Work& work) = 0;
+
+  // Calls `listener` after committed writes of this process that may have written a
+  // change-feed record (emulator/stream/): after every one that did, and perhaps after
+  // others. On the committing thread, outside every lock of the implementation: it
+  // must be quick and must not write. Listeners cannot be removed (the change feed
+  // keeps what it registers alive). Commits of other processes sharing the database
+  // are not heard (docs/cluster.md: stage 3).
+  virtual void AddCommitListener(std::function<void()> listener) = 0;
 };
 
 }  // namespace sheetlog

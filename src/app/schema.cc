@@ -4,7 +4,7 @@
 
 namespace sheetlog {
 
-Status AttachEntryStream(SqliteConnection& conn) {
+Status AttachEntryStream(Connection& conn) {
   StreamSource entry;
   entry.table = "entry";
   entry.partition_key = {"sheet_id", "segment"};

@@ -19,9 +19,10 @@ const std::vector<Migration>& SheetlogMigrations();
 
 // Attaches the `entry` table to the change feed (4 shards by (sheet_id, segment), so a
 // segment's entries are in one shard in order; 24 hours of retention; every column in
-// the images). A no-op when attached already.
+// the images). A no-op when attached already. On either backend (the table's
+// PostgreSQL form: schema/postgres/).
 // REQUIRES: `conn` is in a write transaction.
-Status AttachEntryStream(SqliteConnection& conn);
+Status AttachEntryStream(Connection& conn);
 
 // Database::Open with the application's migrations, then AttachEntryStream: the
 // database every sheetlog process (and every test of the layers above the emulator)

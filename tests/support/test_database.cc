@@ -55,6 +55,10 @@ BackendTestDatabase::~BackendTestDatabase() {
   db_.reset();  // before the PostgreSQL database is dropped
 }
 
+std::string BackendTestDatabase::conninfo() const {
+  return server_database_ == nullptr ? std::string() : server_database_->conninfo();
+}
+
 void BackendTestDatabase::Reopen() {
   db_.reset();
   sqlite_ = nullptr;
@@ -82,6 +86,7 @@ void BackendTestDatabase::Open() {
   PostgresDatabase::Options options;
   options.conninfo = server_database_->conninfo();
   options.migrations = migrations_;
+  options.clock = clock_;
   Result<std::unique_ptr<PostgresDatabase>> db = PostgresDatabase::Open(options);
   if (!db.ok()) {
     ADD_FAILURE() << "opening " << server_database_->conninfo() << ": "
@@ -90,6 +95,28 @@ void BackendTestDatabase::Open() {
   }
   postgres_ = db->get();
   db_ = std::move(db).value();
+}
+
+std::unique_ptr<BackendTestDatabase> OpenEntryTestDatabase(Backend backend,
+                                                           const std::string& path,
+                                                           Clock* clock) {
+  std::vector<Migration> migrations;
+  if (backend == Backend::kSqlite) {
+    migrations = SheetlogMigrations();
+  } else {
+    migrations = {
+        {1, "001_entry_for_tests",
+         "CREATE TABLE entry (sheet_id text COLLATE \"C\" NOT NULL, segment bigint NOT "
+         "NULL, num bigint NOT NULL, seq bigint NOT NULL, created bigint NOT NULL, "
+         "external text, type text NOT NULL, version bigint NOT NULL, body text, "
+         "snapshot_root text, metadata text, PRIMARY KEY (sheet_id, segment, num))"}};
+  }
+  auto db = std::make_unique<BackendTestDatabase>(backend, path, clock, migrations);
+  if (db->get() != nullptr) {
+    Status attached = db->get()->Write(AttachEntryStream);
+    if (!attached.ok()) ADD_FAILURE() << "attaching entry: " << attached.ToString();
+  }
+  return db;
 }
 
 }  // namespace sheetlog::testing

@@ -53,6 +53,9 @@ class BackendTestDatabase {
   Database* sqlite() const { return sqlite_; }
   // The PostgreSQL database; null on SQLite.
   PostgresDatabase* postgres() const { return postgres_; }
+  // The PostgreSQL database's connection string ("" on SQLite), to open a second
+  // PostgresDatabase on it (another node).
+  std::string conninfo() const;
   // Opens the same database again (a restart), after closing this one.
   void Reopen();
 
@@ -68,5 +71,13 @@ class BackendTestDatabase {
   Database* sqlite_ = nullptr;
   PostgresDatabase* postgres_ = nullptr;
 };
+
+// The emulator's tables and the application's `entry` table with its change feed
+// attached (AttachEntryStream) on `backend`: on SQLite the application's schema
+// (schema/); on PostgreSQL, until the application's tables are there
+// (schema/postgres/), a table of entry's columns and key made for the tests.
+std::unique_ptr<BackendTestDatabase> OpenEntryTestDatabase(Backend backend,
+                                                           const std::string& path,
+                                                           Clock* clock);
 
 }  // namespace sheetlog::testing

@@ -1,4 +1,6 @@
-// FunctionRuntime stream event source mappings over the real `entry` change feed.
+// FunctionRuntime stream event source mappings over the real `entry` change feed, from
+// one source for every backend (Sqlite/...; Postgres/... once FunctionRuntime takes
+// Transactions*: it hands its database to ExecutionHistory, still SQLite's).
 // Time is a ManualClock that only the test moves; background progress is awaited on
 // conditions signalled by the runtime's observer and the handlers (bounded in real time).
 #include <gtest/gtest.h>
@@ -133,18 +135,25 @@ class StreamGate {
   bool open_ = false;
 };
 
-class StreamMappingTest : public ::testing::Test {
+class StreamMappingTest : public ::testing::TestWithParam<testing::Backend> {
  protected:
   void SetUp() override { OpenDatabase(); }
 
+  // Opens the database, or opens it again (a restart).
   void OpenDatabase() {
     runtime_.reset();
     feed_.reset();
-    db_.reset();
-    db_ = testing::OpenTestDatabase(dir_.File("sheetlog.db"), &clock_);
-    ASSERT_NE(db_, nullptr);
-    feed_ = std::make_unique<ChangeFeed>(db_.get(), &clock_);
+    if (db_ == nullptr) {
+      db_ = testing::OpenEntryTestDatabase(GetParam(), dir_.File("sheetlog.db"), &clock_);
+    } else {
+      db_->Reopen();
+    }
+    ASSERT_NE(db_->get(), nullptr);
+    feed_ = std::make_unique<ChangeFeed>(db_->get(), &clock_);
   }
+
+  // The runtime's database: SQLite's until FunctionRuntime takes Transactions*.
+  Database* runtime_db() { return db_->sqlite(); }
 
   // A runtime with no pruning (so nothing but commits and the test's clock moves it).
   FunctionRuntime& NewRuntime(int workers = 4, int64_t batching_window_micros = 0) {
@@ -154,7 +163,8 @@ class StreamMappingTest : public ::testing::Test {
     options.batching_window_clock = &window_clock_;
     options.prune_interval_micros = 0;
     options.observer = [this](const RuntimeEvent& e) { events_.Add(e); };
-    runtime_ = std::make_unique<FunctionRuntime>(db_.get(), &clock_, &faults_, options);
+    runtime_ =
+        std::make_unique<FunctionRuntime>(runtime_db(), &clock_, &faults_, options);
     return *runtime_;
   }
 
@@ -177,33 +187,33 @@ class StreamMappingTest : public ::testing::Test {
 
   void Insert(const std::string& sheet, int64_t num, const std::string& type = "SetCell",
               bool external = false) {
-    Status s = db_->Write([&](SqliteConnection& c) -> Status {
-      ASSIGN_OR_RETURN(
-          Statement st,
-          c.Prepare("INSERT INTO entry (sheet_id, segment, num, seq, created, "
-                    "external, type, version, body) VALUES (?, 0, ?, ?, 1, ?, "
-                    "?, 1, NULL)"));
-      st.Bind(1, sheet).Bind(2, num).Bind(3, num).Bind(5, type);
-      if (external) {
-        st.Bind(4, "blob/" + sheet + "/" + std::to_string(num));
-      } else {
-        st.BindNull(4);
-      }
-      return st.Run();
+    Status s = db_->get()->Write([&](Connection& c) -> Status {
+      return c
+          .RunSql(
+              "INSERT INTO entry (sheet_id, segment, num, seq, created, "
+              "external, type, version, body) VALUES (?1, 0, ?2, ?3, 1, ?4, "
+              "?5, 1, NULL)",
+              {sheet, num, num,
+               external ? Value("blob/" + sheet + "/" + std::to_string(num))
+                        : Value::Null(),
+               type})
+          .status();
     });
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
   int ShardOf(const std::string& sheet) {
     int shard = -1;
-    EXPECT_TRUE(db_->Read([&](SqliteConnection& c) -> Status {
-                     ASSIGN_OR_RETURN(Statement s,
-                                      c.Prepare("SELECT sheetlog_hash(?, 0) % 4"));
-                     s.Bind(1, sheet);
-                     ASSIGN_OR_RETURN(bool row, s.Step());
-                     shard = row ? static_cast<int>(s.ColumnInt(0)) : -1;
-                     return Status::OK();
-                   })
+    EXPECT_TRUE(db_->get()
+                    ->Read([&](Connection& c) -> Status {
+                      return c
+                          .RunSql("SELECT sheetlog_hash(?1, ?2) % 4", {sheet, 0},
+                                  [&](const SqlRow& row) {
+                                    shard = static_cast<int>(row.Int(0));
+                                    return false;
+                                  })
+                          .status();
+                    })
                     .ok());
     return shard;
   }
@@ -229,14 +239,14 @@ class StreamMappingTest : public ::testing::Test {
   ManualClock clock_;
   ManualClock window_clock_;  // ends batching windows (NewRuntime) when advanced
   FaultInjector faults_{&clock_};
-  std::unique_ptr<Database> db_;
+  std::unique_ptr<testing::BackendTestDatabase> db_;
   std::unique_ptr<ChangeFeed> feed_;
   RuntimeEventLog events_;
   Calls calls_;
   std::unique_ptr<FunctionRuntime> runtime_;
 };
 
-TEST_F(StreamMappingTest, DeliversInOrderWithoutPollingAndCheckpoints) {
+TEST_P(StreamMappingTest, DeliversInOrderWithoutPollingAndCheckpoints) {
   FunctionRuntime& rt = NewRuntime();
   StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
     calls_.Add(batch, ctx);
@@ -267,7 +277,7 @@ TEST_F(StreamMappingTest, DeliversInOrderWithoutPollingAndCheckpoints) {
 // With a batching window, a commit after a quiet window is delivered at once; the
 // commits that follow within the window wake nobody and are delivered together when it
 // ends (the window's own clock moves only when the test advances it).
-TEST_F(StreamMappingTest, BatchingWindowGathersTheCommitsWithinItIntoOneInvocation) {
+TEST_P(StreamMappingTest, BatchingWindowGathersTheCommitsWithinItIntoOneInvocation) {
   constexpr int64_t kWindow = 5000;
   FunctionRuntime& rt = NewRuntime(/*workers=*/4, kWindow);
   ASSERT_TRUE(rt.AddStreamMapping(Recording()).ok());
@@ -292,7 +302,7 @@ TEST_F(StreamMappingTest, BatchingWindowGathersTheCommitsWithinItIntoOneInvocati
   EXPECT_EQ(calls[2].sequences, (std::vector<int64_t>{3, 4, 5}));
 }
 
-TEST_F(StreamMappingTest, FilterDeliversOnlyMatchingRecordsAndSkipsTheRest) {
+TEST_P(StreamMappingTest, FilterDeliversOnlyMatchingRecordsAndSkipsTheRest) {
   FunctionRuntime& rt = NewRuntime();
   StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
     calls_.Add(batch, ctx);
@@ -310,9 +320,12 @@ TEST_F(StreamMappingTest, FilterDeliversOnlyMatchingRecordsAndSkipsTheRest) {
   Insert("s", 2, "SetCell", /*external=*/true);
   Insert("s", 3, "SetCell");
   // A MODIFY of the Snapshot entry does not match (patterns want INSERT).
-  ASSERT_TRUE(db_->Write([](SqliteConnection& c) {
-                   return c.Exec("UPDATE entry SET snapshot_root = 'r' WHERE num = 0");
-                 })
+  ASSERT_TRUE(db_->get()
+                  ->Write([](Connection& c) {
+                    return c
+                        .RunSql("UPDATE entry SET snapshot_root = 'r' WHERE num = 0", {})
+                        .status();
+                  })
                   .ok());
   ASSERT_TRUE(rt.Start().ok());
 
@@ -332,7 +345,7 @@ TEST_F(StreamMappingTest, FilterDeliversOnlyMatchingRecordsAndSkipsTheRest) {
   EXPECT_EQ(calls_.Get().size(), 1u);
 }
 
-TEST_F(StreamMappingTest, FailingBatchRetriesAfterBackoffAndBlocksOnlyItsShard) {
+TEST_P(StreamMappingTest, FailingBatchRetriesAfterBackoffAndBlocksOnlyItsShard) {
   auto [sick, healthy] = SheetsInTwoShards();
   const int sick_shard = ShardOf(sick), healthy_shard = ShardOf(healthy);
   std::atomic<bool> failing{true};
@@ -382,7 +395,7 @@ TEST_F(StreamMappingTest, FailingBatchRetriesAfterBackoffAndBlocksOnlyItsShard) 
   EXPECT_EQ((*rows)[3].status, ExecStatus::kSucceeded);
 }
 
-TEST_F(StreamMappingTest, RecordOlderThanMaxAgeIsSkippedAndListedAsFailed) {
+TEST_P(StreamMappingTest, RecordOlderThanMaxAgeIsSkippedAndListedAsFailed) {
   const int64_t t0 = clock_.NowMicros();
   FunctionRuntime& rt = NewRuntime();
   StreamMapping m = Mapping([&](const auto& batch, InvocationContext& ctx) {
@@ -425,7 +438,7 @@ TEST_F(StreamMappingTest, RecordOlderThanMaxAgeIsSkippedAndListedAsFailed) {
 // Seed 002's replay for stream work: only the records whose latest run failed are
 // handed to the handler again (each alone, through the history guard); records that
 // succeeded are never re-run, and a second replay finds nothing left to do.
-TEST_F(StreamMappingTest, ReplayRerunsOnlyTheFailedRecords) {
+TEST_P(StreamMappingTest, ReplayRerunsOnlyTheFailedRecords) {
   const int64_t t0 = clock_.NowMicros();
   std::atomic<bool> failing{true};
   FunctionRuntime& rt = NewRuntime();
@@ -464,7 +477,7 @@ TEST_F(StreamMappingTest, ReplayRerunsOnlyTheFailedRecords) {
   EXPECT_EQ(calls_.Delivered(shard).size(), 6u);
 }
 
-TEST_F(StreamMappingTest, BisectIsolatesThePoisonRecord) {
+TEST_P(StreamMappingTest, BisectIsolatesThePoisonRecord) {
   const int64_t t0 = clock_.NowMicros();
   const int shard = ShardOf("s");
   for (int num = 0; num < 8; ++num) Insert("s", num, num == 5 ? "Poison" : "SetCell");
@@ -504,7 +517,7 @@ TEST_F(StreamMappingTest, BisectIsolatesThePoisonRecord) {
   EXPECT_EQ(Checkpoint(shard), 8);
 }
 
-TEST_F(StreamMappingTest, CheckpointsSurviveARestart) {
+TEST_P(StreamMappingTest, CheckpointsSurviveARestart) {
   const int shard = ShardOf("s");
   {
     FunctionRuntime& rt = NewRuntime();
@@ -519,7 +532,7 @@ TEST_F(StreamMappingTest, CheckpointsSurviveARestart) {
     ASSERT_TRUE(events_.WaitForCheckpoint("effects", shard, 3));
     rt.Stop();
   }
-  OpenDatabase();  // a new process, as far as SQLite is concerned
+  OpenDatabase();  // a new process, as far as the database is concerned
   Calls second;
   FunctionRuntime& rt = NewRuntime();
   ASSERT_TRUE(rt.AddStreamMapping(Mapping([&](const auto& batch, InvocationContext& ctx) {
@@ -534,7 +547,7 @@ TEST_F(StreamMappingTest, CheckpointsSurviveARestart) {
   EXPECT_EQ(second.Delivered(shard), (std::vector<int64_t>{4, 5}));
 }
 
-TEST_F(StreamMappingTest, StartingAtLatestIgnoresEarlierRecords) {
+TEST_P(StreamMappingTest, StartingAtLatestIgnoresEarlierRecords) {
   const int shard = ShardOf("s");
   Insert("s", 0);
   FunctionRuntime& rt = NewRuntime();
@@ -550,7 +563,7 @@ TEST_F(StreamMappingTest, StartingAtLatestIgnoresEarlierRecords) {
   EXPECT_EQ(calls_.Delivered(shard), (std::vector<int64_t>{2}));
 }
 
-TEST_F(StreamMappingTest, DuplicateDeliveryIsCaughtByTheHistory) {
+TEST_P(StreamMappingTest, DuplicateDeliveryIsCaughtByTheHistory) {
   faults_.Arm(FaultPoint::kRuntimeStreamDuplicate, {FaultKind::kDuplicate, -1});
   const int shard = ShardOf("s");
   Calls unguarded;
@@ -573,7 +586,7 @@ TEST_F(StreamMappingTest, DuplicateDeliveryIsCaughtByTheHistory) {
   EXPECT_EQ(rt.Stats()[0].duplicates, 1);
 }
 
-TEST_F(StreamMappingTest, CrashBeforeCheckpointRedeliversButDoesNotRerun) {
+TEST_P(StreamMappingTest, CrashBeforeCheckpointRedeliversButDoesNotRerun) {
   faults_.Arm(FaultPoint::kRuntimeAfterHandlerBeforeCheckpoint, {});
   const int shard = ShardOf("s");
   FunctionRuntime& rt = NewRuntime();
@@ -597,12 +610,12 @@ TEST_F(StreamMappingTest, CrashBeforeCheckpointRedeliversButDoesNotRerun) {
 // `started`. The restarted runtime delivers the batch at once (the dead invocation is
 // not running anywhere) instead of backing off until its 900 s budget passes while
 // every sheet of the shard waits.
-TEST_F(StreamMappingTest, StartedRowsOfADeadProcessAreRerunAtOnceAfterARestart) {
+TEST_P(StreamMappingTest, StartedRowsOfADeadProcessAreRerunAtOnceAfterARestart) {
   const int shard = ShardOf("s");
   Insert("s", 0);
   {
     // The previous process began the record's work and died inside the handler.
-    FunctionRuntime dead(db_.get(), &clock_, &faults_);
+    FunctionRuntime dead(runtime_db(), &clock_, &faults_);
     auto claim = dead.history().Begin(
         {"effects:" + std::to_string(shard) + ":1", "effects", "dead-invocation", ""},
         kDefaultTimeBudgetMicros);
@@ -627,7 +640,7 @@ TEST_F(StreamMappingTest, StartedRowsOfADeadProcessAreRerunAtOnceAfterARestart) 
 // invocation died (no outcome row, and no live invocation of that id) like a failed
 // one: it runs the record again and writes its outcome; a second replay finds nothing.
 // A started row of an invocation that is still running is left to it.
-TEST_F(StreamMappingTest, ReplayRerunsTheRecordOfADeadInvocationsStartedRow) {
+TEST_P(StreamMappingTest, ReplayRerunsTheRecordOfADeadInvocationsStartedRow) {
   const int64_t t0 = clock_.NowMicros();
   const int shard = ShardOf("s");
   Insert("s", 0);
@@ -645,7 +658,7 @@ TEST_F(StreamMappingTest, ReplayRerunsTheRecordOfADeadInvocationsStartedRow) {
   ASSERT_TRUE(rt.Start().ok());
   {
     // A previous process began record 1's work and died in the handler.
-    FunctionRuntime dead(db_.get(), &clock_, &faults_);
+    FunctionRuntime dead(runtime_db(), &clock_, &faults_);
     auto claim = dead.history().Begin({dead_key, "effects", "dead-invocation", ""},
                                       kDefaultTimeBudgetMicros);
     ASSERT_TRUE(claim.ok() && claim->outcome == BeginOutcome::kProceed);
@@ -679,7 +692,7 @@ TEST_F(StreamMappingTest, ReplayRerunsTheRecordOfADeadInvocationsStartedRow) {
   EXPECT_EQ(calls_.Delivered(shard).size(), 1u);
 }
 
-TEST_F(StreamMappingTest, ShardsRunInParallelAndStopDrainsTheInFlightBatch) {
+TEST_P(StreamMappingTest, ShardsRunInParallelAndStopDrainsTheInFlightBatch) {
   auto [slow, fast] = SheetsInTwoShards();
   const int slow_shard = ShardOf(slow), fast_shard = ShardOf(fast);
   StreamGate gate;
@@ -713,7 +726,7 @@ TEST_F(StreamMappingTest, ShardsRunInParallelAndStopDrainsTheInFlightBatch) {
   EXPECT_EQ(Checkpoint(slow_shard), 1);
 }
 
-TEST_F(StreamMappingTest, PrunedRecordsAreReportedLostAndSkipped) {
+TEST_P(StreamMappingTest, PrunedRecordsAreReportedLostAndSkipped) {
   const int shard = ShardOf("s");
   Insert("s", 0);
   Insert("s", 1);
@@ -728,7 +741,7 @@ TEST_F(StreamMappingTest, PrunedRecordsAreReportedLostAndSkipped) {
   EXPECT_EQ(events_.Count(RuntimeEvent::Kind::kRecordsLost, shard), 1);
 }
 
-TEST_F(StreamMappingTest, RejectsBadMappings) {
+TEST_P(StreamMappingTest, RejectsBadMappings) {
   FunctionRuntime& rt = NewRuntime();
   StreamMapping no_feed = Mapping([](const auto&, auto&) { return Status::OK(); });
   no_feed.feed = nullptr;
@@ -744,6 +757,10 @@ TEST_F(StreamMappingTest, RejectsBadMappings) {
   ASSERT_TRUE(rt.Start().ok());
   EXPECT_EQ(rt.Start().code(), StatusCode::kFailedPrecondition);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, StreamMappingTest,
+                         ::testing::Values(testing::Backend::kSqlite));
+// Postgres: with FunctionRuntime on Transactions* (runtime_db() becomes db_->get()).
 
 }  // namespace
 }  // namespace sheetlog

@@ -1,16 +1,23 @@
+// The change feed (emulator/stream) on both backends from one source (Sqlite/... and
+// Postgres/...): the `entry` stream's records, order, pruning, checkpoints, wake-ups and
+// attaching other tables; then what holds only with several PostgreSQL nodes.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "emulator/env/clock.h"
 #include "emulator/stream/change_feed.h"
 #include "emulator/stream/stream_triggers.h"
+#include "src/app/schema.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
@@ -18,47 +25,58 @@
 namespace sheetlog {
 namespace {
 
+using testing::Backend;
+
 constexpr int64_t kHour = 3600LL * 1000000;
+
+std::unique_ptr<testing::BackendTestDatabase> OpenEntryDb(Backend backend,
+                                                          const testing::TempDir& dir,
+                                                          Clock* clock) {
+  return testing::OpenEntryTestDatabase(backend, dir.File("sheetlog.db"), clock);
+}
 
 std::unique_ptr<Database> OpenDb(const testing::TempDir& dir, Clock* clock) {
   return testing::OpenTestDatabase(dir.File("sheetlog.db"), clock);
 }
 
-Status InsertEntry(SqliteConnection& c, const std::string& sheet, int64_t segment,
-                   int64_t num, const std::string& type = "SetCell",
+Status InsertEntry(Connection& c, const std::string& sheet, int64_t segment, int64_t num,
+                   const std::string& type = "SetCell",
                    std::optional<std::string> external = std::nullopt) {
-  ASSIGN_OR_RETURN(
-      Statement s,
-      c.Prepare("INSERT INTO entry (sheet_id, segment, num, seq, created, "
-                "external, type, version, body) VALUES (?, ?, ?, ?, 1, ?, ?, "
-                "1, ?)"));
-  s.Bind(1, sheet).Bind(2, segment).Bind(3, num).Bind(4, segment * 1000 + num);
-  if (external) {
-    s.Bind(5, *external).BindNull(7);
-  } else {
-    s.BindNull(5).Bind(7, R"({"ref":"A1","value":1})");
-  }
-  s.Bind(6, type);
-  return s.Run();
+  return c
+      .RunSql(
+          "INSERT INTO entry (sheet_id, segment, num, seq, created, "
+          "external, type, version, body) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, "
+          "1, ?7)",
+          {sheet, segment, num, segment * 1000 + num,
+           external ? Value(*external) : Value::Null(), type,
+           external ? Value::Null() : Value(R"({"ref":"A1","value":1})")})
+      .status();
 }
 
-Status Insert(Database& db, const std::string& sheet, int64_t segment, int64_t num,
+Status Insert(Transactions& db, const std::string& sheet, int64_t segment, int64_t num,
               const std::string& type = "SetCell") {
   return db.Write(
-      [&](SqliteConnection& c) { return InsertEntry(c, sheet, segment, num, type); });
+      [&](Connection& c) { return InsertEntry(c, sheet, segment, num, type); });
+}
+
+// Runs one statement without parameters in a write transaction.
+Status WriteSql(Transactions& db, const std::string& sql) {
+  return db.Write([&](Connection& c) { return c.RunSql(sql, {}).status(); });
 }
 
 // The shard the triggers must pick: sheetlog_hash(partition key) % shard_count.
-int ShardOf(Database& db, const std::string& sheet, int64_t segment,
+int ShardOf(Transactions& db, const std::string& sheet, int64_t segment,
             int shard_count = 4) {
   int shard = -1;
-  EXPECT_TRUE(db.Read([&](SqliteConnection& c) -> Status {
-                  ASSIGN_OR_RETURN(Statement s,
-                                   c.Prepare("SELECT sheetlog_hash(?, ?) % ?"));
-                  s.Bind(1, sheet).Bind(2, segment).Bind(3, shard_count);
-                  ASSIGN_OR_RETURN(bool row, s.Step());
-                  shard = row ? static_cast<int>(s.ColumnInt(0)) : -1;
-                  return Status::OK();
+  EXPECT_TRUE(db.Read([&](Connection& c) -> Status {
+                  return c
+                      .RunSql("SELECT sheetlog_hash(?1, ?2) % ?3",
+                              {sheet, segment, shard_count},
+                              [&](const SqlRow& row) {
+                                shard = static_cast<int>(row.Int(0));
+                                return false;
+                              })
+                      .status();
                 }).ok());
   return shard;
 }
@@ -69,26 +87,31 @@ std::vector<StreamRecord> ReadAll(ChangeFeed& feed, int shard, int64_t after = 0
   return records.ok() ? *records : std::vector<StreamRecord>{};
 }
 
-TEST(ChangeFeedTest, InsertModifyRemoveCarryTheirImagesInCommitOrder) {
-  testing::TempDir dir;
-  ManualClock clock;
-  auto db = OpenDb(dir, &clock);
-  ChangeFeed feed(db.get(), &clock);
-  const int64_t t0 = clock.NowMicros();
+class ChangeFeedTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  ChangeFeedTest() : db_(OpenEntryDb(GetParam(), dir_, &clock_)) {}
+  void SetUp() override { ASSERT_NE(db_->get(), nullptr); }
 
-  ASSERT_OK(Insert(*db, "sheet-a", 0, 0, "Snapshot"));
-  clock.AdvanceSeconds(1);
-  ASSERT_OK(db->Write([](SqliteConnection& c) {
-    return c.Exec(
-        "UPDATE entry SET snapshot_root = 'root-1' WHERE "
-        "sheet_id = 'sheet-a'");
-  }));
-  clock.AdvanceSeconds(1);
-  ASSERT_OK(db->Write([](SqliteConnection& c) {
-    return c.Exec("DELETE FROM entry WHERE sheet_id = 'sheet-a'");
-  }));
+  Transactions* db() { return db_->get(); }
 
-  const int shard = ShardOf(*db, "sheet-a", 0);
+  testing::TempDir dir_;
+  ManualClock clock_;
+  std::unique_ptr<testing::BackendTestDatabase> db_;
+};
+
+TEST_P(ChangeFeedTest, InsertModifyRemoveCarryTheirImagesInCommitOrder) {
+  ChangeFeed feed(db(), &clock_);
+  const int64_t t0 = clock_.NowMicros();
+
+  ASSERT_OK(Insert(*db(), "sheet-a", 0, 0, "Snapshot"));
+  clock_.AdvanceSeconds(1);
+  ASSERT_OK(WriteSql(*db(),
+                     "UPDATE entry SET snapshot_root = 'root-1' WHERE "
+                     "sheet_id = 'sheet-a'"));
+  clock_.AdvanceSeconds(1);
+  ASSERT_OK(WriteSql(*db(), "DELETE FROM entry WHERE sheet_id = 'sheet-a'"));
+
+  const int shard = ShardOf(*db(), "sheet-a", 0);
   std::vector<StreamRecord> records = ReadAll(feed, shard);
   ASSERT_EQ(records.size(), 3u);
   const nlohmann::json keys = {{"sheet_id", "sheet-a"}, {"segment", 0}, {"num", 0}};
@@ -126,35 +149,27 @@ TEST(ChangeFeedTest, InsertModifyRemoveCarryTheirImagesInCommitOrder) {
   EXPECT_EQ(tail[0].sequence, 3);
 }
 
-TEST(ChangeFeedTest, UpdateThatChangesNothingWritesNoRecord) {
-  testing::TempDir dir;
-  ManualClock clock;
-  auto db = OpenDb(dir, &clock);
-  ChangeFeed feed(db.get(), &clock);
-  ASSERT_OK(Insert(*db, "s", 0, 0));
-  ASSERT_OK(db->Write([](SqliteConnection& c) {
-    return c.Exec("UPDATE entry SET type = type WHERE sheet_id = 's'");
-  }));
-  EXPECT_EQ(ReadAll(feed, ShardOf(*db, "s", 0)).size(), 1u);
+TEST_P(ChangeFeedTest, UpdateThatChangesNothingWritesNoRecord) {
+  ChangeFeed feed(db(), &clock_);
+  ASSERT_OK(Insert(*db(), "s", 0, 0));
+  ASSERT_OK(WriteSql(*db(), "UPDATE entry SET type = type WHERE sheet_id = 's'"));
+  EXPECT_EQ(ReadAll(feed, ShardOf(*db(), "s", 0)).size(), 1u);
 }
 
-TEST(ChangeFeedTest, RolledBackWriteLeavesNoRecordAndNoGap) {
-  testing::TempDir dir;
-  ManualClock clock;
-  auto db = OpenDb(dir, &clock);
-  ChangeFeed feed(db.get(), &clock);
-  Status failed = db->Write([](SqliteConnection& c) {
+TEST_P(ChangeFeedTest, RolledBackWriteLeavesNoRecordAndNoGap) {
+  ChangeFeed feed(db(), &clock_);
+  Status failed = db()->Write([](Connection& c) {
     RETURN_IF_ERROR(InsertEntry(c, "s", 0, 0));
     return ConditionFailed("lost the race after writing");
   });
   ASSERT_TRUE(failed.IsConditionFailed());
-  const int shard = ShardOf(*db, "s", 0);
+  const int shard = ShardOf(*db(), "s", 0);
   EXPECT_TRUE(ReadAll(feed, shard).empty());
 
   // A failing statement (duplicate key) inside an otherwise committed batch.
-  ASSERT_OK(Insert(*db, "s", 0, 0));
-  EXPECT_FALSE(Insert(*db, "s", 0, 0).ok());
-  ASSERT_OK(Insert(*db, "s", 0, 1));
+  ASSERT_OK(Insert(*db(), "s", 0, 0));
+  EXPECT_FALSE(Insert(*db(), "s", 0, 0).ok());
+  ASSERT_OK(Insert(*db(), "s", 0, 1));
   std::vector<StreamRecord> records = ReadAll(feed, shard);
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(records[0].sequence, 1);
@@ -163,18 +178,15 @@ TEST(ChangeFeedTest, RolledBackWriteLeavesNoRecordAndNoGap) {
   EXPECT_EQ(records[1].keys["num"], 1);
 }
 
-TEST(ChangeFeedTest, ShardsFollowThePartitionKeyAndKeepEachKeyInOrder) {
-  testing::TempDir dir;
-  ManualClock clock;
-  auto db = OpenDb(dir, &clock);
-  ChangeFeed feed(db.get(), &clock);
+TEST_P(ChangeFeedTest, ShardsFollowThePartitionKeyAndKeepEachKeyInOrder) {
+  ChangeFeed feed(db(), &clock_);
   // Interleave appends of many segments, several writers at once.
   std::vector<std::thread> writers;
   for (int w = 0; w < 4; ++w) {
     writers.emplace_back([&, w] {
       for (int num = 0; num < 10; ++num) {
         for (int s = w * 5; s < w * 5 + 5; ++s) {
-          EXPECT_OK(Insert(*db, "sheet-" + std::to_string(s), s % 2, num));
+          EXPECT_OK(Insert(*db(), "sheet-" + std::to_string(s), s % 2, num));
         }
       }
     });
@@ -191,7 +203,7 @@ TEST(ChangeFeedTest, ShardsFollowThePartitionKeyAndKeepEachKeyInOrder) {
       EXPECT_EQ(r.sequence, static_cast<int64_t>(i + 1)) << "no gaps within a shard";
       const std::string sheet = r.keys["sheet_id"];
       const int64_t segment = r.keys["segment"];
-      EXPECT_EQ(ShardOf(*db, sheet, segment), shard);
+      EXPECT_EQ(ShardOf(*db(), sheet, segment), shard);
       // Commit order: each segment's entries arrive in num order.
       auto it = last_num.find(sheet);
       int64_t num = r.keys["num"];
@@ -209,51 +221,46 @@ TEST(ChangeFeedTest, ShardsFollowThePartitionKeyAndKeepEachKeyInOrder) {
   EXPECT_GE(used.size(), 2u) << "20 keys should spread over more than one shard";
 }
 
-TEST(ChangeFeedTest, PruneDeletesRecordsOlderThanRetention) {
-  testing::TempDir dir;
-  ManualClock clock;
-  auto db = OpenDb(dir, &clock);
-  ChangeFeed feed(db.get(), &clock);
-  ASSERT_OK(Insert(*db, "s", 0, 0));
-  clock.Advance(23 * kHour);
-  ASSERT_OK(Insert(*db, "s", 0, 1));
-  clock.Advance(2 * kHour);  // the first is 25 h old, the second 2 h
+TEST_P(ChangeFeedTest, PruneDeletesRecordsOlderThanRetention) {
+  ChangeFeed feed(db(), &clock_);
+  ASSERT_OK(Insert(*db(), "s", 0, 0));
+  clock_.Advance(23 * kHour);
+  ASSERT_OK(Insert(*db(), "s", 0, 1));
+  clock_.Advance(2 * kHour);  // the first is 25 h old, the second 2 h
 
   auto pruned = feed.Prune();
   ASSERT_OK(pruned);
   EXPECT_EQ(*pruned, 1);
-  const int shard = ShardOf(*db, "s", 0);
+  const int shard = ShardOf(*db(), "s", 0);
   std::vector<StreamRecord> records = ReadAll(feed, shard);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].sequence, 2);
 
   // Sequences never repeat, even once a shard is empty.
-  clock.Advance(48 * kHour);
+  clock_.Advance(48 * kHour);
   ASSERT_EQ(*feed.Prune(), 1);
-  ASSERT_OK(Insert(*db, "s", 0, 2));
+  ASSERT_OK(Insert(*db(), "s", 0, 2));
   records = ReadAll(feed, shard);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].sequence, 3);
 
   // A shorter retention window applies at once.
   ASSERT_OK(feed.Configure({4, kHour}));
-  clock.Advance(kHour + 1);
+  clock_.Advance(kHour + 1);
   EXPECT_EQ(*feed.Prune(), 1);
 }
 
-TEST(ChangeFeedTest, CheckpointsSurviveReopenAndNeverMoveBackwards) {
-  testing::TempDir dir;
-  ManualClock clock;
+TEST_P(ChangeFeedTest, CheckpointsSurviveReopenAndNeverMoveBackwards) {
   {
-    auto db = OpenDb(dir, &clock);
-    ChangeFeed feed(db.get(), &clock);
+    ChangeFeed feed(db(), &clock_);
     ASSERT_OK(feed.SaveCheckpoint("effects", 2, 17));
     ASSERT_OK(feed.SaveCheckpoint("effects", 2, 9));  // ignored: older
     ASSERT_OK(feed.SaveCheckpoint("effects", 0, 3));
     ASSERT_OK(feed.SaveCheckpoint("other", 2, 1));
   }
-  auto db = OpenDb(dir, &clock);
-  ChangeFeed feed(db.get(), &clock);
+  db_->Reopen();
+  ASSERT_NE(db(), nullptr);
+  ChangeFeed feed(db(), &clock_);
   EXPECT_EQ(*feed.Checkpoint("effects", 2), 17);
   EXPECT_EQ(*feed.Checkpoint("effects", 1), 0);
   EXPECT_EQ(*feed.Checkpoints("effects"), (std::map<int, int64_t>{{0, 3}, {2, 17}}));
@@ -263,15 +270,12 @@ TEST(ChangeFeedTest, CheckpointsSurviveReopenAndNeverMoveBackwards) {
   EXPECT_EQ(*feed.Checkpoint("other", 2), 1);
 }
 
-TEST(ChangeFeedTest, StatsReportLatestCheckpointLagAndAge) {
-  testing::TempDir dir;
-  ManualClock clock;
-  auto db = OpenDb(dir, &clock);
-  ChangeFeed feed(db.get(), &clock);
-  const int shard = ShardOf(*db, "s", 0);
+TEST_P(ChangeFeedTest, StatsReportLatestCheckpointLagAndAge) {
+  ChangeFeed feed(db(), &clock_);
+  const int shard = ShardOf(*db(), "s", 0);
   for (int num = 0; num < 3; ++num) {
-    ASSERT_OK(Insert(*db, "s", 0, num));
-    clock.AdvanceSeconds(10);
+    ASSERT_OK(Insert(*db(), "s", 0, num));
+    clock_.AdvanceSeconds(10);
   }
   ASSERT_OK(feed.SaveCheckpoint("effects", shard, 1));
   auto stats = feed.Stats();
@@ -295,18 +299,15 @@ TEST(ChangeFeedTest, StatsReportLatestCheckpointLagAndAge) {
   }
 }
 
-TEST(ChangeFeedTest, CommitsWakeWaitersAndSubscribers) {
-  testing::TempDir dir;
-  ManualClock clock;
-  auto db = OpenDb(dir, &clock);
-  ChangeFeed feed(db.get(), &clock);
+TEST_P(ChangeFeedTest, CommitsWakeWaitersAndSubscribers) {
+  ChangeFeed feed(db(), &clock_);
   std::atomic<int> calls{0};
   int id = feed.Subscribe([&] { calls.fetch_add(1); });
 
   const uint64_t seen = feed.ChangeVersion();
   std::atomic<bool> woke{false};
   std::thread waiter([&] { woke = feed.WaitForChange(seen, INT64_MAX); });
-  ASSERT_OK(Insert(*db, "s", 0, 0));
+  ASSERT_OK(Insert(*db(), "s", 0, 0));
   waiter.join();  // returns only because the commit woke it (no deadline)
   EXPECT_TRUE(woke);
   EXPECT_GT(feed.ChangeVersion(), seen);
@@ -314,7 +315,7 @@ TEST(ChangeFeedTest, CommitsWakeWaitersAndSubscribers) {
 
   feed.Unsubscribe(id);
   const int before = calls.load();
-  ASSERT_OK(Insert(*db, "s", 0, 1));
+  ASSERT_OK(Insert(*db(), "s", 0, 1));
   EXPECT_EQ(calls.load(), before);
 
   // WakeWaiters releases a waiter with nothing new; a passed deadline returns false.
@@ -330,33 +331,33 @@ TEST(ChangeFeedTest, CommitsWakeWaitersAndSubscribers) {
     std::this_thread::yield();
   }
   released.join();
-  EXPECT_FALSE(feed.WaitForChange(feed.ChangeVersion(), clock.NowMicros()));
+  EXPECT_FALSE(feed.WaitForChange(feed.ChangeVersion(), clock_.NowMicros()));
 }
 
-TEST(ChangeFeedTest, AnotherTableCanBeAttached) {
-  testing::TempDir dir;
-  ManualClock clock;
-  auto db = OpenDb(dir, &clock);
-  ASSERT_TRUE(db->Write([](SqliteConnection& c) {
-                  return c.Exec(
-                      "CREATE TABLE job (owner TEXT NOT NULL, id INTEGER NOT NULL, "
-                      "payload BLOB, note TEXT, PRIMARY KEY (owner, id))");
-                }).ok());
+TEST_P(ChangeFeedTest, AnotherTableCanBeAttached) {
+  ASSERT_OK(
+      WriteSql(*db(), GetParam() == Backend::kSqlite
+                          ? "CREATE TABLE job (owner TEXT NOT NULL, id INTEGER NOT "
+                            "NULL, payload BLOB, note TEXT, PRIMARY KEY (owner, id))"
+                          : "CREATE TABLE job (owner text COLLATE \"C\" NOT NULL, "
+                            "id bigint NOT NULL, payload bytea, note text, "
+                            "PRIMARY KEY (owner, id))"));
   StreamSource source{"job", {"owner"}, {"id"}, {}};
   StreamSettings settings;
   settings.shard_count = 1;
   ASSERT_OK(
-      db->Write([&](SqliteConnection& c) { return AttachStream(c, source, settings); }));
+      db()->Write([&](Connection& c) { return AttachStream(c, source, settings); }));
   // Attaching twice is a no-op: still one record per change.
   ASSERT_OK(
-      db->Write([&](SqliteConnection& c) { return AttachStream(c, source, settings); }));
-  ASSERT_TRUE(db->Write([](SqliteConnection& c) {
-                  return c.Exec(
-                      "INSERT INTO job VALUES ('ann', 1, x'00ff', NULL);"
-                      "UPDATE job SET note = 'hi' WHERE id = 1;"
-                      "DELETE FROM job;");
-                }).ok());
-  ChangeFeed feed(db.get(), &clock, "job");
+      db()->Write([&](Connection& c) { return AttachStream(c, source, settings); }));
+  ASSERT_OK(db()->Write([](Connection& c) -> Status {
+    RETURN_IF_ERROR(c.RunSql("INSERT INTO job VALUES (?1, ?2, ?3, NULL)",
+                             {"ann", 1, Value::Bytes(std::string("\x00\xff", 2))})
+                        .status());
+    RETURN_IF_ERROR(c.RunSql("UPDATE job SET note = 'hi' WHERE id = 1", {}).status());
+    return c.RunSql("DELETE FROM job", {}).status();
+  }));
+  ChangeFeed feed(db(), &clock_, "job");
   EXPECT_EQ(feed.Config()->shard_count, 1);
   std::vector<StreamRecord> records = ReadAll(feed, 0);
   ASSERT_EQ(records.size(), 3u);
@@ -368,46 +369,43 @@ TEST(ChangeFeedTest, AnotherTableCanBeAttached) {
   EXPECT_EQ(records[1].new_image["note"], "hi");
   EXPECT_EQ(records[2].event_name, StreamEventName::kRemove);
   // The entry stream is separate.
-  ChangeFeed entries(db.get(), &clock);
+  ChangeFeed entries(db(), &clock_);
   EXPECT_TRUE(ReadAll(entries, 0).empty());
 
-  Status bad = db->Write([](SqliteConnection& c) {
+  Status bad = db()->Write([](Connection& c) {
     return AttachStream(c, StreamSource{"job", {"nope"}, {}, {}});
   });
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
-  Status missing = db->Write([](SqliteConnection& c) {
+  Status missing = db()->Write([](Connection& c) {
     return AttachStream(c, StreamSource{"no_table", {"id"}, {}, {}});
   });
   EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);
 
-  ASSERT_OK(db->Write([](SqliteConnection& c) { return DetachStream(c, "job"); }));
-  ASSERT_TRUE(db->Write([](SqliteConnection& c) {
-                  return c.Exec("INSERT INTO job VALUES ('bob', 2, NULL, NULL)");
-                }).ok());
+  ASSERT_OK(db()->Write([](Connection& c) { return DetachStream(c, "job"); }));
+  ASSERT_OK(WriteSql(*db(), "INSERT INTO job VALUES ('bob', 2, NULL, NULL)"));
   EXPECT_EQ(ReadAll(feed, 0).size(), 3u);
 }
 
-TEST(ChangeFeedTest, ShardCountComesFromTheConfigRow) {
-  testing::TempDir dir;
-  ManualClock clock;
-  auto db = OpenDb(dir, &clock);
-  ChangeFeed feed(db.get(), &clock);
+TEST_P(ChangeFeedTest, ShardCountComesFromTheConfigRow) {
+  ChangeFeed feed(db(), &clock_);
   EXPECT_EQ(feed.Config()->shard_count, 4);
   EXPECT_EQ(feed.Config()->retention_micros, 24 * kHour);
   ASSERT_OK(feed.Configure({1, 24 * kHour}));
-  for (int s = 0; s < 8; ++s) ASSERT_OK(Insert(*db, "sheet-" + std::to_string(s), 0, 0));
+  for (int s = 0; s < 8; ++s)
+    ASSERT_OK(Insert(*db(), "sheet-" + std::to_string(s), 0, 0));
   EXPECT_EQ(ReadAll(feed, 0).size(), 8u);
   EXPECT_EQ(feed.Configure({0, kHour}).code(), StatusCode::kInvalidArgument);
-  ChangeFeed none(db.get(), &clock, "missing");
+  ChangeFeed none(db(), &clock_, "missing");
   EXPECT_TRUE(none.Config().status().IsNotFound());
   EXPECT_EQ(feed.Read(0, 0, 0).status().code(), StatusCode::kInvalidArgument);
 }
 
-// Databases created before the application attached `entry` with AttachStream keep the
+// SQLite only: databases created before the application attached `entry` with
+// AttachStream keep the
 // hand-written triggers of the old schema/007 (tests/data/legacy_entry_triggers.sql):
 // both must write the same records, or old and new data directories would feed the
 // snapshot pipeline and the live updates differently.
-TEST(ChangeFeedTest, AttachedEntryTriggersWriteWhatTheLegacyOnesWrote) {
+TEST(ChangeFeedSqliteTest, AttachedEntryTriggersWriteWhatTheLegacyOnesWrote) {
   auto records_of = [](bool legacy) {
     testing::TempDir dir;
     ManualClock clock;
@@ -448,6 +446,223 @@ TEST(ChangeFeedTest, AttachedEntryTriggersWriteWhatTheLegacyOnesWrote) {
   ASSERT_EQ(attached.size(), 6u);  // 2 inserts, 3 modifies (root, 2 metadata), 1 remove
   EXPECT_EQ(attached[3][3]["metadata"], R"({"snapshot":"s"})");
   EXPECT_EQ(records_of(true), attached);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, ChangeFeedTest, ::testing::Values(Backend::kSqlite));
+INSTANTIATE_TEST_SUITE_P(Postgres, ChangeFeedTest, ::testing::Values(Backend::kPostgres));
+
+// sheetlog_hash as database.cc defines it: FNV-1a over the bytes of each argument's
+// text, each followed by 0xff, from database.cc's offset basis, top bit cleared.
+int64_t ExpectedHash(const std::vector<std::optional<std::string>>& texts) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const std::optional<std::string>& text : texts) {
+    for (unsigned char c : text.value_or("")) {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+    h ^= 0xff;
+    h *= 1099511628211ULL;
+  }
+  return static_cast<int64_t>(h & 0x7fffffffffffffffULL);
+}
+
+// The shard of a key is the same whichever backend wrote it: sheetlog_hash gives SQLite's
+// values on PostgreSQL (text, integers as their digits, NULL as nothing).
+TEST_P(ChangeFeedTest, SheetlogHashGivesTheSameValuesOnEveryBackend) {
+  struct Sample {
+    std::vector<Value> args;
+    std::vector<std::optional<std::string>> texts;
+  };
+  const std::vector<Sample> samples = {
+      {{"sheet-a", 0}, {"sheet-a", "0"}},
+      {{"0b6a7c2e-4d1f-4e8a-9c3b-5f2d1e0a9b8c", 17},
+       {"0b6a7c2e-4d1f-4e8a-9c3b-5f2d1e0a9b8c", "17"}},
+      {{"", -5}, {"", "-5"}},
+      {{"\xc3\xa9t\xc3\xa9 \xe2\x98\x83", int64_t{9007199254740993}},
+       {"\xc3\xa9t\xc3\xa9 \xe2\x98\x83", "9007199254740993"}},
+      {{"ab", "c"}, {"ab", "c"}},
+      {{"a", "bc"}, {"a", "bc"}},
+      {{Value::Null(), "x"}, {std::nullopt, "x"}},
+  };
+  for (const Sample& sample : samples) {
+    std::string sql = "SELECT sheetlog_hash(";
+    for (size_t i = 0; i < sample.args.size(); ++i) {
+      sql += (i > 0 ? ", ?" : "?") + std::to_string(i + 1);
+    }
+    sql += ")";
+    int64_t hash = -1;
+    ASSERT_OK(db()->Read([&](Connection& c) -> Status {
+      return c
+          .RunSql(sql, sample.args,
+                  [&](const SqlRow& row) {
+                    hash = row.Int(0);
+                    return false;
+                  })
+          .status();
+    }));
+    EXPECT_EQ(hash, ExpectedHash(sample.texts)) << sample.texts[0].value_or("NULL");
+  }
+  EXPECT_NE(ExpectedHash({"ab", "c"}), ExpectedHash({"a", "bc"}));
+}
+
+// Several nodes on one PostgreSQL database (stage 2's promise for every service).
+class PostgresChangeFeedNodesTest : public ::testing::Test {
+ protected:
+  PostgresChangeFeedNodesTest()
+      : node1_(OpenEntryDb(Backend::kPostgres, dir_, &clock_)) {}
+
+  void SetUp() override {
+    ASSERT_NE(node1_->get(), nullptr);
+    PostgresDatabase::Options options;
+    options.conninfo = node1_->conninfo();
+    options.clock = &clock_;
+    Result<std::unique_ptr<PostgresDatabase>> node2 = PostgresDatabase::Open(options);
+    ASSERT_OK(node2);
+    node2_ = std::move(node2).value();
+    ASSERT_OK(node2_->Write(AttachEntryStream));  // a no-op: attached by node 1
+    // One shard: every record of the test meets every other in one order.
+    ChangeFeed feed(node1(), &clock_);
+    ASSERT_OK(feed.Configure({1, 24 * kHour}));
+  }
+
+  Transactions* node1() { return node1_->get(); }
+  Transactions* node2() { return node2_.get(); }
+
+  // Backends of this database waiting for a lock (a transaction waiting for another
+  // to end), as PostgreSQL reports them.
+  int64_t LockWaiters() {
+    int64_t waiting = -1;
+    EXPECT_OK(node1()->Read([&](Connection& c) -> Status {
+      return c
+          .RunSql(
+              "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = "
+              "current_database() AND wait_event_type = 'Lock'",
+              {},
+              [&](const SqlRow& row) {
+                waiting = row.Int(0);
+                return false;
+              })
+          .status();
+    }));
+    return waiting;
+  }
+
+  testing::TempDir dir_;
+  ManualClock clock_;
+  std::unique_ptr<testing::BackendTestDatabase> node1_;
+  std::unique_ptr<PostgresDatabase> node2_;
+};
+
+// The design this guards against: numbers handed out as statements run (an identity
+// column), not as transactions commit. Node 1 takes number 1 and holds its transaction
+// open; node 2 writes the same shard meanwhile. If node 2 could commit number 2 before
+// number 1 committed, a consumer reading then would see 2, checkpoint it, and never read
+// 1. Here node 2 waits for node 1's commit and takes the number after it.
+TEST_F(PostgresChangeFeedNodesTest, ALaterCommitNeverTakesASmallerSequence) {
+  ChangeFeed consumer(node2(), &clock_);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool first_has_number = false;
+  bool release_first = false;
+  std::thread first([&] {
+    EXPECT_OK(node1()->Write([&](Connection& c) -> Status {
+      RETURN_IF_ERROR(InsertEntry(c, "first", 0, 0));
+      std::unique_lock<std::mutex> lock(mu);
+      first_has_number = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release_first; });
+      return Status::OK();
+    }));
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return first_has_number; });
+  }
+  std::atomic<bool> second_done{false};
+  std::thread second([&] {
+    EXPECT_OK(Insert(*node2(), "second", 0, 0));
+    second_done = true;
+  });
+  // Until the second write either committed (the design guarded against) or waits for
+  // the first's lock (this one): PostgreSQL reports the wait.
+  const auto bound = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!second_done && LockWaiters() < 1) {
+    ASSERT_LT(std::chrono::steady_clock::now(), bound) << "the second write never waited";
+    std::this_thread::yield();
+  }
+  // A consumer reading now, and checkpointing what it saw.
+  std::vector<StreamRecord> seen = ReadAll(consumer, 0);
+  const int64_t checkpoint = seen.empty() ? 0 : seen.back().sequence;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release_first = true;
+    cv.notify_all();
+  }
+  first.join();
+  second.join();
+  for (const StreamRecord& r : ReadAll(consumer, 0, checkpoint)) seen.push_back(r);
+  ASSERT_EQ(seen.size(), 2u)
+      << "a record committed after the consumer's read was skipped";
+  EXPECT_EQ(seen[0].sequence, 1);
+  EXPECT_EQ(seen[0].keys["sheet_id"], "first");
+  EXPECT_EQ(seen[1].sequence, 2);
+  EXPECT_EQ(seen[1].keys["sheet_id"], "second");
+}
+
+// Two nodes writing one shard at once, with several connections each; a consumer on
+// either node, reading as the writes go on, sees every record once, in order, none
+// skipped (sequences 1, 2, ... without a gap at every read), each key's entries in order.
+TEST_F(PostgresChangeFeedNodesTest, ConsumersOnEitherNodeSeeEveryRecordOnceInOrder) {
+  constexpr int kWritersPerNode = 2;
+  constexpr int kEntries = 25;
+  constexpr int kTotal = 2 * kWritersPerNode * kEntries;
+  std::atomic<int> writers_running{2 * kWritersPerNode};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 2 * kWritersPerNode; ++w) {
+    Transactions* node = w % 2 == 0 ? node1() : node2();
+    writers.emplace_back([&, node, w] {
+      for (int num = 0; num < kEntries; ++num) {
+        EXPECT_OK(Insert(*node, "writer-" + std::to_string(w), 0, num));
+      }
+      --writers_running;
+    });
+  }
+  auto consume = [&](Transactions* node) {
+    ChangeFeed feed(node, &clock_);
+    std::vector<StreamRecord> seen;
+    const auto bound = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (static_cast<int>(seen.size()) < kTotal &&
+           std::chrono::steady_clock::now() < bound) {
+      const bool writing = writers_running > 0;
+      const int64_t after = seen.empty() ? 0 : seen.back().sequence;
+      for (StreamRecord& r : ReadAll(feed, 0, after)) {
+        EXPECT_EQ(r.sequence, static_cast<int64_t>(seen.size()) + 1)
+            << "a record was skipped or seen twice";
+        seen.push_back(std::move(r));
+      }
+      if (!writing) break;  // read once more after the last write: all is there
+      std::this_thread::yield();
+    }
+    return seen;
+  };
+  std::vector<StreamRecord> on_node1;
+  std::vector<StreamRecord> on_node2;
+  std::thread consumer1([&] { on_node1 = consume(node1()); });
+  std::thread consumer2([&] { on_node2 = consume(node2()); });
+  for (auto& t : writers) t.join();
+  consumer1.join();
+  consumer2.join();
+  for (const std::vector<StreamRecord>* seen : {&on_node1, &on_node2}) {
+    ASSERT_EQ(seen->size(), static_cast<size_t>(kTotal));
+    std::map<std::string, int64_t> next_num;
+    for (size_t i = 0; i < seen->size(); ++i) {
+      const StreamRecord& r = (*seen)[i];
+      EXPECT_EQ(r.sequence, static_cast<int64_t>(i + 1));
+      EXPECT_EQ(r.keys["num"].get<int64_t>(),
+                next_num[r.keys["sheet_id"].get<std::string>()]++)
+          << "a writer's entries out of order";
+    }
+  }
 }
 
 }  // namespace
