@@ -78,10 +78,10 @@ class Connection {
 
   // The emulator's services beyond tables (queue, change feed, execution history, the
   // blob mirror) keep their own tables and run their own SQL through this: one
-  // statement, written once for both backends where the dialects agree, with `c.dialect()`
-  // choosing where they differ. Placeholders are `?1`, `?2`, ... (a number may repeat or
-  // come out of order), bound to `params` by position; each Value goes with its
-  // backend's type (table.h: Values <-> SQL; on PostgreSQL a parameter's type is
+  // statement, written once for both backends where the dialects agree, with
+  // `c.dialect()` choosing where they differ. Placeholders are `?1`, `?2`, ... (a number
+  // may repeat or come out of order), bound to `params` by position; each Value goes with
+  // its backend's type (table.h: Values <-> SQL; on PostgreSQL a parameter's type is
   // inferred from where it stands: write `CAST(?1 AS bigint)` where nothing says).
   // Rows, if the statement returns any (SELECT, RETURNING), go to `row` until it
   // returns false. Returns the number of rows returned, or for a statement returning

@@ -45,10 +45,11 @@ TEST_P(SqlStatementTest, RowsComeBackWithTheirTypesAndPlaceholdersBindByNumber) 
   const std::string bytes("a\0b\xff", 4);
   ASSERT_OK(db().Write([&](Connection& c) -> Status {
     // ?2 before ?1, and ?1 twice: bound by number, not by position.
-    ASSIGN_OR_RETURN(int64_t changed,
-                     c.RunSql("INSERT INTO note (n, id, score, data) VALUES (?2, ?1, ?3, ?4)"
-                              " , (?2 + 1, ?1 || '-2', NULL, NULL)",
-                              {"k", 7, 2.5, Value::Bytes(bytes)}));
+    ASSIGN_OR_RETURN(
+        int64_t changed,
+        c.RunSql("INSERT INTO note (n, id, score, data) VALUES (?2, ?1, ?3, ?4)"
+                 " , (?2 + 1, ?1 || '-2', NULL, NULL)",
+                 {"k", 7, 2.5, Value::Bytes(bytes)}));
     EXPECT_EQ(changed, 2);
     return Status::OK();
   }));
@@ -82,9 +83,9 @@ TEST_P(SqlStatementTest, CountsChangedRowsAndReturningRowsAndStopsWhenAsked) {
   ASSERT_NE(db_.get(), nullptr);
   ASSERT_OK(db().Write([&](Connection& c) -> Status {
     for (int i = 0; i < 5; ++i) {
-      RETURN_IF_ERROR(
-          c.RunSql("INSERT INTO note (id, n) VALUES (?1, ?2)", {"r" + std::to_string(i), i})
-              .status());
+      RETURN_IF_ERROR(c.RunSql("INSERT INTO note (id, n) VALUES (?1, ?2)",
+                               {"r" + std::to_string(i), i})
+                          .status());
     }
     ASSIGN_OR_RETURN(int64_t updated,
                      c.RunSql("UPDATE note SET n = n + 10 WHERE n < ?1", {3}));
@@ -103,12 +104,10 @@ TEST_P(SqlStatementTest, CountsChangedRowsAndReturningRowsAndStopsWhenAsked) {
     EXPECT_EQ(handed, 1);
     // An aggregate PostgreSQL types as numeric still reads as an integer.
     int64_t total = -1;
-    RETURN_IF_ERROR(c.RunSql("SELECT sum(n) FROM note", {},
-                             [&](const SqlRow& row) {
-                               total = row.Int(0);
-                               return true;
-                             })
-                        .status());
+    RETURN_IF_ERROR(c.RunSql("SELECT sum(n) FROM note", {}, [&](const SqlRow& row) {
+                       total = row.Int(0);
+                       return true;
+                     }).status());
     EXPECT_EQ(total, 0 + 1 + 2 + 30 + 3 + 4 + 500);
     return Status::OK();
   }));
@@ -142,7 +141,8 @@ TEST_P(SqlStatementTest, ConflictsAndRefusedValuesAreTheirCodesAndWriteNothing) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, SqlStatementTest, ::testing::Values(Backend::kSqlite));
-INSTANTIATE_TEST_SUITE_P(Postgres, SqlStatementTest, ::testing::Values(Backend::kPostgres));
+INSTANTIATE_TEST_SUITE_P(Postgres, SqlStatementTest,
+                         ::testing::Values(Backend::kPostgres));
 
 // The PostgreSQL form of `sql`, or the error's text.
 std::string Translated(std::string_view sql) {
@@ -155,7 +155,8 @@ TEST(PostgresPlaceholdersTest, NumbersOutsideQuotesAndCommentsBecomeDollars) {
             "SELECT a FROM t WHERE b = $12 AND c = $1");
   EXPECT_EQ(Translated("SELECT '?1', \"?2\" -- ?3\nFROM t WHERE x = ?4"),
             "SELECT '?1', \"?2\" -- ?3\nFROM t WHERE x = $4");
-  EXPECT_EQ(Translated("SELECT 'it''s ?1' WHERE y = ?2"), "SELECT 'it''s ?1' WHERE y = $2");
+  EXPECT_EQ(Translated("SELECT 'it''s ?1' WHERE y = ?2"),
+            "SELECT 'it''s ?1' WHERE y = $2");
   EXPECT_THAT(PostgresPlaceholders("SELECT ? FROM t").status(),
               StatusIs(StatusCode::kInvalidArgument));
 }
