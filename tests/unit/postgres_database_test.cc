@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <set>
@@ -42,12 +43,23 @@ std::vector<Item> AppendsOf(PostgresDatabase& db, const std::string& sheet) {
   return items;
 }
 
+// The version of this test's first application migration: after the emulator's own
+// (EmulatorPostgresMigrations), as schema/'s come after the tables they need.
+int FirstAppVersion() {
+  int newest = 0;
+  for (const Migration& m : EmulatorPostgresMigrations()) {
+    newest = std::max(newest, m.version);
+  }
+  return newest + 1;
+}
+
 class PostgresDatabaseTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_FALSE(database_.conninfo().empty()); }
 
   PostgresDatabase::Options Options(std::vector<Migration> migrations = {
-                                        {1, "001_entry", kAppendLogSql}}) {
+                                        {FirstAppVersion(), "001_entry",
+                                         kAppendLogSql}}) {
     PostgresDatabase::Options options;
     options.conninfo = database_.conninfo();
     options.migrations = std::move(migrations);
@@ -128,44 +140,49 @@ TEST_F(PostgresDatabaseTest, ConditionalAppendsAtTheHeadRaceAcrossNodesWithoutLo
 }
 
 TEST_F(PostgresDatabaseTest, MigrationsApplyOnceAndANewerSchemaIsRefused) {
+  const int first = FirstAppVersion();
   {
     auto db = Open();
     ASSERT_NE(db, nullptr);
-    EXPECT_EQ(db->schema_version(), 1);
+    EXPECT_EQ(db->schema_version(), first);
   }
   {
     auto again = Open();  // nothing left to apply
     ASSERT_NE(again, nullptr);
-    EXPECT_EQ(again->schema_version(), 1);
+    EXPECT_EQ(again->schema_version(), first);
   }
-  // A newer release adds version 2 ...
+  // A newer release adds the next version ...
   auto newer = PostgresDatabase::Open(
-      Options({{1, "001_entry", kAppendLogSql},
-               {2, "002_note", "ALTER TABLE entry ADD COLUMN note text"}}));
+      Options({{first, "001_entry", kAppendLogSql},
+               {first + 1, "002_note", "ALTER TABLE entry ADD COLUMN note text"}}));
   ASSERT_OK(newer);
-  EXPECT_EQ((*newer)->schema_version(), 2);
+  EXPECT_EQ((*newer)->schema_version(), first + 1);
   newer->reset();
-  // ... and this release, which knows only version 1, refuses to start on it.
+  // ... and this release, which knows only the first, refuses to start on it.
   auto older = PostgresDatabase::Open(Options());
   ASSERT_FALSE(older.ok());
   EXPECT_EQ(older.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(older.status().message().find("schema version 2"), std::string::npos)
+  EXPECT_NE(older.status().message().find("schema version " + std::to_string(first + 1)),
+            std::string::npos)
       << older.status().ToString();
-  EXPECT_NE(older.status().message().find("knows schema versions up to 1"),
+  EXPECT_NE(older.status().message().find("knows schema versions up to " +
+                                          std::to_string(first)),
             std::string::npos)
       << older.status().ToString();
 }
 
 TEST_F(PostgresDatabaseTest, AFailedMigrationLeavesNothingBehind) {
-  auto failed = PostgresDatabase::Open(Options(
-      {{1, "001_entry", kAppendLogSql}, {2, "002_bad", "ALTER TABLE nope ADD x int"}}));
+  auto failed = PostgresDatabase::Open(
+      Options({{FirstAppVersion(), "001_entry", kAppendLogSql},
+               {FirstAppVersion() + 1, "002_bad", "ALTER TABLE nope ADD x int"}}));
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.status().message().find("002_bad"), std::string::npos)
       << failed.status().ToString();
-  // Version 1 was rolled back with it: the table does not exist.
+  // The first was rolled back with it (the emulator's own with them): the table does
+  // not exist.
   auto db = PostgresDatabase::Open(Options({}));
   ASSERT_OK(db);
-  EXPECT_EQ((*db)->schema_version(), 0);
+  EXPECT_EQ((*db)->schema_version(), FirstAppVersion() - 1);
   EXPECT_FALSE((*db)
                    ->Write([](Connection& c) {
                      return AppendLog().PutIfAbsent(
