@@ -309,11 +309,16 @@ Status ExecutionHistory::StartLease(const LeaseOptions& options) {
   owner_ = owner;
   lease_ = options;
   stopping_lease_ = false;
-  if (options.renew_in_background) lease_thread_ = std::thread([this] { RenewLoop(); });
+  if (options.renew_in_background) {
+    const int64_t next = now + options.renew_every_micros;
+    lease_thread_ = std::thread([this, next] { RenewLoop(next); });
+  }
   return Status::OK();
 }
 
-Status ExecutionHistory::RenewLease() {
+Status ExecutionHistory::RenewLease() { return RenewLeaseAt(clock_->NowMicros()); }
+
+Status ExecutionHistory::RenewLeaseAt(int64_t now) {
   std::string owner;
   int64_t ttl = 0;
   {
@@ -322,30 +327,31 @@ Status ExecutionHistory::RenewLease() {
     owner = owner_;
     ttl = lease_.ttl_micros;
   }
-  const int64_t now = clock_->NowMicros();
   return db_->Write([&](Connection& c) -> Status {
     RETURN_IF_ERROR(c.RunSql(kUpsertLease, {owner, now + ttl}).status());
     return c.RunSql(kPruneLapsedLeases, {now, owner}).status();
   });
 }
 
-void ExecutionHistory::RenewLoop() {
+void ExecutionHistory::RenewLoop(int64_t next) {
   MutexLock lock(&lease_mu_);
-  int64_t next = clock_->NowMicros() + lease_.renew_every_micros;
   while (!stopping_lease_) {
     if (clock_->NowMicros() < next) {
       clock_->WaitUntil(lease_cv_, lease_mu_, next);
       continue;
     }
     lock.Unlock();
-    Status status = RenewLease();
+    // The next turn counts from the time this renewal writes, not from when it ends:
+    // time that passes meanwhile never delays it.
+    const int64_t now = clock_->NowMicros();
+    Status status = RenewLeaseAt(now);
     if (!status.ok()) {
       // Retried at the next turn; a lease that lapses meanwhile lets other nodes take
       // over this node's running work (run twice, as at-least-once allows).
       spdlog::warn("execution history: renewing the lease failed: {}", status.ToString());
     }
     lock.Lock();
-    next = clock_->NowMicros() + lease_.renew_every_micros;
+    next = now + lease_.renew_every_micros;
   }
 }
 
@@ -382,11 +388,12 @@ bool ExecutionHistory::IsAbandoned(const ExecutionRow& row, int64_t time_budget_
   if (row.status != ExecStatus::kStarted) return false;
   if (now_micros - row.created_at >= time_budget_micros) return true;
   const std::string owner = this->owner();
-  if (!owner.empty() && row.owner != owner) {
-    // Another node's (or, without an owner, a process's before leases): running while
-    // its lease lasts.
+  if (!owner.empty() && !row.owner.empty() && row.owner != owner) {
+    // Another node's: running while its lease lasts.
     return !row.owner_lease_expires_at || *row.owner_lease_expires_at <= now_micros;
   }
+  // This process's, or written without an owner (before leases, or before this
+  // process took its own): running while its invocation is live here.
   return live_ != nullptr && !live_->Contains(row.invocation_id);
 }
 

@@ -45,7 +45,8 @@
 //     to live must exceed the clocks' skew), and is abandoned once it has lapsed: a
 //     node killed -9 stops renewing and its work is taken over within the time to
 //     live, never judged by a process id or set of this machine. Rows without an
-//     owner (written before leases, schema 010) have no lease: abandoned, as before.
+//     owner (written before leases, schema 010, or by this process before it took
+//     its lease) are judged by the live set, as before.
 // A SQLite file belongs to one process (the data directory's), so on SQLite a new
 // owner releases every other lease at start: a redelivery after a restart never waits
 // for its own dead invocation. On PostgreSQL it releases only lapsed ones.
@@ -280,8 +281,11 @@ class ExecutionHistory {
                                                          int64_t since_micros,
                                                          int64_t until_micros, int limit);
 
-  // The lease thread: renews every renew_every_micros until StopLease.
-  void RenewLoop();
+  // The lease thread: renews at `next` and every renew_every_micros after until
+  // StopLease.
+  void RenewLoop(int64_t next);
+  // RenewLease as of clock time `now`.
+  Status RenewLeaseAt(int64_t now);
 
   Transactions* db_;
   Clock* clock_;

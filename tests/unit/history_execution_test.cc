@@ -229,9 +229,12 @@ TEST_P(ExecutionHistoryTest, AnotherOwnersStartedRowRunsWhileItsLeaseLasts) {
 }
 
 // A node that stops cleanly releases its lease: its rows are abandoned at once. Rows
-// written without an owner (before leases) have no lease to wait for either.
+// written without an owner (before leases) are judged by the live set, as before: a
+// dead process's invocation is not in it.
 TEST_P(ExecutionHistoryTest, AReleasedLeaseOrNoOwnerHandsTheWorkOverAtOnce) {
   const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false};
+  LiveInvocations live;
+  history_->set_live_invocations(&live);
   ASSERT_OK(history_->StartLease(lease));
   auto other = std::make_unique<ExecutionHistory>(db_->get(), &clock_);
   ASSERT_OK(other->StartLease(lease));  // after ours: on SQLite it releases ours
