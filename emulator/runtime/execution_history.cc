@@ -1,92 +1,207 @@
 #include "emulator/runtime/execution_history.h"
 
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <functional>
+
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "emulator/env/uuid.h"
+#include "emulator/table/connection.h"
 
 namespace sheetlog {
 
 namespace {
 
-constexpr const char* kColumns =
-    "partition_key, sequence, atomic_counter, exec_status, created_at, error, source, "
-    "invocation_id, detail";
+// Every statement below is written once in SQL both SQLite and PostgreSQL accept
+// (Connection::RunSql); the tables are emulator/schema/004_history.sql and
+// emulator/postgres/schema/004_history.sql.
+// The columns ReadRow reads, with the expiry of the row's owner's lease.
+#define SHEETLOG_HISTORY_COLUMNS                                                 \
+  "h.partition_key, h.sequence, h.atomic_counter, h.exec_status, h.created_at, " \
+  "h.error, h.source, h.invocation_id, h.detail, h.owner, "                      \
+  "(SELECT o.expires_at FROM execution_owner o WHERE o.owner = h.owner)"
 
-Result<ExecutionRow> ReadRow(const Statement& stmt) {
+constexpr const char* kSelectLatest =
+    "SELECT " SHEETLOG_HISTORY_COLUMNS
+    " FROM execution_history h WHERE h.partition_key = ?1 "
+    "ORDER BY h.sequence DESC LIMIT 1";
+
+constexpr const char* kSelectKey =
+    "SELECT " SHEETLOG_HISTORY_COLUMNS
+    " FROM execution_history h WHERE h.partition_key = ?1 ORDER BY h.sequence";
+
+// ADD atomic_counter 1: creates the `started` row with 1, or only increments the
+// counter of an existing row (which is then someone else's). On PostgreSQL a racing
+// insert of the same row waits for the other's commit and then increments, so two
+// nodes never both get 1. (The target column is qualified: PostgreSQL finds a bare
+// name ambiguous beside `excluded`.)
+constexpr const char* kAddStarted =
+    "INSERT INTO execution_history (partition_key, sequence, atomic_counter, "
+    "exec_status, created_at, source, invocation_id, detail, owner) "
+    "VALUES (?1, ?2, 1, 'started', ?3, ?4, ?5, ?6, ?7) "
+    "ON CONFLICT (partition_key, sequence) DO UPDATE SET "
+    "atomic_counter = execution_history.atomic_counter + 1 RETURNING atomic_counter";
+
+// Appends a row at sequence ?8, or (?8 NULL) at the key's newest sequence + 1, unless
+// that row exists by then: 0 rows changed. SQLite's single writer never sees that; on
+// PostgreSQL it is another node's row committed meanwhile (the conflicting insert waits
+// for its commit, then does nothing).
+constexpr const char* kAppend =
+    "INSERT INTO execution_history (partition_key, sequence, atomic_counter, "
+    "exec_status, created_at, error, source, invocation_id, detail, owner) "
+    "SELECT ?1, COALESCE(CAST(?8 AS bigint), MAX(sequence) + 1, 1), 1, ?2, "
+    "CAST(?3 AS bigint), ?4, ?5, ?6, ?7, ?9 "
+    "FROM execution_history WHERE partition_key = ?1 "
+    "ON CONFLICT (partition_key, sequence) DO NOTHING";
+
+// Keys whose latest row has status ?1, that row written in [?2, ?3), oldest first.
+constexpr const char* kSelectLatestWithStatus =
+    "SELECT " SHEETLOG_HISTORY_COLUMNS
+    " FROM execution_history h "
+    "WHERE h.exec_status = ?1 AND h.created_at >= ?2 AND h.created_at < ?3 AND "
+    "h.sequence = (SELECT MAX(m.sequence) FROM execution_history m "
+    "WHERE m.partition_key = h.partition_key) "
+    "ORDER BY h.created_at, h.partition_key LIMIT ?4";
+
+// Newest first by (created_at, key, sequence) before the cursor (?1, ?2, ?3); a
+// `started` row only while it is its key's latest (once the outcome is written, the
+// outcome row stands for both), with the start of the invocation an outcome row ends.
+constexpr const char* kSelectInvocations =
+    "SELECT " SHEETLOG_HISTORY_COLUMNS
+    ", (SELECT s.created_at FROM execution_history s WHERE s.partition_key = "
+    "h.partition_key AND s.sequence < h.sequence AND s.exec_status = 'started' "
+    "ORDER BY s.sequence DESC LIMIT 1) "
+    "FROM execution_history h "
+    "WHERE (h.created_at < ?1 OR (h.created_at = ?1 AND (h.partition_key < ?2 OR "
+    "(h.partition_key = ?2 AND h.sequence < ?3)))) "
+    "AND (?4 = '' OR h.source = ?4) AND (?5 = '' OR h.exec_status = ?5) "
+    "AND (h.exec_status <> 'started' OR NOT EXISTS (SELECT 1 FROM "
+    "execution_history n WHERE n.partition_key = h.partition_key AND n.sequence "
+    "> h.sequence)) "
+    "ORDER BY h.created_at DESC, h.partition_key DESC, h.sequence DESC LIMIT ?6";
+
+#undef SHEETLOG_HISTORY_COLUMNS
+
+// The owners' leases (see "Liveness").
+constexpr const char* kUpsertLease =
+    "INSERT INTO execution_owner (owner, expires_at) VALUES (?1, ?2) "
+    "ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at";
+constexpr const char* kPruneLapsedLeases =
+    "DELETE FROM execution_owner WHERE expires_at <= ?1 AND owner <> ?2";
+constexpr const char* kReleaseOtherLeases =
+    "DELETE FROM execution_owner WHERE owner <> ?1";
+constexpr const char* kReleaseLease = "DELETE FROM execution_owner WHERE owner = ?1";
+
+// How often an append retries after another node took the sequence it computed.
+constexpr int kAppendRounds = 64;
+// The longest error text kept.
+constexpr size_t kMaxErrorBytes = 4096;
+
+Result<ExecutionRow> ReadRow(const SqlRow& r) {
   ExecutionRow row;
-  row.partition_key = stmt.ColumnText(0);
-  row.sequence = stmt.ColumnInt(1);
-  row.atomic_counter = stmt.ColumnInt(2);
-  std::optional<ExecStatus> status = ParseExecStatus(stmt.ColumnView(3));
+  row.partition_key = r.Text(0);
+  row.sequence = r.Int(1);
+  row.atomic_counter = r.Int(2);
+  std::optional<ExecStatus> status = ParseExecStatus(r.Text(3));
   if (!status) return Internal("execution history row has an unknown status");
   row.status = *status;
-  row.created_at = stmt.ColumnInt(4);
-  row.error = stmt.ColumnText(5);
-  row.source = stmt.ColumnText(6);
-  row.invocation_id = stmt.ColumnText(7);
-  row.detail = stmt.ColumnText(8);
+  row.created_at = r.Int(4);
+  row.error = r.Text(5);
+  row.source = r.Text(6);
+  row.invocation_id = r.Text(7);
+  row.detail = r.Text(8);
+  row.owner = r.Text(9);
+  if (!r.IsNull(10)) row.owner_lease_expires_at = r.Int(10);
   return row;
 }
 
-Result<std::optional<ExecutionRow>> LatestIn(SqliteConnection& conn,
-                                             const std::string& key) {
-  ASSIGN_OR_RETURN(Statement stmt,
-                   conn.Prepare(std::string("SELECT ") + kColumns +
-                                " FROM execution_history WHERE partition_key = ? "
-                                "ORDER BY sequence DESC LIMIT 1"));
-  stmt.Bind(1, key);
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) return std::optional<ExecutionRow>();
-  ASSIGN_OR_RETURN(ExecutionRow latest, ReadRow(stmt));
-  return std::optional<ExecutionRow>(std::move(latest));
+// Runs `sql` and appends every row it returns to `rows`; `each` sees the SqlRow too.
+Status SelectRows(Connection& c, const char* sql, const std::vector<Value>& params,
+                  std::vector<ExecutionRow>& rows,
+                  const std::function<void(const SqlRow&)>& each = nullptr) {
+  Status status;
+  RETURN_IF_ERROR(c.RunSql(sql, params, [&](const SqlRow& r) {
+                     Result<ExecutionRow> row = ReadRow(r);
+                     if (!row.ok()) {
+                       status = row.status();
+                       return false;
+                     }
+                     rows.push_back(std::move(row).value());
+                     if (each) each(r);
+                     return true;
+                   }).status());
+  return status;
 }
 
-Result<int64_t> AddStartedIn(SqliteConnection& conn, const BeginRequest& request,
-                             int64_t sequence, int64_t now) {
-  // ADD atomic_counter 1: creates the `started` row with 1, or only increments the
-  // counter of an existing row (which is then someone else's).
-  ASSIGN_OR_RETURN(
-      Statement stmt,
-      conn.Prepare(
-          "INSERT INTO execution_history (partition_key, sequence, atomic_counter, "
-          "exec_status, created_at, source, invocation_id, detail) "
-          "VALUES (?, ?, 1, 'started', ?, ?, ?, ?) "
-          "ON CONFLICT (partition_key, sequence) DO UPDATE SET "
-          "atomic_counter = atomic_counter + 1 RETURNING atomic_counter"));
-  stmt.Bind(1, request.partition_key)
-      .Bind(2, sequence)
-      .Bind(3, now)
-      .Bind(4, request.source)
-      .Bind(5, request.invocation_id)
-      .Bind(6, request.detail);
-  ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row) return Internal("atomic counter update returned no row");
-  int64_t counter = stmt.ColumnInt(0);
-  RETURN_IF_ERROR(stmt.Run());
-  return counter;
+Result<std::optional<ExecutionRow>> LatestIn(Connection& c, const std::string& key) {
+  std::vector<ExecutionRow> rows;
+  RETURN_IF_ERROR(SelectRows(c, kSelectLatest, {key}, rows));
+  if (rows.empty()) return std::optional<ExecutionRow>();
+  return std::optional<ExecutionRow>(std::move(rows.front()));
 }
 
-// Appends a row at the key's newest sequence + 1.
-Status AppendIn(SqliteConnection& conn, const BeginRequest& request, ExecStatus status,
-                std::string_view error, int64_t now) {
-  ASSIGN_OR_RETURN(
-      Statement stmt,
-      conn.Prepare(
-          "INSERT INTO execution_history (partition_key, sequence, atomic_counter, "
-          "exec_status, created_at, error, source, invocation_id, detail) "
-          "SELECT ?1, COALESCE(MAX(sequence), 0) + 1, 1, ?2, ?3, ?4, ?5, ?6, ?7 "
-          "FROM execution_history WHERE partition_key = ?1"));
-  stmt.Bind(1, request.partition_key)
-      .Bind(2, ExecStatusText(status))
-      .Bind(3, now)
-      .Bind(5, request.source)
-      .Bind(6, request.invocation_id)
-      .Bind(7, request.detail);
-  if (error.empty()) {
-    stmt.BindNull(4);
-  } else {
-    stmt.Bind(4, error.substr(0, 4096));
+Result<int64_t> AddStartedIn(Connection& c, const BeginRequest& request, int64_t sequence,
+                             int64_t now, const std::string& owner) {
+  std::optional<int64_t> counter;
+  RETURN_IF_ERROR(c.RunSql(kAddStarted,
+                           {request.partition_key, sequence, now, request.source,
+                            request.invocation_id, request.detail, owner},
+                           [&](const SqlRow& r) {
+                             counter = r.Int(0);
+                             return false;
+                           })
+                      .status());
+  if (!counter) return Internal("atomic counter update returned no row");
+  return *counter;
+}
+
+// `text` cut to at most `max` bytes without splitting a UTF-8 sequence (PostgreSQL
+// refuses text that is not UTF-8).
+std::string TruncatedUtf8(std::string_view text, size_t max) {
+  if (text.size() <= max) return std::string(text);
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut));
+}
+
+// Appends a row for `request`: at `sequence` if given (true if written, false if that
+// row exists), else at the key's newest sequence + 1 (always true: a sequence taken
+// by another node meanwhile is computed again).
+Result<bool> AppendIn(Connection& c, const BeginRequest& request, ExecStatus status,
+                      std::string_view error, int64_t now, const std::string& owner,
+                      std::optional<int64_t> sequence = std::nullopt) {
+  const std::vector<Value> params = {
+      request.partition_key,
+      std::string(ExecStatusText(status)),
+      now,
+      error.empty() ? Value::Null() : Value(TruncatedUtf8(error, kMaxErrorBytes)),
+      request.source,
+      request.invocation_id,
+      request.detail,
+      sequence ? Value(*sequence) : Value::Null(),
+      owner};
+  for (int round = 0; round < kAppendRounds; ++round) {
+    ASSIGN_OR_RETURN(int64_t written, c.RunSql(kAppend, params));
+    if (written == 1) return true;
+    if (sequence) return false;
   }
-  return stmt.Run();
+  return Aborted("appending to the execution history of " + request.partition_key +
+                 ": other writers took the next sequence " +
+                 std::to_string(kAppendRounds) + " times in a row");
+}
+
+// The indexes of `items` in the order of their keys (`key_of`), equal keys in input
+// order.
+template <typename T, typename KeyOf>
+std::vector<size_t> KeyOrder(const std::vector<T>& items, KeyOf key_of) {
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return key_of(items[a]) < key_of(items[b]);
+  });
+  return order;
 }
 
 Status CheckTerminal(ExecStatus status) {
@@ -164,13 +279,121 @@ LiveInvocation::~LiveInvocation() {
   if (set_ != nullptr) set_->Remove(id_);
 }
 
-ExecutionHistory::ExecutionHistory(Database* db, Clock* clock, FaultInjector* faults)
+ExecutionHistory::ExecutionHistory(Transactions* db, Clock* clock, FaultInjector* faults)
     : db_(db), clock_(clock), faults_(faults) {}
+
+ExecutionHistory::~ExecutionHistory() { StopLease(); }
+
+Status ExecutionHistory::StartLease(const LeaseOptions& options) {
+  if (options.renew_every_micros <= 0 ||
+      options.ttl_micros <= options.renew_every_micros) {
+    return InvalidArgument(
+        "a lease must be renewed (renew_every_micros > 0) more often than it lasts");
+  }
+  {
+    MutexLock lock(&lease_mu_);
+    if (!owner_.empty()) return FailedPrecondition("this history holds a lease already");
+  }
+  const std::string owner = NewRandomUuid();
+  const int64_t now = clock_->NowMicros();
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+    RETURN_IF_ERROR(c.RunSql(kUpsertLease, {owner, now + options.ttl_micros}).status());
+    // A SQLite file has one process (the data directory's): every other owner is a
+    // process that is gone. On PostgreSQL only a lapsed lease says so.
+    if (c.dialect() == SqlDialect::kSqlite) {
+      return c.RunSql(kReleaseOtherLeases, {owner}).status();
+    }
+    return c.RunSql(kPruneLapsedLeases, {now, owner}).status();
+  }));
+  MutexLock lock(&lease_mu_);
+  owner_ = owner;
+  lease_ = options;
+  stopping_lease_ = false;
+  if (options.renew_in_background) {
+    const int64_t next = now + options.renew_every_micros;
+    lease_thread_ = std::thread([this, next] { RenewLoop(next); });
+  }
+  return Status::OK();
+}
+
+Status ExecutionHistory::RenewLease() { return RenewLeaseAt(clock_->NowMicros()); }
+
+Status ExecutionHistory::RenewLeaseAt(int64_t now) {
+  std::string owner;
+  int64_t ttl = 0;
+  {
+    MutexLock lock(&lease_mu_);
+    if (owner_.empty()) return FailedPrecondition("this history holds no lease");
+    owner = owner_;
+    ttl = lease_.ttl_micros;
+  }
+  return db_->Write([&](Connection& c) -> Status {
+    RETURN_IF_ERROR(c.RunSql(kUpsertLease, {owner, now + ttl}).status());
+    return c.RunSql(kPruneLapsedLeases, {now, owner}).status();
+  });
+}
+
+void ExecutionHistory::RenewLoop(int64_t next) {
+  MutexLock lock(&lease_mu_);
+  while (!stopping_lease_) {
+    if (clock_->NowMicros() < next) {
+      clock_->WaitUntil(lease_cv_, lease_mu_, next);
+      continue;
+    }
+    lock.Unlock();
+    // The next turn counts from the time this renewal writes, not from when it ends:
+    // time that passes meanwhile never delays it.
+    const int64_t now = clock_->NowMicros();
+    Status status = RenewLeaseAt(now);
+    if (!status.ok()) {
+      // Retried at the next turn; a lease that lapses meanwhile lets other nodes take
+      // over this node's running work (run twice, as at-least-once allows).
+      spdlog::warn("execution history: renewing the lease failed: {}", status.ToString());
+    }
+    lock.Lock();
+    next = now + lease_.renew_every_micros;
+  }
+}
+
+void ExecutionHistory::StopLease() {
+  std::string owner;
+  std::thread thread;
+  {
+    MutexLock lock(&lease_mu_);
+    if (owner_.empty()) return;
+    stopping_lease_ = true;
+    owner = owner_;
+    thread = std::move(lease_thread_);
+  }
+  lease_cv_.NotifyAll();
+  if (thread.joinable()) thread.join();
+  Status status = db_->Write(
+      [&](Connection& c) -> Status { return c.RunSql(kReleaseLease, {owner}).status(); });
+  if (!status.ok()) {
+    spdlog::warn(
+        "execution history: releasing the lease failed (it lapses by itself): {}",
+        status.ToString());
+  }
+  MutexLock lock(&lease_mu_);
+  owner_.clear();
+}
+
+std::string ExecutionHistory::owner() const {
+  MutexLock lock(&lease_mu_);
+  return owner_;
+}
 
 bool ExecutionHistory::IsAbandoned(const ExecutionRow& row, int64_t time_budget_micros,
                                    int64_t now_micros) const {
   if (row.status != ExecStatus::kStarted) return false;
   if (now_micros - row.created_at >= time_budget_micros) return true;
+  const std::string owner = this->owner();
+  if (!owner.empty() && !row.owner.empty() && row.owner != owner) {
+    // Another node's: running while its lease lasts.
+    return !row.owner_lease_expires_at || *row.owner_lease_expires_at <= now_micros;
+  }
+  // This process's, or written without an owner (before leases, or before this
+  // process took its own): running while its invocation is live here.
   return live_ != nullptr && !live_->Contains(row.invocation_id);
 }
 
@@ -192,7 +415,7 @@ Result<std::vector<Claim>> ExecutionHistory::BeginBatch(
   }
 
   // Step 1: the newest row of every key (eventually consistent, as the seed's Query).
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
     for (Claim& claim : claims) {
       ASSIGN_OR_RETURN(claim.latest, LatestIn(conn, claim.request.partition_key));
     }
@@ -201,6 +424,7 @@ Result<std::vector<Claim>> ExecutionHistory::BeginBatch(
 
   // Step 2: duplicates of finished or running work stop here.
   const int64_t now = clock_->NowMicros();
+  const std::string owner = this->owner();
   bool any_to_claim = false;
   for (Claim& claim : claims) {
     claim.outcome = BeginOutcome::kProceed;
@@ -220,11 +444,17 @@ Result<std::vector<Claim>> ExecutionHistory::BeginBatch(
     RETURN_IF_ERROR(faults_->Hit(FaultPoint::kHistoryAfterReadBeforeClaim));
 
   // Step 3: ADD 1; only whoever gets 1 back proceeds.
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
-    for (Claim& claim : claims) {
+  // In key order: on PostgreSQL each row stays locked until the commit, and two nodes
+  // claiming overlapping keys in one order never wait for each other in a cycle.
+  const std::vector<size_t> order = KeyOrder(claims, [](const Claim& claim) {
+    return std::string_view(claim.request.partition_key);
+  });
+  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+    for (size_t i : order) {
+      Claim& claim = claims[i];
       if (claim.outcome != BeginOutcome::kProceed) continue;
       ASSIGN_OR_RETURN(int64_t counter,
-                       AddStartedIn(conn, claim.request, claim.sequence, now));
+                       AddStartedIn(conn, claim.request, claim.sequence, now, owner));
       if (counter != 1) claim.outcome = BeginOutcome::kLostRace;
     }
     return Status::OK();
@@ -248,9 +478,15 @@ Status ExecutionHistory::FinishBatch(const std::vector<Outcome>& outcomes) {
   if (outcomes.empty()) return Status::OK();
   if (faults_ != nullptr) RETURN_IF_ERROR(faults_->Hit(FaultPoint::kHistoryFinish));
   const int64_t now = clock_->NowMicros();
-  return db_->Write([&](SqliteConnection& conn) -> Status {
-    for (const Outcome& o : outcomes) {
-      RETURN_IF_ERROR(AppendIn(conn, o.claim->request, o.status, o.error, now));
+  const std::string owner = this->owner();
+  const std::vector<size_t> order = KeyOrder(outcomes, [](const Outcome& o) {
+    return std::string_view(o.claim->request.partition_key);
+  });  // as BeginBatch's, for the same reason
+  return db_->Write([&](Connection& conn) -> Status {
+    for (size_t i : order) {
+      const Outcome& o = outcomes[i];
+      RETURN_IF_ERROR(
+          AppendIn(conn, o.claim->request, o.status, o.error, now, owner).status());
     }
     return Status::OK();
   });
@@ -263,8 +499,9 @@ Status ExecutionHistory::Record(const BeginRequest& request, ExecStatus status,
     return InvalidArgument("execution history needs a partition key");
   }
   const int64_t now = clock_->NowMicros();
-  return db_->Write([&](SqliteConnection& conn) {
-    return AppendIn(conn, request, status, error, now);
+  const std::string owner = this->owner();
+  return db_->Write([&](Connection& conn) {
+    return AppendIn(conn, request, status, error, now, owner).status();
   });
 }
 
@@ -277,14 +514,17 @@ Result<bool> ExecutionHistory::RecordIfLatest(const ExecutionRow& row, ExecStatu
   const BeginRequest request{row.partition_key, row.source, row.invocation_id,
                              row.detail};
   const int64_t now = clock_->NowMicros();
+  const std::string owner = this->owner();
   bool written = false;
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
     written = false;
     ASSIGN_OR_RETURN(std::optional<ExecutionRow> latest,
                      LatestIn(conn, row.partition_key));
     if (!latest || latest->sequence != row.sequence) return Status::OK();
-    RETURN_IF_ERROR(AppendIn(conn, request, status, error, now));
-    written = true;
+    // At exactly the next sequence: another node's row written since the read above
+    // takes it first, and nothing is written.
+    ASSIGN_OR_RETURN(
+        written, AppendIn(conn, request, status, error, now, owner, row.sequence + 1));
     return Status::OK();
   }));
   return written;
@@ -293,7 +533,7 @@ Result<bool> ExecutionHistory::RecordIfLatest(const ExecutionRow& row, ExecStatu
 Result<std::optional<ExecutionRow>> ExecutionHistory::Latest(
     const std::string& partition_key) {
   std::optional<ExecutionRow> latest;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
     ASSIGN_OR_RETURN(latest, LatestIn(conn, partition_key));
     return Status::OK();
   }));
@@ -306,9 +546,10 @@ Result<int64_t> ExecutionHistory::AddStarted(const BeginRequest& request,
     return InvalidArgument("execution history needs a partition key");
   }
   const int64_t now = clock_->NowMicros();
+  const std::string owner = this->owner();
   int64_t counter = 0;
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(counter, AddStartedIn(conn, request, sequence, now));
+  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(counter, AddStartedIn(conn, request, sequence, now, owner));
     return Status::OK();
   }));
   return counter;
@@ -317,19 +558,9 @@ Result<int64_t> ExecutionHistory::AddStarted(const BeginRequest& request,
 Result<std::vector<ExecutionRow>> ExecutionHistory::List(
     const std::string& partition_key) {
   std::vector<ExecutionRow> rows;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(Statement stmt,
-                     conn.Prepare(std::string("SELECT ") + kColumns +
-                                  " FROM execution_history WHERE partition_key = ? "
-                                  "ORDER BY sequence"));
-    stmt.Bind(1, partition_key);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) break;
-      ASSIGN_OR_RETURN(ExecutionRow r, ReadRow(stmt));
-      rows.push_back(std::move(r));
-    }
-    return Status::OK();
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    rows.clear();
+    return SelectRows(conn, kSelectKey, {partition_key}, rows);
   }));
   return rows;
 }
@@ -365,28 +596,11 @@ Result<std::vector<ExecutionRow>> ExecutionHistory::ListLatestWithStatus(
     ExecStatus status, int64_t since_micros, int64_t until_micros, int limit) {
   if (limit < 1 || limit > 10000) return InvalidArgument("limit must be in 1..10000");
   std::vector<ExecutionRow> rows;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(
-        Statement stmt,
-        conn.Prepare(
-            "SELECT h.partition_key, h.sequence, h.atomic_counter, h.exec_status, "
-            "h.created_at, h.error, h.source, h.invocation_id, h.detail "
-            "FROM execution_history h "
-            "WHERE h.exec_status = ? AND h.created_at >= ? AND "
-            "h.created_at < ? AND h.sequence = (SELECT MAX(m.sequence) FROM "
-            "execution_history m WHERE m.partition_key = h.partition_key) "
-            "ORDER BY h.created_at, h.partition_key LIMIT ?"));
-    stmt.Bind(1, ExecStatusText(status))
-        .Bind(2, since_micros)
-        .Bind(3, until_micros)
-        .Bind(4, limit);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) break;
-      ASSIGN_OR_RETURN(ExecutionRow r, ReadRow(stmt));
-      rows.push_back(std::move(r));
-    }
-    return Status::OK();
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    rows.clear();
+    return SelectRows(
+        conn, kSelectLatestWithStatus,
+        {std::string(ExecStatusText(status)), since_micros, until_micros, limit}, rows);
   }));
   return rows;
 }
@@ -397,53 +611,33 @@ Result<std::vector<Invocation>> ExecutionHistory::ListInvocations(
     return InvalidArgument("limit must be in 1..1000");
   }
   std::vector<Invocation> out;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& conn) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
     out.clear();
-    // Newest first by (created_at, key, sequence); a `started` row only while it is
-    // its key's latest (once the outcome is written, the outcome row stands for both).
-    ASSIGN_OR_RETURN(
-        Statement stmt,
-        conn.Prepare(
-            "SELECT h.partition_key, h.sequence, h.atomic_counter, h.exec_status, "
-            "h.created_at, h.error, h.source, h.invocation_id, h.detail, "
-            "(SELECT s.created_at FROM execution_history s WHERE s.partition_key = "
-            "h.partition_key AND s.sequence < h.sequence AND s.exec_status = 'started' "
-            "ORDER BY s.sequence DESC LIMIT 1) "
-            "FROM execution_history h "
-            "WHERE (h.created_at < ?1 OR (h.created_at = ?1 AND (h.partition_key < ?2 OR "
-            "(h.partition_key = ?2 AND h.sequence < ?3)))) "
-            "AND (?4 = '' OR h.source = ?4) AND (?5 = '' OR h.exec_status = ?5) "
-            "AND (h.exec_status != 'started' OR NOT EXISTS (SELECT 1 FROM "
-            "execution_history n WHERE n.partition_key = h.partition_key AND n.sequence "
-            "> h.sequence)) "
-            "ORDER BY h.created_at DESC, h.partition_key DESC, h.sequence DESC LIMIT "
-            "?6"));
-    stmt.Bind(1, query.before_micros)
-        .Bind(2, query.before_key)
-        .Bind(3, query.before_sequence)
-        .Bind(4, query.source)
-        .Bind(5,
-              query.status ? std::string(ExecStatusText(*query.status)) : std::string())
-        .Bind(6, query.limit);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) return Status::OK();
-      Invocation invocation;
-      ASSIGN_OR_RETURN(invocation.row, ReadRow(stmt));
-      if (!stmt.IsNull(9)) invocation.started_micros = stmt.ColumnInt(9);
-      out.push_back(std::move(invocation));
+    std::vector<ExecutionRow> rows;
+    std::vector<std::optional<int64_t>> starts;
+    RETURN_IF_ERROR(SelectRows(
+        conn, kSelectInvocations,
+        {query.before_micros, query.before_key, query.before_sequence, query.source,
+         query.status ? std::string(ExecStatusText(*query.status)) : std::string(),
+         query.limit},
+        rows, [&](const SqlRow& r) {
+          starts.push_back(r.IsNull(11) ? std::nullopt
+                                        : std::optional<int64_t>(r.Int(11)));
+        }));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      out.push_back(Invocation{std::move(rows[i]), starts[i]});
     }
+    return Status::OK();
   }));
   return out;
 }
 
 Result<int64_t> ExecutionHistory::DeleteBefore(int64_t before_micros) {
   int64_t deleted = 0;
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(Statement stmt,
-                     conn.Prepare("DELETE FROM execution_history WHERE created_at < ?"));
-    RETURN_IF_ERROR(stmt.Bind(1, before_micros).Run());
-    deleted = conn.Changes();
+  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+    ASSIGN_OR_RETURN(deleted, conn.RunSql("DELETE FROM execution_history "
+                                          "WHERE created_at < ?1",
+                                          {before_micros}));
     return Status::OK();
   }));
   return deleted;

@@ -33,13 +33,31 @@
 //
 // Liveness. Without a liveness oracle, a `started` row counts as running for the whole
 // time budget after it was written (all the seed has: a dead Lambda is not observable).
-// The local runtime knows better: it registers every invocation it runs in a
-// LiveInvocations set, and one process owns a data directory, so a `started` row whose
-// invocation is not in the set belongs to a process that no longer exists (a crash,
-// kill -9) and is abandoned at once — a redelivery after a restart never waits for
-// its own dead invocation.
+// The runtime knows better, in two ways:
+//   - Its own invocations: it registers every invocation it runs in a LiveInvocations
+//     set, so a `started` row of this process whose invocation is not in the set is
+//     abandoned at once (the invocation ended without its outcome row).
+//   - Other processes' (issue 25: several nodes on one PostgreSQL): with StartLease,
+//     this history is an owner, a random id taken at start, written into every row it
+//     writes, with a lease row (`execution_owner`: owner, expires_at) renewed on the
+//     clock by a thread of its own. A `started` row of another owner counts as running
+//     while that owner's lease is unexpired (by this node's clock, so the lease's time
+//     to live must exceed the clocks' skew), and is abandoned once it has lapsed: a
+//     node killed -9 stops renewing and its work is taken over within the time to
+//     live, never judged by a process id or set of this machine. Rows without an
+//     owner (written before leases, schema 010, or by this process before it took
+//     its lease) are judged by the live set, as before.
+// A SQLite file belongs to one process (the data directory's), so on SQLite a new
+// owner releases every other lease at start: a redelivery after a restart never waits
+// for its own dead invocation. On PostgreSQL it releases only lapsed ones.
 //
-// Thread-safe; all state is in SQLite (schema/004_history.sql).
+// Thread-safe; all state is in the database (Transactions: SQLite or PostgreSQL), in
+// emulator/schema/004_history.sql and its PostgreSQL form
+// emulator/postgres/schema/004_history.sql. Every statement is written once in SQL
+// both backends accept (Connection::RunSql). On PostgreSQL several processes may
+// share the history: the atomic counter and the appends hold across them (a racing
+// claim of the same row waits for the other's commit; an append whose sequence
+// another process took meanwhile takes the next one).
 #pragma once
 
 #include <cstdint>
@@ -48,11 +66,12 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "emulator/env/mutex.h"
-#include "emulator/sqlite/database.h"
 #include "emulator/status.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
@@ -101,6 +120,10 @@ struct ExecutionRow {
   std::string source;      // the event source mapping that ran it
   std::string invocation_id;
   std::string detail;  // what the work was, e.g. a stream record's keys JSON
+  // The owner (see "Liveness") that wrote the row; "" without a lease.
+  std::string owner;
+  // When `owner`'s lease expires (micros), as read with the row; nullopt: no lease.
+  std::optional<int64_t> owner_lease_expires_at;
 };
 
 // One invocation as the log shows it: its outcome row (or its `started` row while that
@@ -152,14 +175,44 @@ class ExecutionHistory {
   // `db` and `clock` must outlive this object; `faults` may be null.
   // Fault points: "history.after_read_before_claim" (between steps 1 and 3; an error
   // fails Begin), "history.finish" (fails Finish before it writes).
-  ExecutionHistory(Database* db, Clock* clock, FaultInjector* faults = nullptr);
+  ExecutionHistory(Transactions* db, Clock* clock, FaultInjector* faults = nullptr);
 
   // Makes `live` the liveness oracle (see "Liveness"); null: the time budget alone.
   // `live` must outlive this object. Call before any Begin.
   void set_live_invocations(const LiveInvocations* live) { live_ = live; }
 
-  // True if `row` is a `started` row whose invocation no longer runs: it died, or ran
-  // past `time_budget_micros` (by the clock, now `now_micros`).
+  struct LeaseOptions {
+    // How long a lease lasts after each renewal: how long a dead node's work waits
+    // before another takes it over. Must exceed renew_every_micros plus the skew
+    // between the nodes' clocks.
+    int64_t ttl_micros = 30LL * 1000000;
+    int64_t renew_every_micros = 10LL * 1000000;
+    // Renew from a thread of this object's, on the clock. false: only RenewLease
+    // renews (tests stand in for a node that stops renewing).
+    bool renew_in_background = true;
+  };
+  // Makes this history an owner (see "Liveness"): takes a random owner id, writes its
+  // lease and renews it until StopLease. Releases other owners' leases as "Liveness"
+  // says. Call before any Begin. Errors: storage errors (no lease then);
+  // FailedPrecondition if a lease is held already.
+  Status StartLease(const LeaseOptions& options);
+  Status StartLease() { return StartLease(LeaseOptions()); }
+  // Extends the lease to now + ttl (re-creating it if another node pruned it after it
+  // lapsed), and prunes other owners' lapsed leases. FailedPrecondition without one.
+  Status RenewLease();
+  // Stops renewing and releases the lease (every row of this owner is then
+  // abandoned to the others: call when no invocation of this process runs). Also run
+  // by the destructor. Idempotent.
+  void StopLease();
+  // This owner's id; "" before StartLease.
+  std::string owner() const;
+
+  ~ExecutionHistory();
+  ExecutionHistory(const ExecutionHistory&) = delete;
+  ExecutionHistory& operator=(const ExecutionHistory&) = delete;
+
+  // True if `row` is a `started` row whose invocation no longer runs: it died (see
+  // "Liveness"), or ran past `time_budget_micros` (by the clock, now `now_micros`).
   bool IsAbandoned(const ExecutionRow& row, int64_t time_budget_micros,
                    int64_t now_micros) const;
 
@@ -228,10 +281,23 @@ class ExecutionHistory {
                                                          int64_t since_micros,
                                                          int64_t until_micros, int limit);
 
-  Database* db_;
+  // The lease thread: renews at `next` and every renew_every_micros after until
+  // StopLease.
+  void RenewLoop(int64_t next);
+  // RenewLease as of clock time `now`.
+  Status RenewLeaseAt(int64_t now);
+
+  Transactions* db_;
   Clock* clock_;
   FaultInjector* faults_;
   const LiveInvocations* live_ = nullptr;
+
+  mutable Mutex lease_mu_;
+  CondVar lease_cv_;  // wakes the lease thread to stop
+  std::string owner_ GUARDED_BY(lease_mu_);
+  LeaseOptions lease_ GUARDED_BY(lease_mu_);
+  bool stopping_lease_ GUARDED_BY(lease_mu_) = false;
+  std::thread lease_thread_;
 };
 
 }  // namespace sheetlog

@@ -124,6 +124,10 @@ Status FunctionRuntime::Start() {
     }
   }
 
+  // This process's lease: other processes on the same database judge its `started`
+  // rows running while it lasts (ExecutionHistory "Liveness").
+  RETURN_IF_ERROR(history_.StartLease());
+
   // Subscribed before taking mu_: the feed calls back under its own lock, then takes
   // mu_, so the opposite order here could deadlock with a concurrent commit.
   for (auto& s : streams_) {
@@ -182,6 +186,7 @@ void FunctionRuntime::Stop() {
   }
   for (auto& t : threads_) t.join();
   threads_.clear();
+  history_.StopLease();  // nothing of this process runs any more
 }
 
 std::vector<MappingStats> FunctionRuntime::Stats() const {

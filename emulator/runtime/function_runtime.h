@@ -38,9 +38,14 @@
 //     Queue: the message is deleted without running the handler.
 //   - running elsewhere / lost the atomic-counter race: a concurrent duplicate.
 //     Stream: the batch is retried later (backoff). Queue: the message is left alone.
-//     "Running" means running in this process: the runtime registers every invocation
-//     in a LiveInvocations set that the history consults, so a `started` row left by a
-//     process that died (kill -9) is abandoned and run again at once, never waited out.
+//     "Running" means, for this process's own rows, running in this process: the
+//     runtime registers every invocation in a LiveInvocations set that the history
+//     consults, so a `started` row it left and no longer runs is abandoned at once.
+//     Another process's rows run while that process's lease lasts: Start() takes a
+//     lease (ExecutionHistory::StartLease, renewed on the clock) and Stop() releases
+//     it, so the work of a process that died (kill -9) is taken over once its lease
+//     lapses, never waited out for the time budget; on SQLite, whose file has one
+//     process, at once.
 // Configuration is coherent the way AWS enforces it: Start() refuses a queue mapping
 // whose visibility timeout is shorter than its time budget.
 // After the handler, one row per key records succeeded, failed (+ error) or deferred.

@@ -2,12 +2,17 @@
 
 #include <atomic>
 #include <barrier>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "emulator/postgres/postgres_database.h"
 #include "emulator/runtime/execution_history.h"
+#include "tests/support/postgres_test_server.h"
+#include "tests/support/server_process.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
@@ -17,12 +22,17 @@ namespace {
 
 constexpr int64_t kBudget = 900LL * 1000000;
 
-class ExecutionHistoryTest : public ::testing::Test {
+using testing::Backend;
+
+// Every case runs on both backends from one source: Sqlite/ExecutionHistoryTest.* and
+// Postgres/ExecutionHistoryTest.* (the latter on ctest's throwaway server).
+class ExecutionHistoryTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    db_ = testing::OpenEmulatorTestDatabase(dir_.File("sheetlog.db"), &clock_);
-    ASSERT_NE(db_, nullptr);
-    history_ = std::make_unique<ExecutionHistory>(db_.get(), &clock_, &faults_);
+    db_ = std::make_unique<testing::BackendTestDatabase>(
+        GetParam(), dir_.File("sheetlog.db"), &clock_);
+    ASSERT_NE(db_->get(), nullptr);
+    history_ = std::make_unique<ExecutionHistory>(db_->get(), &clock_, &faults_);
   }
 
   Claim MustBegin(const std::string& key) {
@@ -40,11 +50,11 @@ class ExecutionHistoryTest : public ::testing::Test {
   testing::TempDir dir_;
   ManualClock clock_;
   FaultInjector faults_{&clock_};
-  std::unique_ptr<Database> db_;
+  std::unique_ptr<testing::BackendTestDatabase> db_;
   std::unique_ptr<ExecutionHistory> history_;
 };
 
-TEST_F(ExecutionHistoryTest, SeedTableFailedThenReplayedToSuccess) {
+TEST_P(ExecutionHistoryTest, SeedTableFailedThenReplayedToSuccess) {
   const int64_t t0 = clock_.NowMicros();
   Claim first = MustBegin("job1");
   ASSERT_EQ(first.outcome, BeginOutcome::kProceed);
@@ -87,7 +97,7 @@ TEST_F(ExecutionHistoryTest, SeedTableFailedThenReplayedToSuccess) {
 
 // The invocation log: an outcome row stands for its invocation (with its start), a
 // `started` row only while it is its key's latest; newest first, paged by cursor.
-TEST_F(ExecutionHistoryTest, InvocationsAreListedNewestFirstWithTheirStart) {
+TEST_P(ExecutionHistoryTest, InvocationsAreListedNewestFirstWithTheirStart) {
   Claim a = MustBegin("a");
   clock_.AdvanceSeconds(2);
   ASSERT_OK(history_->Finish(a, ExecStatus::kSucceeded));
@@ -127,7 +137,7 @@ TEST_F(ExecutionHistoryTest, InvocationsAreListedNewestFirstWithTheirStart) {
             StatusCode::kInvalidArgument);
 }
 
-TEST_F(ExecutionHistoryTest, YoungStartedRowMeansRunningElsewhereOldOneIsTakenOver) {
+TEST_P(ExecutionHistoryTest, YoungStartedRowMeansRunningElsewhereOldOneIsTakenOver) {
   Claim first = MustBegin("job");
   ASSERT_EQ(first.outcome, BeginOutcome::kProceed);
   clock_.AdvanceSeconds(899);
@@ -149,7 +159,7 @@ TEST_F(ExecutionHistoryTest, YoungStartedRowMeansRunningElsewhereOldOneIsTakenOv
 
 // With a liveness oracle a `started` row counts as running only while its invocation
 // is in the live set: a row left by a dead process is abandoned at once.
-TEST_F(ExecutionHistoryTest, StartedRowOfAnInvocationThatIsNotLiveIsAbandoned) {
+TEST_P(ExecutionHistoryTest, StartedRowOfAnInvocationThatIsNotLiveIsAbandoned) {
   LiveInvocations live;
   history_->set_live_invocations(&live);
   {
@@ -171,9 +181,122 @@ TEST_F(ExecutionHistoryTest, StartedRowOfAnInvocationThatIsNotLiveIsAbandoned) {
   EXPECT_EQ(takeover.sequence, 2);
 }
 
+// Issue 25: another node's `started` row runs while that node's lease lasts, whatever
+// this node's live set says; once the lease lapses (the node stopped renewing: killed)
+// the work is abandoned and taken over.
+TEST_P(ExecutionHistoryTest, AnotherOwnersStartedRowRunsWhileItsLeaseLasts) {
+  const ExecutionHistory::LeaseOptions lease{/*ttl_micros=*/30LL * 1000000,
+                                             /*renew_every_micros=*/10LL * 1000000,
+                                             /*renew_in_background=*/false};
+  ExecutionHistory other(db_->get(), &clock_);
+  LiveInvocations here, there;
+  history_->set_live_invocations(&here);
+  other.set_live_invocations(&there);
+  ASSERT_OK(history_->StartLease(lease));
+  ASSERT_OK(other.StartLease(lease));
+  EXPECT_NE(history_->owner(), other.owner());
+  EXPECT_EQ(other.StartLease(lease).code(), StatusCode::kFailedPrecondition);
+
+  LiveInvocation running(&there, "theirs");
+  auto theirs = other.Begin({"job", "test", "theirs", ""}, kBudget);
+  ASSERT_OK(theirs);
+  ASSERT_EQ(theirs->outcome, BeginOutcome::kProceed);
+  EXPECT_EQ(Rows("job")[0].owner, other.owner());
+
+  clock_.AdvanceSeconds(20);
+  ASSERT_OK(other.RenewLease());  // now + 30 s
+  clock_.AdvanceSeconds(29);
+  EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kRunningElsewhere)
+      << "not in this node's live set, but its owner's lease lasts";
+  auto abandoned = history_->ListAbandoned(0, clock_.NowMicros() + 1, kBudget, 10);
+  ASSERT_OK(abandoned);
+  EXPECT_TRUE(abandoned->empty());
+
+  // The other node stops renewing: its lease lapses and its work is taken over.
+  clock_.AdvanceSeconds(1);
+  abandoned = history_->ListAbandoned(0, clock_.NowMicros() + 1, kBudget, 10);
+  ASSERT_OK(abandoned);
+  ASSERT_EQ(abandoned->size(), 1u);
+  EXPECT_EQ((*abandoned)[0].owner, other.owner());
+  Claim takeover = MustBegin("job");
+  EXPECT_EQ(takeover.outcome, BeginOutcome::kProceed) << "long before the time budget";
+  EXPECT_EQ(takeover.sequence, 2);
+  EXPECT_EQ(Rows("job")[1].owner, history_->owner());
+  // A node judges its own rows by its live set, not by its lease: "inv" is not live.
+  EXPECT_TRUE(history_->IsAbandoned(Rows("job")[1], kBudget, clock_.NowMicros()));
+  LiveInvocation mine(&here, "inv");
+  EXPECT_FALSE(history_->IsAbandoned(Rows("job")[1], kBudget, clock_.NowMicros()));
+}
+
+// A node that stops cleanly releases its lease: its rows are abandoned at once. Rows
+// written without an owner (before leases) are judged by the live set, as before: a
+// dead process's invocation is not in it.
+TEST_P(ExecutionHistoryTest, AReleasedLeaseOrNoOwnerHandsTheWorkOverAtOnce) {
+  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false};
+  LiveInvocations live;
+  history_->set_live_invocations(&live);
+  ASSERT_OK(history_->StartLease(lease));
+  auto other = std::make_unique<ExecutionHistory>(db_->get(), &clock_);
+  ASSERT_OK(other->StartLease(lease));  // after ours: on SQLite it releases ours
+  ASSERT_EQ(other->Begin({"job", "test", "theirs", ""}, kBudget)->outcome,
+            BeginOutcome::kProceed);
+  ExecutionHistory unowned(db_->get(), &clock_);
+  ASSERT_EQ(unowned.Begin({"old", "test", "before-leases", ""}, kBudget)->outcome,
+            BeginOutcome::kProceed);
+  EXPECT_EQ(Rows("old")[0].owner, "");
+  EXPECT_EQ(MustBegin("old").outcome, BeginOutcome::kProceed);
+
+  EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kRunningElsewhere);
+  other->StopLease();
+  EXPECT_EQ(other->owner(), "");
+  EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
+}
+
+// The one documented difference: a SQLite file belongs to one process, so a new owner
+// there releases every other lease (a restart takes its dead predecessor's work over at
+// once); on PostgreSQL other nodes' leases stand.
+TEST_P(ExecutionHistoryTest, ANewOwnerReleasesOtherLeasesOnlyOnSqlite) {
+  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false};
+  ExecutionHistory before_restart(db_->get(), &clock_);
+  ASSERT_OK(before_restart.StartLease(lease));
+  ASSERT_EQ(before_restart.Begin({"job", "test", "dead", ""}, kBudget)->outcome,
+            BeginOutcome::kProceed);
+  ASSERT_OK(history_->StartLease(lease));
+  EXPECT_EQ(MustBegin("job").outcome, GetParam() == Backend::kSqlite
+                                          ? BeginOutcome::kProceed
+                                          : BeginOutcome::kRunningElsewhere);
+}
+
+// In the background the lease is renewed on the clock: it never lapses while its owner
+// lives, however far time moves.
+TEST_P(ExecutionHistoryTest, TheLeaseIsRenewedOnTheClockWhileItsOwnerLives) {
+  ASSERT_OK(history_->StartLease(
+      ExecutionHistory::LeaseOptions{30LL * 1000000, 10LL * 1000000, false}));
+  ExecutionHistory other(db_->get(), &clock_);
+  ASSERT_OK(other.StartLease());  // 30 s, renewed every 10 s
+  ASSERT_EQ(other.Begin({"job", "test", "theirs", ""}, 3600LL * 1000000)->outcome,
+            BeginOutcome::kProceed);
+  for (int step = 0; step < 12; ++step) {
+    clock_.AdvanceSeconds(10);
+    const int64_t now = clock_.NowMicros();
+    // The renewal is the other node's thread's: wait for it (a read, not a sleep).
+    ASSERT_TRUE(testing::Eventually([&] {
+      auto latest = history_->Latest("job");
+      return latest.ok() && *latest && (*latest)->owner_lease_expires_at &&
+             *(*latest)->owner_lease_expires_at >= now + 30LL * 1000000;
+    })) << "step "
+        << step;
+    auto claim = history_->Begin({"job", "test", "inv", ""}, 3600LL * 1000000);
+    ASSERT_OK(claim);
+    EXPECT_EQ(claim->outcome, BeginOutcome::kRunningElsewhere) << "step " << step;
+  }
+  other.StopLease();
+  EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
+}
+
 // RecordIfLatest resolves a dead invocation's `started` row on its behalf, but never
 // overtakes an invocation that claimed the key since.
-TEST_F(ExecutionHistoryTest, RecordIfLatestWritesOnlyOverTheRowItWasGiven) {
+TEST_P(ExecutionHistoryTest, RecordIfLatestWritesOnlyOverTheRowItWasGiven) {
   ASSERT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
   std::vector<ExecutionRow> rows = Rows("job");
   ASSERT_EQ(rows.size(), 1u);
@@ -201,7 +324,7 @@ TEST_F(ExecutionHistoryTest, RecordIfLatestWritesOnlyOverTheRowItWasGiven) {
   EXPECT_EQ(rows[2].error, "gone");
 }
 
-TEST_F(ExecutionHistoryTest, AtomicCounterStopsTheSecondOfTwoThatPassedTheCheck) {
+TEST_P(ExecutionHistoryTest, AtomicCounterStopsTheSecondOfTwoThatPassedTheCheck) {
   // Both invocations ran step 1 and saw no history; both now claim sequence 1.
   auto a = history_->AddStarted({"job", "test", "a", ""}, 1);
   auto b = history_->AddStarted({"job", "test", "b", ""}, 1);
@@ -216,7 +339,7 @@ TEST_F(ExecutionHistoryTest, AtomicCounterStopsTheSecondOfTwoThatPassedTheCheck)
   EXPECT_EQ(rows[0].status, ExecStatus::kStarted);
 }
 
-TEST_F(ExecutionHistoryTest, LateCounterUpdateNeverRewritesAnOutcomeRow) {
+TEST_P(ExecutionHistoryTest, LateCounterUpdateNeverRewritesAnOutcomeRow) {
   Claim winner = MustBegin("job");
   ASSERT_OK(history_->Finish(winner, ExecStatus::kSucceeded));
   // A slow duplicate that read the history before the winner finished targets seq 2.
@@ -229,7 +352,7 @@ TEST_F(ExecutionHistoryTest, LateCounterUpdateNeverRewritesAnOutcomeRow) {
   EXPECT_EQ(rows[1].atomic_counter, 2);
 }
 
-TEST_F(ExecutionHistoryTest, ConcurrentBeginsOfOneKeyLetExactlyOneProceed) {
+TEST_P(ExecutionHistoryTest, ConcurrentBeginsOfOneKeyLetExactlyOneProceed) {
   constexpr int kThreads = 6, kRounds = 30;
   for (int round = 0; round < kRounds; ++round) {
     const std::string key = "job-" + std::to_string(round);
@@ -260,7 +383,7 @@ TEST_F(ExecutionHistoryTest, ConcurrentBeginsOfOneKeyLetExactlyOneProceed) {
   }
 }
 
-TEST_F(ExecutionHistoryTest, DeferredRunsAgainButIsNotListedAsFailed) {
+TEST_P(ExecutionHistoryTest, DeferredRunsAgainButIsNotListedAsFailed) {
   const int64_t t0 = clock_.NowMicros();
   Claim first = MustBegin("job");
   ASSERT_OK(history_->Finish(first, ExecStatus::kDeferred, "waiting for seq 3"));
@@ -272,7 +395,7 @@ TEST_F(ExecutionHistoryTest, DeferredRunsAgainButIsNotListedAsFailed) {
             StatusCode::kInvalidArgument);
 }
 
-TEST_F(ExecutionHistoryTest, ListFailedHonoursTheWindowAndTheLatestRow) {
+TEST_P(ExecutionHistoryTest, ListFailedHonoursTheWindowAndTheLatestRow) {
   const int64_t t0 = clock_.NowMicros();
   ASSERT_OK(history_->Record({"a", "m", "", "{}"}, ExecStatus::kFailed, "too old"));
   clock_.AdvanceSeconds(10);
@@ -297,13 +420,126 @@ TEST_F(ExecutionHistoryTest, ListFailedHonoursTheWindowAndTheLatestRow) {
   EXPECT_TRUE(Rows("a").empty());
 }
 
-TEST_F(ExecutionHistoryTest, FaultBetweenReadAndClaimClaimsNothing) {
+TEST_P(ExecutionHistoryTest, FaultBetweenReadAndClaimClaimsNothing) {
   faults_.Arm(FaultPoint::kHistoryAfterReadBeforeClaim, {});
   auto claim = history_->Begin({"job", "test", "", ""}, kBudget);
   EXPECT_EQ(claim.status().code(), StatusCode::kUnavailable);
   EXPECT_TRUE(Rows("job").empty());
   EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
 }
+
+// Two nodes: two PostgresDatabase handles on one database, each with its own
+// ExecutionHistory, claiming the same work and appending to the same key at once.
+// Exactly one claim of each key proceeds across both, no append is lost or lands on
+// another's row, and each node reads the other's rows.
+TEST(PostgresExecutionHistoryTwoNodesTest, NoRecordIsLostOrMergedAndEachSeesTheOthers) {
+  testing::PostgresTestDatabase database("history_two_nodes");
+  ASSERT_FALSE(database.conninfo().empty());
+  PostgresDatabase::Options options;
+  options.conninfo = database.conninfo();
+  auto node_a = PostgresDatabase::Open(options);
+  auto node_b = PostgresDatabase::Open(options);
+  ASSERT_OK(node_a);
+  ASSERT_OK(node_b);
+  ManualClock clock;
+  ExecutionHistory history_a(node_a->get(), &clock), history_b(node_b->get(), &clock);
+  ExecutionHistory* const nodes[] = {&history_a, &history_b};
+  // Owners with leases, renewed by hand (time stands still here): each node's claims
+  // see the other's `started` rows as running by its lease.
+  for (ExecutionHistory* history : nodes) {
+    ASSERT_OK(history->StartLease({30LL * 1000000, 10LL * 1000000, false}));
+  }
+
+  constexpr int kNodes = 2, kThreadsPerNode = 3, kKeys = 20, kAppendsPerThread = 10;
+  std::atomic<int> errors{0};
+  std::vector<std::atomic<int>> proceeded(kKeys);
+  std::atomic<int> written_by[kNodes] = {0, 0};
+  std::barrier start(kNodes * kThreadsPerNode);
+  std::vector<std::thread> threads;
+  for (int n = 0; n < kNodes; ++n) {
+    for (int t = 0; t < kThreadsPerNode; ++t) {
+      threads.emplace_back([&, n, t] {
+        ExecutionHistory& history = *nodes[n];
+        const std::string source = "node-" + std::to_string(n);
+        const std::string thread = source + "-" + std::to_string(t);
+        start.arrive_and_wait();
+        for (int k = 0; k < kKeys; ++k) {
+          auto claim =
+              history.Begin({"job-" + std::to_string(k), source, thread, ""}, kBudget);
+          if (!claim.ok()) {
+            ++errors;
+          } else if (claim->outcome == BeginOutcome::kProceed) {
+            ++proceeded[k];
+            if (history.Finish(*claim, ExecStatus::kSucceeded).ok()) {
+              ++written_by[n];
+            } else {
+              ++errors;
+            }
+          }
+        }
+        for (int i = 0; i < kAppendsPerThread; ++i) {
+          const BeginRequest request{"shared", source, thread + "-" + std::to_string(i),
+                                     ""};
+          if (history.Record(request, ExecStatus::kFailed, "attempt").ok()) {
+            ++written_by[n];
+          } else {
+            ++errors;
+          }
+        }
+      });
+    }
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(errors.load(), 0);
+
+  for (int k = 0; k < kKeys; ++k) {
+    const std::string key = "job-" + std::to_string(k);
+    EXPECT_EQ(proceeded[k].load(), 1) << key;
+    auto rows_a = history_a.List(key);
+    auto rows_b = history_b.List(key);
+    ASSERT_OK(rows_a);
+    ASSERT_OK(rows_b);
+    ASSERT_EQ(rows_a->size(), 2u) << key;
+    EXPECT_EQ((*rows_a)[0].status, ExecStatus::kStarted);
+    EXPECT_EQ((*rows_a)[1].status, ExecStatus::kSucceeded);
+    EXPECT_EQ((*rows_a)[0].invocation_id, (*rows_a)[1].invocation_id)
+        << "the outcome is the claimant's own";
+    ASSERT_EQ(rows_b->size(), 2u);
+    EXPECT_EQ((*rows_b)[1].invocation_id, (*rows_a)[1].invocation_id);
+  }
+
+  // Every append is there once, at its own sequence, 1..n without a gap.
+  for (ExecutionHistory* history : nodes) {
+    auto shared = history->List("shared");
+    ASSERT_OK(shared);
+    ASSERT_EQ(shared->size(), size_t{kNodes * kThreadsPerNode * kAppendsPerThread});
+    std::set<std::string> invocations;
+    for (size_t i = 0; i < shared->size(); ++i) {
+      EXPECT_EQ((*shared)[i].sequence, static_cast<int64_t>(i + 1));
+      EXPECT_EQ((*shared)[i].atomic_counter, 1);
+      invocations.insert((*shared)[i].invocation_id);
+    }
+    EXPECT_EQ(invocations.size(), shared->size()) << "no two appends on one row";
+  }
+
+  // Each node's invocation log holds the other node's outcomes.
+  for (int n = 0; n < kNodes; ++n) {
+    InvocationQuery query;
+    query.source = "node-" + std::to_string(n);
+    query.limit = 1000;
+    for (ExecutionHistory* history : nodes) {
+      auto invocations = history->ListInvocations(query);
+      ASSERT_OK(invocations);
+      EXPECT_EQ(invocations->size(), static_cast<size_t>(written_by[n].load()))
+          << query.source;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, ExecutionHistoryTest,
+                         ::testing::Values(Backend::kSqlite));
+INSTANTIATE_TEST_SUITE_P(Postgres, ExecutionHistoryTest,
+                         ::testing::Values(Backend::kPostgres));
 
 }  // namespace
 }  // namespace sheetlog

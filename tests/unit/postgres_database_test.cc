@@ -43,12 +43,23 @@ std::vector<Item> AppendsOf(PostgresDatabase& db, const std::string& sheet) {
   return items;
 }
 
+// The version of this test's first application migration: after the emulator's own
+// (EmulatorPostgresMigrations), as schema/'s come after the tables they need.
+int FirstAppVersion() {
+  int newest = 0;
+  for (const Migration& m : EmulatorPostgresMigrations()) {
+    newest = std::max(newest, m.version);
+  }
+  return newest + 1;
+}
+
 class PostgresDatabaseTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_FALSE(database_.conninfo().empty()); }
 
   PostgresDatabase::Options Options(std::vector<Migration> migrations = {
-                                        {1, "001_entry", kAppendLogSql}}) {
+                                        {FirstAppVersion(), "001_entry",
+                                         kAppendLogSql}}) {
     PostgresDatabase::Options options;
     options.conninfo = database_.conninfo();
     options.migrations = std::move(migrations);
@@ -128,57 +139,50 @@ TEST_F(PostgresDatabaseTest, ConditionalAppendsAtTheHeadRaceAcrossNodesWithoutLo
   std::printf("lost races: %d\n", lost_races.load());
 }
 
-// The newest version of the emulator's own PostgreSQL migrations (0 if none), applied
-// with the application's.
-int EmulatorNewest() {
-  int newest = 0;
-  for (const Migration& m : EmulatorPostgresMigrations())
-    newest = std::max(newest, m.version);
-  return newest;
-}
-
 TEST_F(PostgresDatabaseTest, MigrationsApplyOnceAndANewerSchemaIsRefused) {
-  const int known = std::max(1, EmulatorNewest());
+  const int first = FirstAppVersion();
   {
     auto db = Open();
     ASSERT_NE(db, nullptr);
-    EXPECT_EQ(db->schema_version(), known);
+    EXPECT_EQ(db->schema_version(), first);
   }
   {
     auto again = Open();  // nothing left to apply
     ASSERT_NE(again, nullptr);
-    EXPECT_EQ(again->schema_version(), known);
+    EXPECT_EQ(again->schema_version(), first);
   }
-  // A newer release adds version 100 (above the emulator's own) ...
+  // A newer release adds the next version ...
   auto newer = PostgresDatabase::Open(
-      Options({{1, "001_entry", kAppendLogSql},
-               {100, "100_note", "ALTER TABLE entry ADD COLUMN note text"}}));
+      Options({{first, "001_entry", kAppendLogSql},
+               {first + 1, "002_note", "ALTER TABLE entry ADD COLUMN note text"}}));
   ASSERT_OK(newer);
-  EXPECT_EQ((*newer)->schema_version(), 100);
+  EXPECT_EQ((*newer)->schema_version(), first + 1);
   newer->reset();
-  // ... and this release, which does not know it, refuses to start on it.
+  // ... and this release, which knows only the first, refuses to start on it.
   auto older = PostgresDatabase::Open(Options());
   ASSERT_FALSE(older.ok());
   EXPECT_EQ(older.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(older.status().message().find("schema version 100"), std::string::npos)
+  EXPECT_NE(older.status().message().find("schema version " + std::to_string(first + 1)),
+            std::string::npos)
       << older.status().ToString();
   EXPECT_NE(older.status().message().find("knows schema versions up to " +
-                                          std::to_string(known)),
+                                          std::to_string(first)),
             std::string::npos)
       << older.status().ToString();
 }
 
 TEST_F(PostgresDatabaseTest, AFailedMigrationLeavesNothingBehind) {
-  auto failed = PostgresDatabase::Open(Options(
-      {{1, "001_entry", kAppendLogSql}, {100, "100_bad", "ALTER TABLE nope ADD x int"}}));
+  auto failed = PostgresDatabase::Open(
+      Options({{FirstAppVersion(), "001_entry", kAppendLogSql},
+               {FirstAppVersion() + 1, "002_bad", "ALTER TABLE nope ADD x int"}}));
   ASSERT_FALSE(failed.ok());
-  EXPECT_NE(failed.status().message().find("100_bad"), std::string::npos)
+  EXPECT_NE(failed.status().message().find("002_bad"), std::string::npos)
       << failed.status().ToString();
-  // Version 1 was rolled back with it: the table does not exist (the emulator's own
-  // migrations are applied again now).
+  // The first was rolled back with it (the emulator's own with them): the table does
+  // not exist.
   auto db = PostgresDatabase::Open(Options({}));
   ASSERT_OK(db);
-  EXPECT_EQ((*db)->schema_version(), EmulatorNewest());
+  EXPECT_EQ((*db)->schema_version(), FirstAppVersion() - 1);
   EXPECT_FALSE((*db)
                    ->Write([](Connection& c) {
                      return AppendLog().PutIfAbsent(
