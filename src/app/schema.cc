@@ -4,7 +4,7 @@
 
 namespace sheetlog {
 
-Status AttachEntryStream(SqliteConnection& conn) {
+Status AttachEntryStream(Connection& conn) {
   StreamSource entry;
   entry.table = "entry";
   entry.partition_key = {"sheet_id", "segment"};
@@ -16,6 +16,14 @@ Status AttachEntryStream(SqliteConnection& conn) {
 Result<std::unique_ptr<Database>> OpenSheetlogDatabase(Database::Options options) {
   options.migrations = SheetlogMigrations();
   ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(options));
+  RETURN_IF_ERROR(db->Write(AttachEntryStream));
+  return db;
+}
+
+Result<std::unique_ptr<PostgresDatabase>> OpenSheetlogPostgresDatabase(
+    PostgresDatabase::Options options) {
+  options.migrations = SheetlogPostgresMigrations();
+  ASSIGN_OR_RETURN(std::unique_ptr<PostgresDatabase> db, PostgresDatabase::Open(options));
   RETURN_IF_ERROR(db->Write(AttachEntryStream));
   return db;
 }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "emulator/postgres/postgres_database.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/sqlite/migrations.h"
 #include "emulator/status.h"
@@ -16,16 +17,22 @@ namespace sheetlog {
 
 // schema/*.sql in version order. Defined in generated code (cmake/embed_schema.cmake).
 const std::vector<Migration>& SheetlogMigrations();
+// The same tables in PostgreSQL's SQL (schema/postgres/*.sql), the same versions.
+const std::vector<Migration>& SheetlogPostgresMigrations();
 
 // Attaches the `entry` table to the change feed (4 shards by (sheet_id, segment), so a
 // segment's entries are in one shard in order; 24 hours of retention; every column in
 // the images). A no-op when attached already.
 // REQUIRES: `conn` is in a write transaction.
-Status AttachEntryStream(SqliteConnection& conn);
+Status AttachEntryStream(Connection& conn);
 
 // Database::Open with the application's migrations, then AttachEntryStream: the
 // database every sheetlog process (and every test of the layers above the emulator)
 // works on. `options.migrations` is replaced.
 Result<std::unique_ptr<Database>> OpenSheetlogDatabase(Database::Options options);
+// The same on PostgreSQL: PostgresDatabase::Open with schema/postgres/, then
+// AttachEntryStream. Several processes may open one database at once.
+Result<std::unique_ptr<PostgresDatabase>> OpenSheetlogPostgresDatabase(
+    PostgresDatabase::Options options);
 
 }  // namespace sheetlog
