@@ -97,15 +97,12 @@ Status ApplyBlobs(std::string_view text, ServeOptions& options) {
   return Status::OK();
 }
 
-// `--store`: a PostgreSQL connection string or URI, checked here (it parses, and holds
-// no password) so a bad value is refused before anything opens.
+// `--store`: a PostgreSQL URI or libpq keyword string, checked here (it parses, and
+// holds no password) so a bad value is refused before anything opens.
 Status ApplyStore(std::string_view text, ServeOptions& options) {
   if (text.empty() || text == "sqlite") {
     options.app.postgres_store.clear();
     return Status::OK();
-  }
-  if (!text.starts_with("postgres://") && !text.starts_with("postgresql://")) {
-    return OutsideRange();
   }
   Result<std::string> where = DescribePostgresConninfo(std::string(text));
   if (!where.ok()) return InvalidArgument("is refused: " + where.status().message());
@@ -203,9 +200,10 @@ std::vector<ServeSetting> BuildTable() {
       Row("store", "URL", "sqlite",
           "where tables, queues, the change feed and the execution history live: "
           "sqlite = sheetlog.db under the data directory; "
-          "postgres://USER@HOST[:PORT]/DATABASE[?sslmode=...] = a PostgreSQL database "
-          "that several sheetlog processes may share (the password from PGPASSWORD or "
-          "a PGPASSFILE, never in the URL)",
+          "postgres://USER@HOST[:PORT]/DATABASE[?sslmode=...] (or libpq's "
+          "'host=... dbname=...') = a PostgreSQL database that several sheetlog "
+          "processes may share (the password from PGPASSWORD or a PGPASSFILE, never in "
+          "the URL)",
           {"sqlite, or postgres://USER@HOST[:PORT]/DATABASE[?...]", ApplyStore}),
       Row("blobs", "URL", "",
           "where blobs live: unset = the directory store under the data directory; "
