@@ -150,6 +150,10 @@ class App {
   ManualClock* manual_clock() { return manual_clock_.get(); }  // null unless manual
   FaultInjector* faults() { return faults_.get(); }
   // The version of the newest schema migration applied to the database.
+  // "sqlite" or "postgres host=... dbname=..." (no password): for the log.
+  std::string store_description() const {
+    return sqlite_ != nullptr ? "sqlite" : "postgres " + postgres_->where();
+  }
   int schema_version() const {
     return sqlite_ != nullptr ? sqlite_->schema_version() : postgres_->schema_version();
   }
