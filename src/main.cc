@@ -167,15 +167,16 @@ int Serve(int argc, char** argv) {
     // Written in place (not renamed): it may be a FIFO a test harness waits on.
     std::ofstream(options.port_file) << server.port() << "\n";
   }
-  spdlog::info("sheetlog {} serving {}://{}:{} data={} blobs={} sync={} clock={}{}{}",
-               Version(), server.tls() ? "https" : "http", server_options.host,
-               server.port(), app_options.in_memory ? "(in memory)" : (*app)->data_dir(),
-               app_options.s3_blobs ? "s3://" + app_options.s3_blobs->bucket + " at " +
-                                          app_options.s3_blobs->endpoint
-                                    : std::string("directory"),
-               options.sync, options.clock,
-               server_options.token.empty() ? "" : " auth=token",
-               app_options.enable_faults ? " faults=enabled" : "");
+  spdlog::info(
+      "sheetlog {} serving {}://{}:{} data={} store={} blobs={} sync={} clock={}{}{}",
+      Version(), server.tls() ? "https" : "http", server_options.host, server.port(),
+      app_options.in_memory ? "(in memory)" : (*app)->data_dir(),
+      (*app)->store_description(),
+      app_options.s3_blobs ? "s3://" + app_options.s3_blobs->bucket + " at " +
+                                 app_options.s3_blobs->endpoint
+                           : std::string("directory"),
+      options.sync, options.clock, server_options.token.empty() ? "" : " auth=token",
+      app_options.enable_faults ? " faults=enabled" : "");
 
   std::thread signal_thread([&] {
     int received = 0;

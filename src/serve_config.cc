@@ -97,6 +97,19 @@ Status ApplyBlobs(std::string_view text, ServeOptions& options) {
   return Status::OK();
 }
 
+// `--store`: a PostgreSQL URI or libpq keyword string, checked here (it parses, and
+// holds no password) so a bad value is refused before anything opens.
+Status ApplyStore(std::string_view text, ServeOptions& options) {
+  if (text.empty() || text == "sqlite") {
+    options.app.postgres_store.clear();
+    return Status::OK();
+  }
+  Result<std::string> where = DescribePostgresConninfo(std::string(text));
+  if (!where.ok()) return InvalidArgument("is refused: " + where.status().message());
+  options.app.postgres_store = std::string(text);
+  return Status::OK();
+}
+
 Status ApplyListen(std::string_view text, ServeOptions& options) {
   const size_t colon = text.rfind(':');
   int64_t port = 0;
@@ -184,6 +197,14 @@ std::vector<ServeSetting> BuildTable() {
   return {
       Row("data-dir", "DIR", "./data", "data directory",
           Text([](O& o) -> std::string& { return o.app.data_dir; })),
+      Row("store", "URL", "sqlite",
+          "where tables, queues, the change feed and the execution history live: "
+          "sqlite = sheetlog.db under the data directory; "
+          "postgres://USER@HOST[:PORT]/DATABASE[?sslmode=...] (or libpq's "
+          "'host=... dbname=...') = a PostgreSQL database that several sheetlog "
+          "processes may share (the password from PGPASSWORD or a PGPASSFILE, never in "
+          "the URL)",
+          {"sqlite, or postgres://USER@HOST[:PORT]/DATABASE[?...]", ApplyStore}),
       Row("blobs", "URL", "",
           "where blobs live: unset = the directory store under the data directory; "
           "s3://BUCKET?endpoint=http://HOST:PORT&region=REGION = an S3-compatible store "

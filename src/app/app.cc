@@ -165,13 +165,28 @@ Status App::Init() {
   }
   const bool sync = !options_.in_memory;
 
-  Database::Options db_options;
-  db_options.path = (fs::path(data_dir_) / "sheetlog.db").string();
-  db_options.sync = sync ? options_.sync : SyncMode::kOff;
-  db_options.clock = clock_;
-  db_options.release = Version();
-  db_options.faults = faults_.get();
-  ASSIGN_OR_RETURN(db_, OpenSheetlogDatabase(db_options));
+  if (options_.postgres_store.empty()) {
+    Database::Options db_options;
+    db_options.path = (fs::path(data_dir_) / "sheetlog.db").string();
+    db_options.sync = sync ? options_.sync : SyncMode::kOff;
+    db_options.clock = clock_;
+    db_options.release = Version();
+    db_options.faults = faults_.get();
+    ASSIGN_OR_RETURN(std::unique_ptr<Database> sqlite, OpenSheetlogDatabase(db_options));
+    sqlite_ = sqlite.get();
+    db_ = std::move(sqlite);
+  } else {
+    // Durability is the server's (synchronous_commit); the data directory keeps only
+    // what is not shared (the directory blob store, unless --blobs s3://...).
+    PostgresDatabase::Options db_options;
+    db_options.conninfo = options_.postgres_store;
+    db_options.clock = clock_;
+    db_options.release = Version();
+    ASSIGN_OR_RETURN(std::unique_ptr<PostgresDatabase> postgres,
+                     OpenSheetlogPostgresDatabase(db_options));
+    postgres_ = postgres.get();
+    db_ = std::move(postgres);
+  }
 
   if (options_.s3_blobs) {
     // Blobs in an S3-compatible store; their tags mirrored in this database's
@@ -496,16 +511,18 @@ Result<std::vector<Violation>> App::PipelineViolations(
 
 Result<App::ResetReport> App::Reset() {
   ResetReport report;
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& conn) -> Status {
-    ASSIGN_OR_RETURN(Statement count, conn.Prepare("SELECT COUNT(*) FROM sheet"));
-    ASSIGN_OR_RETURN(bool row, count.Step());
-    report.sheets = row ? count.ColumnInt(0) : 0;
+  RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+    RETURN_IF_ERROR(conn.RunSql("SELECT COUNT(*) FROM sheet", {},
+                                [&](const SqlRow& row) {
+                                  report.sheets = row.Int(0);
+                                  return false;
+                                })
+                        .status());
     // Entries go before the stream records their delete triggers write.
     for (const char* table :
          {"pending_snapshot", "entry", "segment", "sheet", "upload", "sheet_deletion",
           "queue_message", "execution_history", "stream_record"}) {
-      ASSIGN_OR_RETURN(Statement drop, conn.Prepare(std::string("DELETE FROM ") + table));
-      RETURN_IF_ERROR(drop.Run());
+      RETURN_IF_ERROR(conn.RunSql(std::string("DELETE FROM ") + table, {}).status());
     }
     return Status::OK();
   }));
@@ -539,7 +556,13 @@ Result<BackupReport> App::Backup(const std::string& to) {
   options.app_version = Version();
   options.schema_version = schema_version();
   options.clock = clock_;
-  return WriteBackup(*db_, *blobs_, options);
+  if (sqlite_ == nullptr) {
+    return FailedPrecondition(
+        "backup of a PostgreSQL table store (" + postgres_->where() +
+        "): use PostgreSQL's own backups (pg_basebackup with WAL archiving, or pg_dump); "
+        "`sheetlog backup` copies SQLite's sheetlog.db");
+  }
+  return WriteBackup(*sqlite_, *blobs_, options);
 }
 
 Result<RestoreReport> App::Restore(const std::string& from, const std::string& data_dir) {

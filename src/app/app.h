@@ -15,6 +15,7 @@
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/metrics/metrics.h"
+#include "emulator/postgres/postgres_database.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/status.h"
 #include "src/ops/cost.h"
@@ -51,6 +52,11 @@ struct AppOptions {
   // Blobs in this S3-compatible store (`--blobs s3://...`) instead of the directory
   // store under the data directory. Chosen independently of the table store.
   std::optional<S3Location> s3_blobs;
+  // Tables, queues, the change feed and the execution history in this PostgreSQL
+  // database (`--store postgres://...`, a libpq connection string or URI without a
+  // password) instead of SQLite's sheetlog.db under the data directory. Chosen
+  // independently of the blob store. Empty: SQLite.
+  std::string postgres_store;
   // Durability of acknowledged writes (see README "Durability").
   SyncMode sync = SyncMode::kNormal;
   // Time moves only through /v1/admin/clock (tests).
@@ -144,7 +150,13 @@ class App {
   ManualClock* manual_clock() { return manual_clock_.get(); }  // null unless manual
   FaultInjector* faults() { return faults_.get(); }
   // The version of the newest schema migration applied to the database.
-  int schema_version() const { return db_->schema_version(); }
+  // "sqlite" or "postgres host=... dbname=..." (no password): for the log.
+  std::string store_description() const {
+    return sqlite_ != nullptr ? "sqlite" : "postgres " + postgres_->where();
+  }
+  int schema_version() const {
+    return sqlite_ != nullptr ? sqlite_->schema_version() : postgres_->schema_version();
+  }
   EventLog* log() { return log_.get(); }
   MetricsRegistry* metrics() { return &metrics_; }
   BlobStore* blobs() { return blobs_.get(); }
@@ -184,7 +196,10 @@ class App {
   std::unique_ptr<FaultInjector> faults_;
   MetricsRegistry metrics_;
   SheetUsage usage_;
-  std::unique_ptr<Database> db_;
+  // The table store: SQLite's Database or a PostgresDatabase (one of the two below).
+  std::unique_ptr<Transactions> db_;
+  Database* sqlite_ = nullptr;            // null on PostgreSQL
+  PostgresDatabase* postgres_ = nullptr;  // null on SQLite
   std::unique_ptr<EventLog> log_;
   std::unique_ptr<BlobStore> blobs_;
   std::unique_ptr<HeadViewCache> head_views_;

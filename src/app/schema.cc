@@ -20,4 +20,12 @@ Result<std::unique_ptr<Database>> OpenSheetlogDatabase(Database::Options options
   return db;
 }
 
+Result<std::unique_ptr<PostgresDatabase>> OpenSheetlogPostgresDatabase(
+    PostgresDatabase::Options options) {
+  options.migrations = SheetlogPostgresMigrations();
+  ASSIGN_OR_RETURN(std::unique_ptr<PostgresDatabase> db, PostgresDatabase::Open(options));
+  RETURN_IF_ERROR(db->Write(AttachEntryStream));
+  return db;
+}
+
 }  // namespace sheetlog

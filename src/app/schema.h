@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "emulator/postgres/postgres_database.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/sqlite/migrations.h"
 #include "emulator/status.h"
@@ -16,6 +17,8 @@ namespace sheetlog {
 
 // schema/*.sql in version order. Defined in generated code (cmake/embed_schema.cmake).
 const std::vector<Migration>& SheetlogMigrations();
+// The same tables in PostgreSQL's SQL (schema/postgres/*.sql), the same versions.
+const std::vector<Migration>& SheetlogPostgresMigrations();
 
 // Attaches the `entry` table to the change feed (4 shards by (sheet_id, segment), so a
 // segment's entries are in one shard in order; 24 hours of retention; every column in
@@ -28,5 +31,9 @@ Status AttachEntryStream(Connection& conn);
 // database every sheetlog process (and every test of the layers above the emulator)
 // works on. `options.migrations` is replaced.
 Result<std::unique_ptr<Database>> OpenSheetlogDatabase(Database::Options options);
+// The same on PostgreSQL: PostgresDatabase::Open with schema/postgres/, then
+// AttachEntryStream. Several processes may open one database at once.
+Result<std::unique_ptr<PostgresDatabase>> OpenSheetlogPostgresDatabase(
+    PostgresDatabase::Options options);
 
 }  // namespace sheetlog

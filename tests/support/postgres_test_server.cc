@@ -30,20 +30,43 @@ std::string PostgresTestConninfo() {
   return conninfo;
 }
 
+namespace {
+
+// Creates database `name` on the server; false (the failure recorded) if it cannot.
+bool CreateDatabase(const std::string& admin, const std::string& name) {
+  auto conn = PostgresConnection::Open(admin, 10);
+  Status created = conn.ok() ? (*conn)->Exec("CREATE DATABASE " + name) : conn.status();
+  if (!created.ok()) {
+    ADD_FAILURE() << "creating database " << name << ": " << created.ToString();
+    return false;
+  }
+  return true;
+}
+
+std::string DatabaseNameFor(const std::string& purpose) {
+  std::string name = "t_" + purpose.substr(0, 30) + "_" + NewRandomUuid().substr(0, 8);
+  for (char& c : name) {
+    c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_';
+  }
+  return name;
+}
+
+}  // namespace
+
+std::string NewPostgresTestDatabase(const std::string& purpose) {
+  const std::string admin = PostgresTestConninfo();
+  if (admin.empty()) return "";
+  const std::string name = DatabaseNameFor(purpose);
+  if (!CreateDatabase(admin, name)) return "";
+  // The server's conninfo names dbname=postgres last: a later keyword wins.
+  return admin + " dbname=" + name;
+}
+
 PostgresTestDatabase::PostgresTestDatabase(const std::string& purpose)
     : admin_(PostgresTestConninfo()) {
   if (admin_.empty()) return;
-  name_ = "t_" + purpose.substr(0, 30) + "_" + NewRandomUuid().substr(0, 8);
-  for (char& c : name_) {
-    c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_';
-  }
-  auto conn = PostgresConnection::Open(admin_, 10);
-  Status created = conn.ok() ? (*conn)->Exec("CREATE DATABASE " + name_) : conn.status();
-  if (!created.ok()) {
-    ADD_FAILURE() << "creating database " << name_ << ": " << created.ToString();
-    return;
-  }
-  // The server's conninfo names dbname=postgres last: a later keyword wins.
+  name_ = DatabaseNameFor(purpose);
+  if (!CreateDatabase(admin_, name_)) return;
   conninfo_ = admin_ + " dbname=" + name_;
 }
 

@@ -13,6 +13,12 @@ namespace sheetlog::testing {
 std::string PostgresTestConninfo();
 
 // A new, empty database on the test server named after `purpose` and a random suffix,
+// never dropped (the server is thrown away whole by ctest's fixture); its conninfo.
+// For servers a case starts and restarts on one database. Fails the test (and returns
+// "") if it cannot be created.
+std::string NewPostgresTestDatabase(const std::string& purpose);
+
+// A new, empty database on the test server named after `purpose` and a random suffix,
 // dropped (its sessions ended) when this is destroyed. Fails the test if it cannot be
 // created (conninfo() is "" then).
 class PostgresTestDatabase {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "emulator/json_text.h"
+#include "tests/support/postgres_test_server.h"
 #include "tests/support/s3_test_server.h"
 #include "tests/support/temp_dir.h"
 
@@ -50,7 +51,29 @@ bool BlobsOnS3() {
   return blobs != nullptr && std::string_view(blobs) == "s3";
 }
 
+bool StoreOnPostgres() {
+  const char* store = std::getenv("SHEETLOG_TEST_STORE");
+  return store != nullptr && std::string_view(store) == "postgres";
+}
+
 namespace {
+
+// The PostgreSQL database of a data directory's server: made once, its conninfo kept in
+// the directory.
+std::string TestPostgresDatabaseFor(const std::string& data_dir) {
+  const std::string record = data_dir.empty() ? "" : data_dir + "/test-postgres-store";
+  if (!record.empty()) {
+    std::ifstream in(record);
+    std::string conninfo;
+    if (std::getline(in, conninfo) && !conninfo.empty()) return conninfo;
+  }
+  std::string conninfo = NewPostgresTestDatabase("server");
+  if (!record.empty() && !conninfo.empty()) {
+    std::filesystem::create_directories(data_dir);
+    std::ofstream(record) << conninfo << "\n";
+  }
+  return conninfo;
+}
 
 // The bucket of a data directory's server: made once, its name kept in the directory.
 S3Location TestBucketFor(const std::string& data_dir) {
@@ -107,6 +130,13 @@ bool ServerProcess::Start() {
     s3_env = {{"AWS_ACCESS_KEY_ID", "S3RVER"}, {"AWS_SECRET_ACCESS_KEY", "S3RVER"}};
   }
   for (const auto& kv : s3_env) options_.env.push_back(kv);
+  // The PostgreSQL run likewise: tables in the data directory's database on the shared
+  // test server, unless the case chose its table store itself.
+  if (StoreOnPostgres() && std::find(options_.extra.begin(), options_.extra.end(),
+                                     "--store") == options_.extra.end()) {
+    args.push_back("--store");
+    args.push_back(TestPostgresDatabaseFor(options_.in_memory ? "" : options_.data_dir));
+  }
   // The environment, built before fork (the child only execs).
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {

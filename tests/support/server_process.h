@@ -46,6 +46,13 @@ struct ServerOptions {
 // the server) with it.
 bool BlobsOnS3();
 
+// True in the PostgreSQL run of the integration subset (SHEETLOG_TEST_STORE=postgres, set
+// by ctest for the "Postgres." cases): every ServerProcess then keeps its tables on the
+// shared test PostgreSQL server (`--store ...`, a database per data directory, so a
+// restarted server finds its sheets again). Cases guard what holds only on SQLite
+// (the sheetlog.db file, `sheetlog backup`) with it.
+bool StoreOnPostgres();
+
 class ServerProcess {
  public:
   explicit ServerProcess(ServerOptions options);
