@@ -12,10 +12,10 @@
 
 namespace sheetlog {
 
-FunctionRuntime::FunctionRuntime(Database* db, Clock* clock, FaultInjector* faults)
+FunctionRuntime::FunctionRuntime(Transactions* db, Clock* clock, FaultInjector* faults)
     : FunctionRuntime(db, clock, faults, Options()) {}
 
-FunctionRuntime::FunctionRuntime(Database* db, Clock* clock, FaultInjector* faults,
+FunctionRuntime::FunctionRuntime(Transactions* db, Clock* clock, FaultInjector* faults,
                                  Options options)
     : db_(db),
       clock_(clock),

@@ -80,7 +80,7 @@
 #include "emulator/runtime/event_filter.h"
 #include "emulator/runtime/execution_history.h"
 #include "emulator/runtime/invocation_context.h"
-#include "emulator/sqlite/database.h"
+#include "emulator/table/transactions.h"
 #include "emulator/status.h"
 #include "emulator/stream/change_feed.h"
 
@@ -219,8 +219,8 @@ class FunctionRuntime {
   };
 
   // `db`, `clock` must outlive the runtime; `faults` may be null.
-  FunctionRuntime(Database* db, Clock* clock, FaultInjector* faults);
-  FunctionRuntime(Database* db, Clock* clock, FaultInjector* faults, Options options);
+  FunctionRuntime(Transactions* db, Clock* clock, FaultInjector* faults);
+  FunctionRuntime(Transactions* db, Clock* clock, FaultInjector* faults, Options options);
   ~FunctionRuntime();
   FunctionRuntime(const FunctionRuntime&) = delete;
   FunctionRuntime& operator=(const FunctionRuntime&) = delete;
@@ -313,7 +313,7 @@ class FunctionRuntime {
   // Waits on the stop condition until `deadline_micros` or Stop(). False once stopping.
   bool PauseUntil(int64_t deadline_micros);
 
-  Database* db_;
+  Transactions* db_;
   Clock* clock_;
   FaultInjector* faults_;
   Options options_;
