@@ -80,9 +80,9 @@
 #include "emulator/runtime/event_filter.h"
 #include "emulator/runtime/execution_history.h"
 #include "emulator/runtime/invocation_context.h"
-#include "emulator/table/transactions.h"
 #include "emulator/status.h"
 #include "emulator/stream/change_feed.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
