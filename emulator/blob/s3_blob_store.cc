@@ -444,6 +444,13 @@ Result<BlobInfo> S3BlobStore::Copy(const std::string& from, const std::string& t
   Result<S3ObjectInfo> source = client_.HeadObject(from);
   if (source.status().IsNotFound()) return NotFound("no object " + from);
   if (!source.ok()) return Annotated(source.status(), "head of " + from);
+  // x-amz-copy-source-if-match makes the store itself refuse another version; this
+  // check (and the one of the copy's etag below) also holds on stores that ignore the
+  // header (s3rver does).
+  if (!from_etag.empty() && source->etag != from_etag) {
+    return ConditionFailed("object " + from + " is not the version " + from_etag +
+                           " any more");
+  }
   const int64_t now = clock_->NowMicros();
   BlobInfo info;
   {
@@ -458,6 +465,15 @@ Result<BlobInfo> S3BlobStore::Copy(const std::string& from, const std::string& t
       RestoreRow(to, previous);
       if (etag.status().IsNotFound()) return NotFound("no object " + from);
       return Annotated(etag.status(), "copy of " + from + " to " + to);
+    }
+    // A single-part etag is the body's MD5: a copy of other bytes than the version
+    // asked for (written between the check above and the copy) shows in it.
+    if (!from_etag.empty() && from_etag.find('-') == std::string::npos &&
+        *etag != from_etag) {
+      Status removed = client_.DeleteObject(to);
+      RestoreRow(to, previous);
+      (void)removed;  // best effort: the row stays tagged as asked, so the sweep finds it
+      return ConditionFailed("object " + from + " changed while it was copied");
     }
     info.key = to;
     info.size = source->size;

@@ -209,8 +209,11 @@ Status App::Init() {
                      DirectoryBlobStore::Open(blob_options, clock_, faults_.get()));
   }
 
-  log_ =
-      std::make_unique<EventLog>(db_.get(), clock_, faults_.get(), EventLog::Options{});
+  EventLog::Options log_options;
+  // PostgreSQL runs each Write as a transaction of its own: this node's appenders to one
+  // sheet queue rather than race (event_log.h).
+  log_options.serialize_appends_per_sheet = postgres_ != nullptr;
+  log_ = std::make_unique<EventLog>(db_.get(), clock_, faults_.get(), log_options);
   head_views_ =
       std::make_unique<HeadViewCache>(log_.get(), blobs_.get(), HeadViewCache::Options{});
   queues_ = std::make_unique<QueueService>(db_.get(), clock_, faults_.get());

@@ -58,6 +58,15 @@ class EventLog {
     // connection, then the conditional put — where concurrent appenders race and retry.
     // Default: true.
     bool reads_in_write_transaction = true;
+    // One Add Entry attempt at a time per sheet in this process (a lock per sheet,
+    // striped), for a table store where each Write is a transaction of its own
+    // (PostgreSQL: no group commit in the node, so this node's appenders to one sheet
+    // would otherwise race each other for head + 1 and exhaust their attempts). They
+    // queue instead; the conditional put and its retries still arbitrate between
+    // processes. Add Entry without waiting (AddEntryAsync) then waits. The composition
+    // root sets it for PostgreSQL. Default: false (SQLite's group commit runs this
+    // node's appends one after another in one transaction already).
+    bool serialize_appends_per_sheet = false;
     // Test hook, literal form only: runs between the reads and the conditional put,
     // where another writer may slip in.
     std::function<void()> test_between_read_and_put;
@@ -237,7 +246,10 @@ class EventLog {
     bool segment_full = false;   // kWritten: the segment reached segment_entries
   };
   struct AppendTxn;
+  // One attempt, queued behind this process's other attempts on the sheet when
+  // Options::serialize_appends_per_sheet; AppendOnceNow is the attempt itself.
   AppendAttempt AppendOnce(const AppendRequest& request, UnitMeter* meter);
+  AppendAttempt AppendOnceNow(const AppendRequest& request, UnitMeter* meter);
   static Status RefuseReserved(const AppendRequest& request);
   // What AddEntry returns for an attempt that did not lose the race; runs the policies
   // after a written entry.
@@ -253,6 +265,10 @@ class EventLog {
   Options options_;
 
   std::atomic<int64_t> retries_{0};
+  // Options::serialize_appends_per_sheet: the stripe of a sheet is a hash of its id.
+  static constexpr size_t kAppendStripes = 64;
+  Mutex& AppendStripe(const std::string& sheet_id);
+  Mutex append_stripes_[kAppendStripes];
   std::atomic<int64_t> appends_{0};
   Mutex cache_mu_;
   std::map<std::string, SheetConfig> configs_ GUARDED_BY(cache_mu_);

@@ -185,8 +185,21 @@ struct EventLog::AppendTxn {
   std::optional<SegmentInfo> head_segment;
 };
 
+Mutex& EventLog::AppendStripe(const std::string& sheet_id) {
+  return append_stripes_[std::hash<std::string>()(sheet_id) % kAppendStripes];
+}
+
 EventLog::AppendAttempt EventLog::AppendOnce(const AppendRequest& request,
                                              UnitMeter* meter) {
+  if (options_.serialize_appends_per_sheet) {
+    MutexLock queued(&AppendStripe(request.sheet_id));
+    return AppendOnceNow(request, meter);
+  }
+  return AppendOnceNow(request, meter);
+}
+
+EventLog::AppendAttempt EventLog::AppendOnceNow(const AppendRequest& request,
+                                                UnitMeter* meter) {
   AppendTxn txn(this, &request, meter);
   if (options_.reads_in_write_transaction) {
     return txn.Finish(db_->Write([&](Connection& conn) { return txn.PlanAndPut(conn); }));
@@ -231,8 +244,9 @@ void EventLog::AddEntryAsync(AppendRequest request, UnitMeter* meter, AppendDone
     done(config.status(), -1);
     return;
   }
-  if (!options_.reads_in_write_transaction) {
-    // The literal form reads before it writes and may lose the race: the waiting form.
+  if (!options_.reads_in_write_transaction || options_.serialize_appends_per_sheet) {
+    // The literal form reads before it writes and may lose the race, and appends
+    // serialized per sheet queue for their sheet's lock: the waiting form.
     int64_t next_seq = -1;
     Result<AppendResult> appended = AddEntry(request, meter, &next_seq);
     done(std::move(appended), next_seq);

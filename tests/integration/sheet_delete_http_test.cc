@@ -105,15 +105,8 @@ class SheetDeleteHttpTest : public ApiTest {
 
   // Rows of the sheet left in `table` (read from the stopped server's file).
   int64_t RowsLeft(const std::string& table, const std::string& sheet) {
-    const std::string command = "sqlite3 '" + dir_.File("sheetlog.db") +
-                                "' \"SELECT COUNT(*) FROM " + table +
-                                " WHERE sheet_id = '" + sheet + "'\"";
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return -1;
-    char line[64] = {0};
-    const bool read = fgets(line, sizeof(line), pipe) != nullptr;
-    pclose(pipe);
-    return read ? std::stoll(line) : -1;
+    return CountInTableStore(dir_.path(), "SELECT COUNT(*) FROM " + table +
+                                              " WHERE sheet_id = '" + sheet + "'");
   }
 
   void ExpectVerifyClean() {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "emulator/json_text.h"
+#include "emulator/postgres/postgres_connection.h"
 #include "tests/support/postgres_test_server.h"
 #include "tests/support/s3_test_server.h"
 #include "tests/support/temp_dir.h"
@@ -74,6 +75,35 @@ std::string TestPostgresDatabaseFor(const std::string& data_dir) {
   }
   return conninfo;
 }
+
+}  // namespace
+
+int64_t CountInTableStore(const std::string& data_dir, const std::string& sql) {
+  if (StoreOnPostgres()) {
+    auto conn = PostgresConnection::Open(TestPostgresDatabaseFor(data_dir), 10);
+    if (!conn.ok()) {
+      ADD_FAILURE() << conn.status().ToString();
+      return -1;
+    }
+    int64_t count = -1;
+    Result<int64_t> ran = (*conn)->RunSql(sql, {}, [&](const SqlRow& row) {
+      count = row.Int(0);
+      return false;
+    });
+    if (!ran.ok()) ADD_FAILURE() << sql << ": " << ran.status().ToString();
+    return count;
+  }
+  const std::string command = "sqlite3 '" + data_dir + "/sheetlog.db' \"" + sql + "\"";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char line[64] = {0};
+  const bool read = fgets(line, sizeof(line), pipe) != nullptr;
+  pclose(pipe);
+  if (!read) ADD_FAILURE() << command << " printed nothing";
+  return read ? std::stoll(line) : -1;
+}
+
+namespace {
 
 // The bucket of a data directory's server: made once, its name kept in the directory.
 S3Location TestBucketFor(const std::string& data_dir) {

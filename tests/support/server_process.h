@@ -53,6 +53,11 @@ bool BlobsOnS3();
 // (the sheetlog.db file, `sheetlog backup`) with it.
 bool StoreOnPostgres();
 
+// The first column of the first row of `sql` (a SELECT COUNT(*) ...) on the table store
+// of the server that ran on `data_dir`: its sheetlog.db, or its PostgreSQL database in
+// the PostgreSQL run. -1 (the failure recorded) if it cannot be read.
+int64_t CountInTableStore(const std::string& data_dir, const std::string& sql);
+
 class ServerProcess {
  public:
   explicit ServerProcess(ServerOptions options);
