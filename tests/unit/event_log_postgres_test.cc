@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "emulator/env/faults.h"
 #include "src/app/schema.h"
 #include "src/log/event_log.h"
 #include "tests/support/postgres_test_server.h"
@@ -129,6 +130,7 @@ class PostgresEventLogTest : public ::testing::Test {
   }
 
   testing::PostgresTestDatabase database_{"event_log_nodes"};
+  FaultInjector faults_{SystemClock::Default()};  // none armed
   std::vector<std::unique_ptr<PostgresDatabase>> dbs_;
   std::vector<std::unique_ptr<EventLog>> logs_;
 };
