@@ -3,38 +3,16 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "emulator/utf8.h"
+
 namespace sheetlog {
 namespace {
 
 // Length of the UTF-8 sequence starting at text[i] if it is well formed and encodes a
 // printable code point (>= U+00A0), else 0. REQUIRES: text[i] >= 0x80.
 size_t PrintableMultiByteLength(std::string_view text, size_t i) {
-  auto byte = [&](size_t j) { return static_cast<uint8_t>(text[j]); };
-  uint8_t lead = byte(i);
-  size_t length;
-  uint32_t code;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-    code = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    code = lead & 0x0F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    code = lead & 0x07;
-  } else {
-    return 0;  // continuation byte, overlong lead (C0, C1) or beyond U+10FFFF
-  }
-  if (i + length > text.size()) return 0;
-  for (size_t j = i + 1; j < i + length; ++j) {
-    if ((byte(j) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(j) & 0x3F);
-  }
-  if (length == 3 && code < 0x800) return 0;                         // overlong
-  if (length == 4 && (code < 0x10000 || code > 0x10FFFF)) return 0;  // overlong / range
-  if (code >= 0xD800 && code <= 0xDFFF) return 0;                    // surrogate
-  if (code < 0xA0) return 0;                                         // C1 control
-  return length;
+  const Utf8Char ch = DecodeUtf8(text, i);
+  return ch.code >= 0xA0 ? ch.length : 0;  // below: a C1 control (or not well formed)
 }
 
 Status KeyError(std::string_view key, std::string_view why) {

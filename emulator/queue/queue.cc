@@ -7,6 +7,8 @@
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/env/uuid.h"
+#include "emulator/table/connection.h"
+#include "emulator/utf8.h"
 
 namespace sheetlog {
 
@@ -47,30 +49,87 @@ constexpr const char* kQueueColumns =
     "name, visibility_timeout_s, delay_s, retention_s, max_receive_count, "
     "dead_letter_queue";
 
-QueueOptions QueueFromRow(const Statement& s) {
+QueueOptions QueueFromRow(const SqlRow& row) {
   QueueOptions q;
-  q.name = s.ColumnText(0);
-  q.visibility_timeout_s = s.ColumnInt(1);
-  q.delay_s = s.ColumnInt(2);
-  q.retention_s = s.ColumnInt(3);
-  q.max_receive_count = s.ColumnInt(4);
-  q.dead_letter_queue = s.ColumnText(5);
+  q.name = row.Text(0);
+  q.visibility_timeout_s = row.Int(1);
+  q.delay_s = row.Int(2);
+  q.retention_s = row.Int(3);
+  q.max_receive_count = row.Int(4);
+  q.dead_letter_queue = row.Text(5);
   return q;
 }
 
-Result<QueueOptions> LoadQueue(SqliteConnection& c, const std::string& name) {
-  ASSIGN_OR_RETURN(Statement s, c.Prepare(std::string("SELECT ") + kQueueColumns +
-                                          " FROM queue WHERE name = ?1"));
-  s.Bind(1, name);
-  ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return NotFound("queue " + name + " does not exist");
-  return QueueFromRow(s);
+// Where the dialects differ, each statement is still written once, with these pieces.
+// Row locks: PostgreSQL's transactions run at once on several connections (and nodes),
+// so a statement that picks rows to change locks them; SQLite has one writer at a time
+// and neither needs nor accepts a locking clause.
+bool IsPostgresDialect(const Connection& c) {
+  return c.dialect() == SqlDialect::kPostgres;
+}
+// The rows stay as read until the transaction ends; a row another transaction holds is
+// waited for, then read as that one committed it.
+const char* LockForUpdate(const Connection& c) {
+  return IsPostgresDialect(c) ? " FOR UPDATE" : "";
+}
+// The same, except that rows another transaction holds are passed over, not waited
+// for: two receivers never pick the same message and never wait for each other.
+const char* LockSkippingLocked(const Connection& c) {
+  return IsPostgresDialect(c) ? " FOR UPDATE SKIP LOCKED" : "";
+}
+// The column that orders messages by insertion (ties of a time, e.g. a SendBatch):
+// SQLite's rowid; PostgreSQL has none and keeps an identity column (002_queue.sql).
+const char* MessageInsertOrder(const Connection& c) {
+  return IsPostgresDialect(c) ? "seq" : "rowid";
 }
 
-Result<bool> QueueExists(SqliteConnection& c, const std::string& name) {
-  ASSIGN_OR_RETURN(Statement s, c.Prepare("SELECT 1 FROM queue WHERE name = ?1"));
-  s.Bind(1, name);
-  return s.Step();
+Status MissingQueue(const std::string& name) {
+  return NotFound("queue " + name + " does not exist");
+}
+
+// LoadQueue and QueueExists: a name that is not a valid queue name names no queue, and
+// never reaches the SQL (where PostgreSQL would refuse a NUL or malformed UTF-8).
+Result<QueueOptions> LoadQueue(Connection& c, const std::string& name) {
+  if (!ValidateQueueName(name).ok()) return MissingQueue(name);
+  std::optional<QueueOptions> q;
+  RETURN_IF_ERROR(
+      c.RunSql(std::string("SELECT ") + kQueueColumns + " FROM queue WHERE name = ?1",
+               {name},
+               [&](const SqlRow& row) {
+                 q = QueueFromRow(row);
+                 return false;
+               })
+          .status());
+  if (!q.has_value()) return MissingQueue(name);
+  return std::move(*q);
+}
+
+// `lock`: the queue's row stays as read until the transaction ends (PostgreSQL), so
+// that whole-queue changes of two nodes (Purge, Redrive) take turns.
+Result<bool> QueueExists(Connection& c, const std::string& name, bool lock = false) {
+  if (!ValidateQueueName(name).ok()) return false;
+  ASSIGN_OR_RETURN(int64_t rows,
+                   c.RunSql(std::string("SELECT 1 FROM queue WHERE name = ?1") +
+                                (lock ? LockForUpdate(c) : ""),
+                            {name}));
+  return rows > 0;
+}
+
+// `text` as UTF-8 of at most `max_bytes`, cut at a character boundary, with U+FFFD for
+// a NUL or a byte that is not well-formed UTF-8: error texts come from anywhere, and
+// are stored as text (PostgreSQL holds no other) and shown as JSON.
+std::string Utf8TextPrefix(std::string_view text, size_t max_bytes) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const Utf8Char ch = DecodeUtf8(text, i);
+    const bool kept = ch.length > 0 && ch.code != 0;
+    const std::string_view piece = kept ? text.substr(i, ch.length) : kReplacement;
+    if (out.size() + piece.size() > max_bytes) break;
+    out.append(piece);
+    i += kept ? ch.length : 1;
+  }
+  return out;
 }
 
 // A receipt handle: "<message id>#<token>". The token changes on every receive.
@@ -89,39 +148,54 @@ Result<ReceiptHandle> ParseReceipt(const std::string& handle) {
 }
 
 // Whether `handle` is the newest receipt of a message of `queue`, inside a write
-// transaction. Sets *gone (and returns OK) if the message no longer exists.
-Status CheckReceipt(SqliteConnection& c, const std::string& queue,
-                    const ReceiptHandle& handle, bool* gone) {
+// transaction. Sets *gone (and returns OK) if the message no longer exists. On
+// PostgreSQL the message's row stays locked until the transaction ends, so no other
+// node receives it again (a new receipt) between this check and the caller's change;
+// a receive in progress elsewhere is waited for, and its new receipt makes this one
+// stale.
+Status CheckReceipt(Connection& c, const std::string& queue, const ReceiptHandle& handle,
+                    bool* gone) {
   *gone = false;
   ASSIGN_OR_RETURN(bool exists, QueueExists(c, queue));
-  if (!exists) return NotFound("queue " + queue + " does not exist");
-  ASSIGN_OR_RETURN(
-      Statement s,
-      c.Prepare("SELECT queue, receipt, source_queue FROM queue_message WHERE id = ?1"));
-  s.Bind(1, handle.message_id);
-  ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) {
+  if (!exists) return MissingQueue(queue);
+  bool found = false;
+  std::string in_queue;
+  std::optional<std::string> receipt;
+  std::optional<std::string> source_queue;
+  RETURN_IF_ERROR(
+      c.RunSql(std::string("SELECT queue, receipt, source_queue FROM queue_message "
+                           "WHERE id = ?1") +
+                   LockForUpdate(c),
+               {handle.message_id},
+               [&](const SqlRow& row) {
+                 found = true;
+                 in_queue = row.Text(0);
+                 if (!row.IsNull(1)) receipt = row.Text(1);
+                 if (!row.IsNull(2)) source_queue = row.Text(2);
+                 return false;
+               })
+          .status());
+  if (!found) {
     *gone = true;
     return Status::OK();
   }
-  std::string_view in_queue = s.ColumnView(0);
   if (in_queue == queue) {
-    if (s.IsNull(1) || s.ColumnView(1) != handle.token) {
+    if (receipt != handle.token) {
       return ConditionFailed("receipt handle is stale: message " + handle.message_id +
                              " was received again or redriven since");
     }
     return Status::OK();
   }
-  if (!s.IsNull(2) && s.ColumnView(2) == queue) {
+  if (source_queue == queue) {
     return ConditionFailed("receipt handle is stale: message " + handle.message_id +
-                           " was moved to dead-letter queue " + std::string(in_queue));
+                           " was moved to dead-letter queue " + in_queue);
   }
   return InvalidArgument("receipt handle belongs to a message of another queue");
 }
 
 }  // namespace
 
-QueueService::QueueService(Database* db, Clock* clock, FaultInjector* faults)
+QueueService::QueueService(Transactions* db, Clock* clock, FaultInjector* faults)
     : db_(db), clock_(clock), faults_(faults) {}
 
 QueueService::~QueueService() { Shutdown(); }
@@ -169,17 +243,16 @@ Status QueueService::CreateQueue(const QueueOptions& options) {
       return InvalidArgument("a queue cannot be its own dead-letter queue");
     }
   }
-  return db_->Write([&](SqliteConnection& c) -> Status {
+  return db_->Write([&](Connection& c) -> Status {
     if (!dead_letter_queue.empty()) {
       ASSIGN_OR_RETURN(bool exists, QueueExists(c, dead_letter_queue));
       if (!exists) {
         return NotFound("dead-letter queue " + dead_letter_queue + " does not exist");
       }
     }
-    int64_t now = clock_->NowMicros();
-    ASSIGN_OR_RETURN(
-        Statement s,
-        c.Prepare(
+    const int64_t now = clock_->NowMicros();
+    return c
+        .RunSql(
             "INSERT INTO queue (name, visibility_timeout_s, delay_s, retention_s, "
             "max_receive_count, dead_letter_queue, created_micros, modified_micros) "
             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7) "
@@ -188,21 +261,16 @@ Status QueueService::CreateQueue(const QueueOptions& options) {
             "delay_s = excluded.delay_s, retention_s = excluded.retention_s, "
             "max_receive_count = excluded.max_receive_count, "
             "dead_letter_queue = excluded.dead_letter_queue, "
-            "modified_micros = excluded.modified_micros"));
-    s.Bind(1, options.name)
-        .Bind(2, options.visibility_timeout_s)
-        .Bind(3, options.delay_s)
-        .Bind(4, options.retention_s)
-        .Bind(5, options.max_receive_count)
-        .Bind(6, dead_letter_queue)
-        .Bind(7, now);
-    return s.Run();
+            "modified_micros = excluded.modified_micros",
+            {options.name, options.visibility_timeout_s, options.delay_s,
+             options.retention_s, options.max_receive_count, dead_letter_queue, now})
+        .status();
   });
 }
 
 Result<QueueOptions> QueueService::GetQueue(const std::string& name) {
   QueueOptions out;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
     ASSIGN_OR_RETURN(out, LoadQueue(c, name));
     return Status::OK();
   }));
@@ -211,15 +279,15 @@ Result<QueueOptions> QueueService::GetQueue(const std::string& name) {
 
 Result<std::vector<QueueOptions>> QueueService::ListQueues() {
   std::vector<QueueOptions> out;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
     out.clear();
-    ASSIGN_OR_RETURN(Statement s, c.Prepare(std::string("SELECT ") + kQueueColumns +
-                                            " FROM queue ORDER BY name"));
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) return Status::OK();
-      out.push_back(QueueFromRow(s));
-    }
+    return c
+        .RunSql(std::string("SELECT ") + kQueueColumns + " FROM queue ORDER BY name", {},
+                [&](const SqlRow& row) {
+                  out.push_back(QueueFromRow(row));
+                  return true;
+                })
+        .status();
   }));
   return out;
 }
@@ -261,21 +329,15 @@ Result<std::vector<std::string>> QueueService::SendMany(const std::string& queue
   ids.reserve(count);
   for (size_t i = 0; i < count; ++i) ids.push_back(NewRandomUuid());
 
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
     ASSIGN_OR_RETURN(QueueOptions q, LoadQueue(c, queue));
-    int64_t now = clock_->NowMicros();
-    int64_t visible_at = now + delay_s.value_or(q.delay_s) * kMicrosPerSecond;
+    const int64_t now = clock_->NowMicros();
+    const int64_t visible_at = now + delay_s.value_or(q.delay_s) * kMicrosPerSecond;
     for (size_t i = 0; i < count; ++i) {
-      ASSIGN_OR_RETURN(
-          Statement s,
-          c.Prepare("INSERT INTO queue_message (id, queue, body, sent_micros, "
-                    "visible_at_micros) VALUES (?1, ?2, ?3, ?4, ?5)"));
-      s.Bind(1, ids[i])
-          .Bind(2, queue)
-          .BindBlob(3, bodies[i])
-          .Bind(4, now)
-          .Bind(5, visible_at);
-      RETURN_IF_ERROR(s.Run());
+      RETURN_IF_ERROR(c.RunSql("INSERT INTO queue_message (id, queue, body, sent_micros, "
+                               "visible_at_micros) VALUES (?1, ?2, ?3, ?4, ?5)",
+                               {ids[i], queue, Value::Bytes(bodies[i]), now, visible_at})
+                          .status());
     }
     return Status::OK();
   }));
@@ -300,7 +362,7 @@ Result<std::vector<ReceivedMessage>> QueueService::Receive(
   std::vector<ReceivedMessage> out;
   bool moved_any = false;
   bool duplicated_any = false;
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
     out.clear();
     moved_any = false;
     duplicated_any = false;
@@ -321,6 +383,17 @@ Result<std::vector<ReceivedMessage>> QueueService::Receive(
       int64_t receive_count;
       std::optional<int64_t> first_receive_micros;
     };
+    // Earliest visible first (ties in the order sent). On PostgreSQL the picked rows
+    // stay locked by this transaction until it commits, and rows another receiver has
+    // locked are passed over: each message goes to one receiver, and neither waits. A
+    // message another node received and committed meanwhile is read as committed (no
+    // longer visible) and not picked.
+    const std::string pick =
+        std::string(
+            "SELECT id, body, sent_micros, receive_count, first_receive_micros "
+            "FROM queue_message WHERE queue = ?1 AND visible_at_micros <= ?2 "
+            "ORDER BY visible_at_micros, ") +
+        MessageInsertOrder(c) + " LIMIT ?3" + LockSkippingLocked(c);
     // Ids handled by this call. With a visibility timeout of 0 a delivered message is
     // still visible, so later rounds must skip it rather than deliver it twice.
     std::unordered_set<std::string> handled;
@@ -328,59 +401,50 @@ Result<std::vector<ReceivedMessage>> QueueService::Receive(
     while (static_cast<int>(out.size()) < max_messages) {
       // Collect first, then modify: never change rows under an open index scan.
       std::vector<Candidate> candidates;
-      {
-        ASSIGN_OR_RETURN(
-            Statement s,
-            c.Prepare("SELECT id, body, sent_micros, receive_count, first_receive_micros "
-                      "FROM queue_message WHERE queue = ?1 AND visible_at_micros <= ?2 "
-                      "ORDER BY visible_at_micros LIMIT ?3"));
-        s.Bind(1, queue).Bind(2, now).Bind(
-            3, static_cast<int64_t>(max_messages - out.size() + handled.size()));
-        while (true) {
-          ASSIGN_OR_RETURN(bool row, s.Step());
-          if (!row) break;
-          std::string id = s.ColumnText(0);
-          if (handled.count(id) > 0) continue;
-          Candidate cand{std::move(id), s.ColumnText(1), s.ColumnInt(2), s.ColumnInt(3),
-                         std::nullopt};
-          if (!s.IsNull(4)) cand.first_receive_micros = s.ColumnInt(4);
-          candidates.push_back(std::move(cand));
-        }
-      }
+      RETURN_IF_ERROR(
+          c.RunSql(pick,
+                   {queue, now,
+                    static_cast<int64_t>(max_messages - out.size() + handled.size())},
+                   [&](const SqlRow& row) {
+                     std::string id = row.Text(0);
+                     if (handled.count(id) > 0) return true;
+                     Candidate cand{std::move(id), row.Text(1), row.Int(2), row.Int(3),
+                                    std::nullopt};
+                     if (!row.IsNull(4)) cand.first_receive_micros = row.Int(4);
+                     candidates.push_back(std::move(cand));
+                     return true;
+                   })
+              .status());
       if (candidates.empty()) break;
 
       for (Candidate& cand : candidates) {
         if (static_cast<int>(out.size()) >= max_messages) break;
         handled.insert(cand.id);
         if (cand.sent_micros < expired_before) {
-          ASSIGN_OR_RETURN(Statement d,
-                           c.Prepare("DELETE FROM queue_message WHERE id = ?1"));
-          d.Bind(1, cand.id);
-          RETURN_IF_ERROR(d.Run());
+          RETURN_IF_ERROR(
+              c.RunSql("DELETE FROM queue_message WHERE id = ?1", {cand.id}).status());
           continue;
         }
         if (dead_letter && cand.receive_count >= q.max_receive_count) {
           // SQS moves a message whose receive count has reached maxReceiveCount on the
           // next receive attempt instead of delivering it.
-          ASSIGN_OR_RETURN(
-              Statement m,
-              c.Prepare(
-                  "UPDATE queue_message SET queue = ?2, source_queue = ?3, "
-                  "receipt = NULL, visible_at_micros = ?4, dead_lettered_micros = ?4 "
-                  "WHERE id = ?1"));
-          m.Bind(1, cand.id).Bind(2, q.dead_letter_queue).Bind(3, queue).Bind(4, now);
-          RETURN_IF_ERROR(m.Run());
+          RETURN_IF_ERROR(
+              c.RunSql(
+                   "UPDATE queue_message SET queue = ?2, source_queue = ?3, "
+                   "receipt = NULL, visible_at_micros = ?4, dead_lettered_micros = ?4 "
+                   "WHERE id = ?1",
+                   {cand.id, q.dead_letter_queue, queue, now})
+                  .status());
           moved_any = true;
           continue;
         }
         std::string token = NewRandomUuid();
-        ASSIGN_OR_RETURN(
-            Statement u,
-            c.Prepare("UPDATE queue_message SET receive_count = receive_count + 1, "
-                      "first_receive_micros = COALESCE(first_receive_micros, ?2), "
-                      "receipt = ?3, visible_at_micros = ?4 WHERE id = ?1"));
-        u.Bind(1, cand.id).Bind(2, now).Bind(3, token).Bind(4, hidden_until);
-        RETURN_IF_ERROR(u.Run());
+        RETURN_IF_ERROR(
+            c.RunSql("UPDATE queue_message SET receive_count = receive_count + 1, "
+                     "first_receive_micros = COALESCE(first_receive_micros, ?2), "
+                     "receipt = ?3, visible_at_micros = ?4 WHERE id = ?1",
+                     {cand.id, now, token, hidden_until})
+                .status());
         if (faults_ != nullptr &&
             faults_->ShouldDuplicate(FaultPoint::kQueueReceiveDuplicate)) {
           duplicates.push_back(cand.id);
@@ -397,11 +461,10 @@ Result<std::vector<ReceivedMessage>> QueueService::Receive(
     }
     // Injected duplicate delivery: the message stays receivable right away.
     for (const std::string& id : duplicates) {
-      ASSIGN_OR_RETURN(
-          Statement v,
-          c.Prepare("UPDATE queue_message SET visible_at_micros = ?2 WHERE id = ?1"));
-      v.Bind(1, id).Bind(2, now);
-      RETURN_IF_ERROR(v.Run());
+      RETURN_IF_ERROR(
+          c.RunSql("UPDATE queue_message SET visible_at_micros = ?2 WHERE id = ?1",
+                   {id, now})
+              .status());
       duplicated_any = true;
     }
     return Status::OK();
@@ -420,16 +483,14 @@ Status QueueService::ChangeVisibility(const std::string& queue,
       ValidateRange("visibility timeout", seconds, 0, kMaxVisibilityTimeoutS));
   ASSIGN_OR_RETURN(ReceiptHandle handle, ParseReceipt(receipt_handle));
   RETURN_IF_ERROR(Hit(FaultPoint::kQueueChangeVisibility));
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
     bool gone = false;
     RETURN_IF_ERROR(CheckReceipt(c, queue, handle, &gone));
     if (gone) return NotFound("message " + handle.message_id + " not found");
-    ASSIGN_OR_RETURN(
-        Statement s,
-        c.Prepare("UPDATE queue_message SET visible_at_micros = ?2 WHERE id = ?1"));
-    s.Bind(1, handle.message_id)
-        .Bind(2, clock_->NowMicros() + seconds * kMicrosPerSecond);
-    return s.Run();
+    return c
+        .RunSql("UPDATE queue_message SET visible_at_micros = ?2 WHERE id = ?1",
+                {handle.message_id, clock_->NowMicros() + seconds * kMicrosPerSecond})
+        .status();
   }));
   Notify();
   return Status::OK();
@@ -438,13 +499,12 @@ Status QueueService::ChangeVisibility(const std::string& queue,
 Status QueueService::Delete(const std::string& queue, const std::string& receipt_handle) {
   ASSIGN_OR_RETURN(ReceiptHandle handle, ParseReceipt(receipt_handle));
   RETURN_IF_ERROR(Hit(FaultPoint::kQueueDelete));
-  return db_->Write([&](SqliteConnection& c) -> Status {
+  return db_->Write([&](Connection& c) -> Status {
     bool gone = false;
     RETURN_IF_ERROR(CheckReceipt(c, queue, handle, &gone));
     if (gone) return Status::OK();  // deleted before: deleting twice is harmless
-    ASSIGN_OR_RETURN(Statement s, c.Prepare("DELETE FROM queue_message WHERE id = ?1"));
-    s.Bind(1, handle.message_id);
-    return s.Run();
+    return c.RunSql("DELETE FROM queue_message WHERE id = ?1", {handle.message_id})
+        .status();
   });
 }
 
@@ -452,16 +512,15 @@ Status QueueService::RecordFailure(const std::string& queue,
                                    const std::string& receipt_handle,
                                    const std::string& error_text) {
   ASSIGN_OR_RETURN(ReceiptHandle handle, ParseReceipt(receipt_handle));
-  std::string_view text(error_text);
-  text = text.substr(0, kMaxErrorBytes);
-  return db_->Write([&](SqliteConnection& c) -> Status {
+  const std::string text = Utf8TextPrefix(error_text, kMaxErrorBytes);
+  return db_->Write([&](Connection& c) -> Status {
     bool gone = false;
     RETURN_IF_ERROR(CheckReceipt(c, queue, handle, &gone));
     if (gone) return NotFound("message " + handle.message_id + " not found");
-    ASSIGN_OR_RETURN(Statement s,
-                     c.Prepare("UPDATE queue_message SET last_error = ?2 WHERE id = ?1"));
-    s.Bind(1, handle.message_id).Bind(2, text);
-    return s.Run();
+    return c
+        .RunSql("UPDATE queue_message SET last_error = ?2 WHERE id = ?1",
+                {handle.message_id, text})
+        .status();
   });
 }
 
@@ -471,14 +530,16 @@ Status QueueService::RecordFailure(const std::string& queue,
 Result<std::optional<std::string>> QueueService::QueueOfMessage(
     const std::string& message_id) {
   std::optional<std::string> queue;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
+  if (!IsUuid(message_id)) return queue;  // not an id Send gives: no such message
+  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
     queue.reset();
-    ASSIGN_OR_RETURN(Statement s,
-                     c.Prepare("SELECT queue FROM queue_message WHERE id = ?"));
-    s.Bind(1, message_id);
-    ASSIGN_OR_RETURN(bool row, s.Step());
-    if (row) queue = s.ColumnText(0);
-    return Status::OK();
+    return c
+        .RunSql("SELECT queue FROM queue_message WHERE id = ?1", {message_id},
+                [&](const SqlRow& row) {
+                  queue = row.Text(0);
+                  return false;
+                })
+        .status();
   }));
   return queue;
 }
@@ -487,50 +548,56 @@ Result<std::vector<DeadLetterMessage>> QueueService::ListDeadLetters(
     const std::string& dead_letter_queue, int limit, const std::string& after_id) {
   RETURN_IF_ERROR(ValidateRange("limit", limit, 1, kMaxListLimit));
   std::vector<DeadLetterMessage> out;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
     out.clear();
     ASSIGN_OR_RETURN(bool exists, QueueExists(c, dead_letter_queue));
-    if (!exists) return NotFound("queue " + dead_letter_queue + " does not exist");
-    // Page after (sent_micros, rowid) of `after_id`: oldest sent first, and messages
-    // sent in the same microsecond (a manual clock stands still) in the order they were
-    // inserted, not by their random ids. The first page starts below any key.
+    if (!exists) return MissingQueue(dead_letter_queue);
+    // Page after (sent_micros, insertion order) of `after_id`: oldest sent first, and
+    // messages sent in the same microsecond (a manual clock stands still) in the order
+    // they were inserted, not by their random ids. The first page starts below any key.
     int64_t after_sent = std::numeric_limits<int64_t>::min();
     int64_t after_row = std::numeric_limits<int64_t>::min();
     if (!after_id.empty()) {
-      ASSIGN_OR_RETURN(Statement a,
-                       c.Prepare("SELECT sent_micros, rowid FROM queue_message "
-                                 "WHERE id = ?1 AND queue = ?2"));
-      a.Bind(1, after_id).Bind(2, dead_letter_queue);
-      ASSIGN_OR_RETURN(bool row, a.Step());
-      if (!row) {
+      bool found = false;
+      if (IsUuid(after_id)) {
+        RETURN_IF_ERROR(c.RunSql(std::string("SELECT sent_micros, ") +
+                                     MessageInsertOrder(c) +
+                                     " FROM queue_message WHERE id = ?1 AND queue = ?2",
+                                 {after_id, dead_letter_queue},
+                                 [&](const SqlRow& row) {
+                                   found = true;
+                                   after_sent = row.Int(0);
+                                   after_row = row.Int(1);
+                                   return false;
+                                 })
+                            .status());
+      }
+      if (!found) {
         return InvalidArgument("after_id " + after_id + " is not a message of " +
                                dead_letter_queue);
       }
-      after_sent = a.ColumnInt(0);
-      after_row = a.ColumnInt(1);
     }
-    ASSIGN_OR_RETURN(
-        Statement s,
-        c.Prepare(
+    const std::string order = MessageInsertOrder(c);
+    return c
+        .RunSql(
             "SELECT id, body, receive_count, last_error, sent_micros, source_queue, "
             "dead_lettered_micros FROM queue_message "
-            "WHERE queue = ?1 AND (sent_micros > ?2 OR (sent_micros = ?2 AND rowid > "
-            "?3)) "
-            "ORDER BY sent_micros, rowid LIMIT ?4"));
-    s.Bind(1, dead_letter_queue).Bind(2, after_sent).Bind(3, after_row).Bind(4, limit);
-    while (true) {
-      ASSIGN_OR_RETURN(bool row, s.Step());
-      if (!row) return Status::OK();
-      DeadLetterMessage m;
-      m.id = s.ColumnText(0);
-      m.body = s.ColumnText(1);
-      m.receive_count = s.ColumnInt(2);
-      m.last_error = s.ColumnText(3);
-      m.sent_micros = s.ColumnInt(4);
-      m.source_queue = s.ColumnText(5);
-      m.dead_lettered_micros = s.ColumnInt(6);
-      out.push_back(std::move(m));
-    }
+            "WHERE queue = ?1 AND (sent_micros > ?2 OR (sent_micros = ?2 AND " +
+                order + " > ?3)) ORDER BY sent_micros, " + order + " LIMIT ?4",
+            {dead_letter_queue, after_sent, after_row, limit},
+            [&](const SqlRow& row) {
+              DeadLetterMessage m;
+              m.id = row.Text(0);
+              m.body = row.Text(1);
+              m.receive_count = row.Int(2);
+              m.last_error = row.Text(3);
+              m.sent_micros = row.Int(4);
+              m.source_queue = row.Text(5);
+              m.dead_lettered_micros = row.Int(6);
+              out.push_back(std::move(m));
+              return true;
+            })
+        .status();
   }));
   return out;
 }
@@ -538,44 +605,52 @@ Result<std::vector<DeadLetterMessage>> QueueService::ListDeadLetters(
 Result<int64_t> QueueService::Redrive(const std::string& dead_letter_queue,
                                       std::optional<std::string> message_id) {
   int64_t moved = 0;
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
     moved = 0;
-    ASSIGN_OR_RETURN(bool exists, QueueExists(c, dead_letter_queue));
-    if (!exists) return NotFound("queue " + dead_letter_queue + " does not exist");
+    // Locked: two nodes redriving one queue take turns instead of updating the same
+    // messages in different orders (a deadlock).
+    ASSIGN_OR_RETURN(bool exists, QueueExists(c, dead_letter_queue, /*lock=*/true));
+    if (!exists) return MissingQueue(dead_letter_queue);
     const int64_t now = clock_->NowMicros();
     // Back to the recorded source queue, visible now, as if freshly sent (receive count
     // and first receive cleared, so max_receive_count starts over); last_error stays.
+    // A message being received from the dead-letter queue elsewhere is waited for, then
+    // moved (its receipt goes stale), as if the receive had come first.
     constexpr const char* kMove =
         "UPDATE queue_message SET queue = source_queue, source_queue = NULL, "
         "dead_lettered_micros = NULL, receive_count = 0, first_receive_micros = NULL, "
         "receipt = NULL, visible_at_micros = ?2 "
         "WHERE queue = ?1 AND source_queue IN (SELECT name FROM queue)";
-    if (message_id.has_value()) {
-      ASSIGN_OR_RETURN(Statement f, c.Prepare("SELECT source_queue FROM queue_message "
-                                              "WHERE id = ?1 AND queue = ?2"));
-      f.Bind(1, *message_id).Bind(2, dead_letter_queue);
-      ASSIGN_OR_RETURN(bool row, f.Step());
-      if (!row) {
-        return NotFound("message " + *message_id + " is not in " + dead_letter_queue);
-      }
-      if (f.IsNull(0)) {
-        return FailedPrecondition("message " + *message_id +
-                                  " has no source queue to return to");
-      }
-      std::string source = f.ColumnText(0);
-      ASSIGN_OR_RETURN(bool source_exists, QueueExists(c, source));
-      if (!source_exists) {
-        return FailedPrecondition("source queue " + source + " no longer exists");
-      }
-      ASSIGN_OR_RETURN(Statement m, c.Prepare(std::string(kMove) + " AND id = ?3"));
-      m.Bind(1, dead_letter_queue).Bind(2, now).Bind(3, *message_id);
-      RETURN_IF_ERROR(m.Run());
-    } else {
-      ASSIGN_OR_RETURN(Statement m, c.Prepare(kMove));
-      m.Bind(1, dead_letter_queue).Bind(2, now);
-      RETURN_IF_ERROR(m.Run());
+    if (!message_id.has_value()) {
+      ASSIGN_OR_RETURN(moved, c.RunSql(kMove, {dead_letter_queue, now}));
+      return Status::OK();
     }
-    moved = c.Changes();
+    bool found = false;
+    std::optional<std::string> source;
+    if (IsUuid(*message_id)) {
+      RETURN_IF_ERROR(c.RunSql("SELECT source_queue FROM queue_message "
+                               "WHERE id = ?1 AND queue = ?2",
+                               {*message_id, dead_letter_queue},
+                               [&](const SqlRow& row) {
+                                 found = true;
+                                 if (!row.IsNull(0)) source = row.Text(0);
+                                 return false;
+                               })
+                          .status());
+    }
+    if (!found) {
+      return NotFound("message " + *message_id + " is not in " + dead_letter_queue);
+    }
+    if (!source.has_value()) {
+      return FailedPrecondition("message " + *message_id +
+                                " has no source queue to return to");
+    }
+    ASSIGN_OR_RETURN(bool source_exists, QueueExists(c, *source));
+    if (!source_exists) {
+      return FailedPrecondition("source queue " + *source + " no longer exists");
+    }
+    ASSIGN_OR_RETURN(moved, c.RunSql(std::string(kMove) + " AND id = ?3",
+                                     {dead_letter_queue, now, *message_id}));
     return Status::OK();
   }));
   if (moved > 0) Notify();
@@ -584,15 +659,14 @@ Result<int64_t> QueueService::Redrive(const std::string& dead_letter_queue,
 
 Result<int64_t> QueueService::Purge(const std::string& queue) {
   int64_t deleted = 0;
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
     deleted = 0;
-    ASSIGN_OR_RETURN(bool exists, QueueExists(c, queue));
-    if (!exists) return NotFound("queue " + queue + " does not exist");
-    ASSIGN_OR_RETURN(Statement d,
-                     c.Prepare("DELETE FROM queue_message WHERE queue = ?1"));
-    d.Bind(1, queue);
-    RETURN_IF_ERROR(d.Run());
-    deleted = c.Changes();
+    // Locked: two purges of one queue take turns. Messages being received elsewhere
+    // are waited for, then deleted: every message sent before the purge goes.
+    ASSIGN_OR_RETURN(bool exists, QueueExists(c, queue, /*lock=*/true));
+    if (!exists) return MissingQueue(queue);
+    ASSIGN_OR_RETURN(deleted,
+                     c.RunSql("DELETE FROM queue_message WHERE queue = ?1", {queue}));
     return Status::OK();
   }));
   if (deleted > 0) Notify();
@@ -604,25 +678,27 @@ Result<int64_t> QueueService::Purge(const std::string& queue) {
 
 Result<int64_t> QueueService::PurgeExpired() {
   int64_t purged = 0;
-  RETURN_IF_ERROR(db_->Write([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
     purged = 0;
     const int64_t now = clock_->NowMicros();
     std::vector<std::pair<std::string, int64_t>> queues;
-    {
-      ASSIGN_OR_RETURN(Statement s, c.Prepare("SELECT name, retention_s FROM queue"));
-      while (true) {
-        ASSIGN_OR_RETURN(bool row, s.Step());
-        if (!row) break;
-        queues.emplace_back(s.ColumnText(0), s.ColumnInt(1));
-      }
-    }
+    RETURN_IF_ERROR(
+        c.RunSql("SELECT name, retention_s FROM queue", {}, [&](const SqlRow& row) {
+           queues.emplace_back(row.Text(0), row.Int(1));
+           return true;
+         }).status());
+    // Expired messages that a receiver elsewhere holds are passed over, not waited
+    // for: that receive deletes them itself (it never delivers an expired message),
+    // and two nodes purging at once never wait for each other.
+    const std::string purge =
+        std::string(
+            "DELETE FROM queue_message WHERE id IN (SELECT id FROM queue_message "
+            "WHERE queue = ?1 AND sent_micros < ?2") +
+        LockSkippingLocked(c) + ")";
     for (const auto& [name, retention_s] : queues) {
-      ASSIGN_OR_RETURN(Statement d,
-                       c.Prepare("DELETE FROM queue_message WHERE queue = ?1 "
-                                 "AND sent_micros < ?2"));
-      d.Bind(1, name).Bind(2, now - retention_s * kMicrosPerSecond);
-      RETURN_IF_ERROR(d.Run());
-      purged += c.Changes();
+      ASSIGN_OR_RETURN(int64_t deleted,
+                       c.RunSql(purge, {name, now - retention_s * kMicrosPerSecond}));
+      purged += deleted;
     }
     return Status::OK();
   }));
@@ -646,45 +722,40 @@ Status QueueService::PurgeExpiredIfDue() {
 
 Result<QueueStats> QueueService::Stats(const std::string& queue) {
   QueueStats stats;
-  RETURN_IF_ERROR(db_->Read([&](SqliteConnection& c) -> Status {
+  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
     stats = QueueStats();
     ASSIGN_OR_RETURN(QueueOptions q, LoadQueue(c, queue));
     const int64_t now = clock_->NowMicros();
-    {
-      ASSIGN_OR_RETURN(Statement s,
-                       c.Prepare("SELECT COUNT(*) FROM queue_message "
-                                 "WHERE queue = ?1 AND visible_at_micros <= ?2"));
-      s.Bind(1, queue).Bind(2, now);
-      RETURN_IF_ERROR(s.Step().status());
-      stats.visible = s.ColumnInt(0);
-    }
-    {
-      ASSIGN_OR_RETURN(Statement s,
-                       c.Prepare("SELECT TOTAL(receive_count > 0), "
-                                 "TOTAL(receive_count = 0) FROM queue_message "
-                                 "WHERE queue = ?1 AND visible_at_micros > ?2"));
-      s.Bind(1, queue).Bind(2, now);
-      RETURN_IF_ERROR(s.Step().status());
-      stats.in_flight = static_cast<int64_t>(s.ColumnDouble(0));
-      stats.delayed = static_cast<int64_t>(s.ColumnDouble(1));
-    }
-    {
-      ASSIGN_OR_RETURN(Statement s,
-                       c.Prepare("SELECT MIN(sent_micros) FROM queue_message "
-                                 "WHERE queue = ?1"));
-      s.Bind(1, queue);
-      RETURN_IF_ERROR(s.Step().status());
-      if (!s.IsNull(0)) {
-        stats.oldest_age_s =
-            std::max<int64_t>(0, (now - s.ColumnInt(0)) / kMicrosPerSecond);
-      }
-    }
+    // One pass over the queue: visible, in flight (received, hidden), delayed (never
+    // received, hidden), and the oldest sent time.
+    RETURN_IF_ERROR(
+        c.RunSql("SELECT "
+                 "COALESCE(SUM(CASE WHEN visible_at_micros <= ?2 THEN 1 ELSE 0 END), 0), "
+                 "COALESCE(SUM(CASE WHEN visible_at_micros > ?2 AND receive_count > 0 "
+                 "THEN 1 ELSE 0 END), 0), "
+                 "COALESCE(SUM(CASE WHEN visible_at_micros > ?2 AND receive_count = 0 "
+                 "THEN 1 ELSE 0 END), 0), "
+                 "MIN(sent_micros) FROM queue_message WHERE queue = ?1",
+                 {queue, now},
+                 [&](const SqlRow& row) {
+                   stats.visible = row.Int(0);
+                   stats.in_flight = row.Int(1);
+                   stats.delayed = row.Int(2);
+                   if (!row.IsNull(3)) {
+                     stats.oldest_age_s =
+                         std::max<int64_t>(0, (now - row.Int(3)) / kMicrosPerSecond);
+                   }
+                   return false;
+                 })
+            .status());
     if (q.max_receive_count > 0 && !q.dead_letter_queue.empty()) {
-      ASSIGN_OR_RETURN(Statement s,
-                       c.Prepare("SELECT COUNT(*) FROM queue_message WHERE queue = ?1"));
-      s.Bind(1, q.dead_letter_queue);
-      RETURN_IF_ERROR(s.Step().status());
-      stats.dead_letter_depth = s.ColumnInt(0);
+      RETURN_IF_ERROR(c.RunSql("SELECT COUNT(*) FROM queue_message WHERE queue = ?1",
+                               {q.dead_letter_queue},
+                               [&](const SqlRow& row) {
+                                 stats.dead_letter_depth = row.Int(0);
+                                 return false;
+                               })
+                          .status());
     }
     return Status::OK();
   }));
@@ -703,16 +774,18 @@ Result<bool> QueueService::WaitForMessages(const std::string& queue,
     const uint64_t seen = change_seq_;
     lock.Unlock();
     std::optional<int64_t> earliest;
-    Status read = db_->Read([&](SqliteConnection& c) -> Status {
+    Status read = db_->Read([&](Connection& c) -> Status {
       earliest.reset();
       ASSIGN_OR_RETURN(bool exists, QueueExists(c, queue));
-      if (!exists) return NotFound("queue " + queue + " does not exist");
-      ASSIGN_OR_RETURN(Statement s, c.Prepare("SELECT MIN(visible_at_micros) FROM "
-                                              "queue_message WHERE queue = ?1"));
-      s.Bind(1, queue);
-      RETURN_IF_ERROR(s.Step().status());
-      if (!s.IsNull(0)) earliest = s.ColumnInt(0);
-      return Status::OK();
+      if (!exists) return MissingQueue(queue);
+      return c
+          .RunSql("SELECT MIN(visible_at_micros) FROM queue_message WHERE queue = ?1",
+                  {queue},
+                  [&](const SqlRow& row) {
+                    if (!row.IsNull(0)) earliest = row.Int(0);
+                    return false;
+                  })
+          .status();
     });
     lock.Lock();
     if (!read.ok()) return read;

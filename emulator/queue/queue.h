@@ -1,7 +1,8 @@
-// emulator/queue: the SQS standard-queue stand-in, stored in SQLite
-// (schema/002_queue.sql) so that nothing is lost on restart: messages, in-flight state
+// emulator/queue: the SQS standard-queue stand-in, stored in the database (SQLite:
+// emulator/schema/002_queue.sql; PostgreSQL: emulator/postgres/schema/002_queue.sql,
+// the same tables) so that nothing is lost on restart: messages, in-flight state
 // (visibility deadlines and the latest receipt handle) and receive counts all survive
-// closing and reopening the Database.
+// closing and reopening the database.
 //
 // Semantics follow SQS standard queues where the seeds depend on them:
 //   - Send adds a message, hidden for `delay_s` (default: the queue's delay).
@@ -41,19 +42,36 @@
 //
 // Errors: a queue that does not exist is NotFound; a bad argument is InvalidArgument;
 // a body over 256 KiB is ResourceExhausted; an armed fault point returns Unavailable;
-// storage errors are passed through from the Database.
+// storage errors are passed through from the database.
 //
 // Fault points (emulator/env/fault_points.h): "queue.send", "queue.receive",
 // "queue.change_visibility", "queue.delete" fail the call before it changes anything;
 // "queue.receive.duplicate" (kDuplicate) delivers a received message but leaves it
 // visible, so the next Receive delivers it again: SQS's occasional duplicate delivery.
 //
+// Several processes (nodes) on one PostgreSQL database: each runs its own QueueService
+// on its own PostgresDatabase, and every promise above holds across them. Receive
+// locks the messages it picks (FOR UPDATE SKIP LOCKED) until its transaction commits,
+// passing over those another receiver holds: no message is handed to two receivers
+// inside its visibility timeout, and receivers never wait for each other.
+// ChangeVisibility, Delete and RecordFailure lock the message while they judge its
+// receipt handle, so a handle made stale by another node's receive is refused
+// (ConditionFailed) there too. Dead-lettering happens on the locked message; the
+// retention purge passes over messages a receiver holds (that receive, or the next
+// purge, drops them).
+// SQLite has a single writer: the same statements run one transaction at a time.
+//
 // Waking consumers: WaitForMessages blocks until a message of the queue is visible (a
 // Send, ChangeVisibility or Redrive through this QueueService notifies at once; a
 // visibility or delay deadline is awaited on the Clock), with no polling interval.
-// Notifications come from this QueueService object: use one per Database.
+// Notifications come from this QueueService object: use one per database handle.
+// Across nodes (stage 3, not built): a message made visible by ANOTHER process (its
+// Send, ChangeVisibility, Redrive) wakes this one's waiters only at the next deadline
+// they await on the clock (the earliest hidden message's, or the caller's own
+// deadline) or at this process's own next change; PostgreSQL's LISTEN/NOTIFY on a
+// per-queue channel is the way to wake them at once.
 //
-// Thread-safe. All state lives in SQLite; the object itself only holds waiters.
+// Thread-safe. All state lives in the database; the object itself only holds waiters.
 #pragma once
 
 #include <cstdint>
@@ -64,8 +82,8 @@
 
 #include "emulator/env/fault_points.h"
 #include "emulator/env/mutex.h"
-#include "emulator/sqlite/database.h"
 #include "emulator/status.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
@@ -126,8 +144,9 @@ class QueueService {
   static constexpr int kMaxReceiveBatch = 10;
   static constexpr size_t kMaxBodyBytes = 256 * 1024;
 
-  // `db`, `clock` must outlive this object. `faults` may be null (no fault points).
-  QueueService(Database* db, Clock* clock, FaultInjector* faults = nullptr);
+  // `db` (SQLite's Database or a PostgresDatabase), `clock` must outlive this object.
+  // `faults` may be null (no fault points).
+  QueueService(Transactions* db, Clock* clock, FaultInjector* faults = nullptr);
   ~QueueService();
   QueueService(const QueueService&) = delete;
   QueueService& operator=(const QueueService&) = delete;
@@ -166,8 +185,9 @@ class QueueService {
   // deleted. Message already gone: OK.
   Status Delete(const std::string& queue, const std::string& receipt_handle);
 
-  // Keeps `error_text` (truncated to 4 KiB) as the message's last error, shown by
-  // ListDeadLetters if it is dead-lettered later. Does not change visibility.
+  // Keeps `error_text` as the message's last error, shown by ListDeadLetters if it is
+  // dead-lettered later: as UTF-8 text of at most 4 KiB (cut at a character boundary; a
+  // NUL or a byte that is not UTF-8 becomes U+FFFD). Does not change visibility.
   // Stale handle: ConditionFailed. Message gone: NotFound.
   Status RecordFailure(const std::string& queue, const std::string& receipt_handle,
                        const std::string& error_text);
@@ -231,7 +251,7 @@ class QueueService {
                                             const std::string* bodies, size_t count,
                                             std::optional<int64_t> delay_s);
 
-  Database* db_;
+  Transactions* db_;
   Clock* clock_;
   FaultInjector* faults_;
 
