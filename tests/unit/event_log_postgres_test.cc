@@ -41,7 +41,7 @@ class PostgresEventLogTest : public ::testing::Test {
       EventLog::Options log_options;
       log_options.serialize_appends_per_sheet = true;  // as App sets it on PostgreSQL
       logs_.push_back(std::make_unique<EventLog>(
-          dbs_.back().get(), SystemClock::Default(), nullptr, log_options));
+          dbs_.back().get(), SystemClock::Default(), &faults_, log_options));
     }
   }
 
