@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Appends through N sheetlog nodes sharing one PostgreSQL database (bench/README.md
+# "Appends on PostgreSQL"): N servers with --store on one fresh database, one sheet with
+# snapshot_every 0, wrk keep-alive appends (one SetCell each) at 8 connections per node,
+# all nodes at once on the same sheet. Prints appends/s (all nodes), the responses that
+# were not 201 (a 503 "contention" is the honest refusal when the retries ran out), the
+# sheet's entries before and after (acknowledged appends must all be there), and the
+# CPU per acknowledged append of the nodes and of PostgreSQL's processes.
+# Usage: bench/http/nodes.sh CONNINFO [path/to/sheetlog] [nodes] [seconds]
+#   CONNINFO: the server's `postgres` database (scripts/postgres start DIR writes it to
+#   DIR/conninfo); a database of its own is created for the run.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ADMIN=$1
+BIN=${2:-build/release/sheetlog}
+NODES=${3:-3}
+SECONDS_PER_RUN=${4:-6}
+DB="bench_nodes_$$"
+psql "$ADMIN" -qc "CREATE DATABASE $DB" >/dev/null
+STORE="$ADMIN dbname=$DB"
+PIDS=()
+URLS=()
+DIRS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "${DIRS[@]}"
+  psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null || true
+}
+trap cleanup EXIT
+ulimit -n "$(ulimit -Hn)"
+for ((n = 0; n < NODES; n++)); do
+  dir=$(mktemp -d)
+  DIRS+=("$dir")
+  mkfifo "$dir/port"
+  "$BIN" serve --data-dir "$dir" --store "$STORE" --listen 127.0.0.1:0 \
+    --port-file "$dir/port" --log-level warn &
+  PIDS+=($!)
+  URLS+=("http://127.0.0.1:$(head -1 "$dir/port")")
+done
+SHEET=$(curl -s -XPOST "${URLS[0]}/v1/sheets" -d '{"snapshot_every":0}' |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+export SHEET
+next_seq() {
+  curl -s "${URLS[0]}/v1/sheets/$SHEET" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["next_seq"])'
+}
+before=$(next_seq)
+load=$(cut -d' ' -f1 /proc/loadavg)
+STAT=$(mktemp)
+perf stat -e task-clock -p "$(IFS=,; echo "${PIDS[*]}")" -o "$STAT" &
+PERF=$!
+perf stat -e task-clock -p "$(pgrep -d, -x postgres)" -o "$STAT.pg" &
+PG_PERF=$!
+OUTS=()
+WRKS=()
+for url in "${URLS[@]}"; do
+  out=$(mktemp)
+  OUTS+=("$out")
+  wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" -s bench/http/append.lua "$url" >"$out" &
+  WRKS+=($!)
+done
+wait "${WRKS[@]}"
+kill -INT $PERF $PG_PERF
+wait $PERF $PG_PERF 2>/dev/null || true
+after=$(next_seq)
+requests=0
+non2xx=0
+for out in "${OUTS[@]}"; do
+  r=$(awk '/requests in/ {print $1}' "$out")
+  e=$(awk '/Non-2xx/ {print $5}' "$out")
+  requests=$((requests + r))
+  non2xx=$((non2xx + ${e:-0}))
+  rm -f "$out"
+done
+ms=$(awk '/task-clock/ {gsub(",","",$1); print $1}' "$STAT")
+pg_ms=$(awk '/task-clock/ {gsub(",","",$1); print $1}' "$STAT.pg")
+rm -f "$STAT" "$STAT.pg"
+python3 -c "
+acked = $after - $before
+print('nodes=$NODES: %d requests, %d acknowledged (%.0f/s), %d not 201; nodes %.0f us and PostgreSQL %.0f us CPU per acknowledged append; load $load'
+      % ($requests, acked, acked / $SECONDS_PER_RUN, $non2xx, $ms * 1000 / max(acked, 1), $pg_ms * 1000 / max(acked, 1)))
+# wrk counts only the responses it read before it stopped; a request in flight then may
+# still commit (at most one per connection). None answered 201 may be missing.
+extra = acked - ($requests - $non2xx)
+print('answered 201 and stored: %s; stored beyond those wrk counted: %d (at most %d in flight)'
+      % ('all' if extra >= 0 else 'NOT ALL', extra, 8 * $NODES))
+"
