@@ -1,6 +1,5 @@
 // FunctionRuntime stream event source mappings over the real `entry` change feed, from
-// one source for every backend (Sqlite/...; Postgres/... once FunctionRuntime takes
-// Transactions*: it hands its database to ExecutionHistory, still SQLite's).
+// one source for every backend (Sqlite/... and Postgres/...).
 // Time is a ManualClock that only the test moves; background progress is awaited on
 // conditions signalled by the runtime's observer and the handlers (bounded in real time).
 #include <gtest/gtest.h>
@@ -152,8 +151,8 @@ class StreamMappingTest : public ::testing::TestWithParam<testing::Backend> {
     feed_ = std::make_unique<ChangeFeed>(db_->get(), &clock_);
   }
 
-  // The runtime's database: SQLite's until FunctionRuntime takes Transactions*.
-  Database* runtime_db() { return db_->sqlite(); }
+  // The runtime's database: the backend's.
+  Transactions* runtime_db() { return db_->get(); }
 
   // A runtime with no pruning (so nothing but commits and the test's clock moves it).
   FunctionRuntime& NewRuntime(int workers = 4, int64_t batching_window_micros = 0) {
@@ -760,7 +759,8 @@ TEST_P(StreamMappingTest, RejectsBadMappings) {
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, StreamMappingTest,
                          ::testing::Values(testing::Backend::kSqlite));
-// Postgres: with FunctionRuntime on Transactions* (runtime_db() becomes db_->get()).
+INSTANTIATE_TEST_SUITE_P(Postgres, StreamMappingTest,
+                         ::testing::Values(testing::Backend::kPostgres));
 
 }  // namespace
 }  // namespace sheetlog
