@@ -25,6 +25,7 @@ Status LifecycleSweeper::Start() {
   }
   worker_.Start(options_.period_micros, options_.sweep_at_start,
                 [this](const std::atomic<bool>& stopping) {
+                  if (options_.may_run && !options_.may_run()) return;
                   // Errors are recorded in the counters; the worker keeps its schedule.
                   (void)SweepOnce(&stopping);
                 });

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <thread>
 
 #include "emulator/blob/blob_store.h"
@@ -34,6 +35,10 @@ struct LifecycleSweeperOptions {
   // Sweep as soon as the worker starts (so a server restarted more often than the
   // period still sweeps). Default: true.
   bool sweep_at_start = true;
+  // Asked before each sweep of the worker (not RunNow): false skips that one. Nodes
+  // sharing one store pass a cluster claim here, so the store is swept once per
+  // cluster, not once per node (docs/cluster.md). Default (null): always sweep.
+  std::function<bool()> may_run;
 };
 
 struct LifecycleSweeperCounters {

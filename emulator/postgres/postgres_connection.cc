@@ -3,6 +3,7 @@
 #include "emulator/postgres/postgres_connection.h"
 
 #include <libpq-fe.h>
+#include <poll.h>
 
 #include <charconv>
 #include <cstdlib>
@@ -209,6 +210,45 @@ PostgresConnection::~PostgresConnection() { PQfinish(conn_); }
 
 bool PostgresConnection::usable() const { return PQstatus(conn_) == CONNECTION_OK; }
 
+int PostgresConnection::backend_pid() const { return PQbackendPID(conn_); }
+
+const char* RemoteChangePayload(RemoteChange kind) {
+  switch (kind) {
+    case RemoteChange::kChangeFeed:
+      return "feed";
+    case RemoteChange::kQueue:
+      return "queue";
+  }
+  return "";
+}
+
+void PostgresConnection::WakeOtherProcessesAtCommit(RemoteChange kind) {
+  const std::string payload = RemoteChangePayload(kind);
+  for (const std::string& p : wake_at_commit_) {
+    if (p == payload) return;
+  }
+  wake_at_commit_.push_back(payload);
+}
+
+Result<std::vector<PostgresNotification>> PostgresConnection::AwaitNotifications(
+    int wake_fd) {
+  std::vector<PostgresNotification> received;
+  auto take = [&] {
+    while (pgNotify* n = PQnotifies(conn_)) {
+      received.push_back({n->be_pid, n->extra != nullptr ? n->extra : ""});
+      PQfreemem(n);
+    }
+  };
+  if (PQconsumeInput(conn_) == 0) return ErrorStatus(nullptr);
+  take();
+  if (!received.empty()) return received;
+  pollfd fds[2] = {{PQsocket(conn_), POLLIN, 0}, {wake_fd, POLLIN, 0}};
+  if (poll(fds, 2, -1) < 0 || fds[1].revents != 0) return received;
+  if (PQconsumeInput(conn_) == 0 || !usable()) return ErrorStatus(nullptr);
+  take();
+  return received;
+}
+
 Status PostgresConnection::ErrorStatus(const pg_result* result) const {
   const char* state =
       result == nullptr ? nullptr : PQresultErrorField(result, PG_DIAG_SQLSTATE);
@@ -388,6 +428,7 @@ Result<int64_t> PostgresConnection::RunSql(
 
 Status PostgresConnection::Begin(const std::string& mode, const std::string& then) {
   failed_ = Status::OK();
+  wake_at_commit_.clear();
   std::string sql = mode.empty() ? "BEGIN" : "BEGIN " + mode;
   if (!then.empty()) sql += "; " + then;
   return Exec(sql);
@@ -395,19 +436,38 @@ Status PostgresConnection::Begin(const std::string& mode, const std::string& the
 
 Status PostgresConnection::Commit() { return CommitProbing("", nullptr); }
 
-Status PostgresConnection::CommitProbing(const std::string& probe, bool* set) {
+Status PostgresConnection::CommitProbing(const std::string& probe, bool* set,
+                                         const std::string& notify_if_set) {
   if (set != nullptr) *set = false;
+  std::vector<std::string> wakes;
+  wakes.swap(wake_at_commit_);
   if (!failed_.ok()) {
     Status failed = failed_;
     Rollback();
     return failed;
   }
-  // One round trip: the probe's SELECT (if any), then COMMIT. If the SELECT fails (the
-  // transaction had failed already), the server skips the COMMIT and the transaction
-  // is rolled back below.
-  const std::string sql = probe.empty() ? std::string("COMMIT")
-                                        : "SELECT COALESCE(current_setting('" + probe +
-                                              "', true), '') <> ''; COMMIT";
+  // One round trip: the notifications asked for, the probe's SELECT (if any; last, as
+  // its row is the one read below), then COMMIT. If a SELECT fails (the transaction
+  // had failed already), the server skips the COMMIT and the transaction is rolled
+  // back below. A NOTIFY is delivered only if the transaction commits.
+  std::string sql;
+  for (const std::string& payload : wakes) {
+    sql += std::string("SELECT pg_notify('") + kPostgresWakeChannel + "', '" + payload +
+           "'); ";
+  }
+  if (!probe.empty()) {
+    const std::string is_set = "COALESCE(current_setting('" + probe + "', true), '') <> ''";
+    if (notify_if_set.empty()) {
+      sql += "SELECT " + is_set + "; ";
+    } else {
+      // pg_notify runs only when the probe is set: in a CASE branch, as a sub-select
+      // (evaluated only when that branch is taken). Not `pg_notify(...) IS NULL OR
+      // true`, which the planner folds to `true` without calling it.
+      sql += "SELECT CASE WHEN " + is_set + " THEN (SELECT true FROM pg_notify('" +
+             kPostgresWakeChannel + "', '" + notify_if_set + "')) ELSE false END; ";
+    }
+  }
+  sql += "COMMIT";
   Status status;
   bool probed = false;
   bool committed = false;
@@ -450,6 +510,7 @@ Status PostgresConnection::CommitProbing(const std::string& probe, bool* set) {
 
 void PostgresConnection::Rollback() {
   failed_ = Status::OK();
+  wake_at_commit_.clear();
   if (usable()) (void)Exec("ROLLBACK");
 }
 

@@ -63,6 +63,17 @@ Result<std::string> DescribePostgresConninfo(const std::string& conninfo);
 // anonymous placeholder, and SQLite would number it by position).
 Result<std::string> PostgresPlaceholders(std::string_view sql);
 
+// The channel every node LISTENs on and NOTIFYs (Transactions::AddRemoteCommitListener);
+// the payload names the RemoteChange.
+inline constexpr const char* kPostgresWakeChannel = "sheetlog_wake";
+const char* RemoteChangePayload(RemoteChange kind);
+
+// A notification a LISTENing connection received.
+struct PostgresNotification {
+  int backend_pid = 0;  // the server process of the connection that sent it
+  std::string payload;
+};
+
 class PostgresConnection final : public Connection {
  public:
   // Connects, waiting at most `connect_timeout_seconds` (libpq's connect_timeout).
@@ -92,16 +103,27 @@ class PostgresConnection final : public Connection {
   // Commit, reading first (in the same round trip) whether the transaction set the
   // custom setting `probe` (e.g. "sheetlog.feed_written"), transaction-locally, to a
   // non-empty value: `*set` says so once the commit succeeded.
-  Status CommitProbing(const std::string& probe, bool* set);
+  // If it was, `notify_if_set` (unless empty) is sent on kPostgresWakeChannel with the
+  // commit, in the same round trip.
+  Status CommitProbing(const std::string& probe, bool* set,
+                       const std::string& notify_if_set = "");
   void Rollback();
 
   // False once the connection to the server is lost: the pool drops it.
   bool usable() const;
+  // The server process serving this connection (what a notification it sent names).
+  int backend_pid() const;
+  // For a connection that ran LISTEN: waits until notifications arrive (returned),
+  // until `wake_fd` becomes readable (returns none), or until the connection is lost
+  // (Unavailable).
+  Result<std::vector<PostgresNotification>> AwaitNotifications(int wake_fd);
   // "host=... port=... dbname=... user=..." for messages.
   const std::string& where() const { return where_; }
 
   // Connection: table rows in PostgreSQL's SQL (postgres_rows.cc).
   SqlDialect dialect() const override { return SqlDialect::kPostgres; }
+  // Sent with the COMMIT (CommitProbing), in its round trip.
+  void WakeOtherProcessesAtCommit(RemoteChange kind) override;
   Result<std::optional<Item>> LoadRow(const Table& table, const Key& key,
                                       bool for_write) override;
   Result<bool> InsertIfAbsent(const Table& table, uint64_t mask,
@@ -133,6 +155,8 @@ class PostgresConnection final : public Connection {
                                      const std::vector<const Value*>& params);
 
   pg_conn* conn_;
+  // RemoteChangePayload()s to NOTIFY with this transaction's commit.
+  std::vector<std::string> wake_at_commit_;
   std::string where_;
   std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
   // RunSql's statements: the shared SQL -> PostgreSQL's (PostgresPlaceholders).

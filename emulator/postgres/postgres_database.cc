@@ -1,5 +1,10 @@
 #include "emulator/postgres/postgres_database.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "emulator/env/clock.h"
@@ -88,6 +93,101 @@ PostgresDatabase::PostgresDatabase(const Options& options) : options_(options) {
   if (options_.clock == nullptr) options_.clock = SystemClock::Default();
 }
 
+PostgresDatabase::~PostgresDatabase() {
+  std::thread listener;
+  {
+    MutexLock lock(&listeners_mu_);
+    listener = std::move(listen_thread_);
+  }
+  if (listener.joinable()) {
+    stop_listening_.store(true);
+    const char byte = 1;
+    (void)!write(stop_pipe_[1], &byte, 1);
+    listener.join();
+  }
+  for (int fd : stop_pipe_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void PostgresDatabase::AddRemoteCommitListener(RemoteChange kind,
+                                               std::function<void()> listener) {
+  MutexLock lock(&listeners_mu_);
+  remote_listeners_[kind].push_back(std::move(listener));
+  if (listen_thread_.joinable()) return;
+  if (pipe2(stop_pipe_, O_CLOEXEC) != 0) {
+    spdlog::error("postgres: no pipe for the listening thread; other nodes' commits "
+                  "will be noticed at deadlines only");
+    return;
+  }
+  listen_thread_ = std::thread([this] { ListenLoop(); });
+}
+
+void PostgresDatabase::TellRemoteListeners(RemoteChange kind) {
+  std::vector<std::function<void()>> listeners;
+  {
+    MutexLock lock(&listeners_mu_);
+    listeners = remote_listeners_[kind];
+  }
+  for (auto& listener : listeners) listener();
+}
+
+bool PostgresDatabase::IsOwnBackend(int backend_pid) {
+  MutexLock lock(&mu_);
+  return own_backends_.count(backend_pid) > 0;
+}
+
+void PostgresDatabase::ListenLoop() {
+  int backoff_ms = 0;
+  bool warned = false;
+  while (!stop_listening_.load()) {
+    if (backoff_ms > 0) {
+      pollfd stop{stop_pipe_[0], POLLIN, 0};
+      (void)poll(&stop, 1, backoff_ms);
+      if (stop_listening_.load()) return;
+    }
+    backoff_ms = std::min(std::max(100, backoff_ms * 2), 5000);
+    Result<std::unique_ptr<PostgresConnection>> conn =
+        PostgresConnection::Open(options_.conninfo, options_.connect_timeout_seconds);
+    Status listening = conn.ok() ? (*conn)->Exec(std::string("LISTEN ") +
+                                                 kPostgresWakeChannel)
+                                 : conn.status();
+    if (!listening.ok()) {
+      if (!warned) {
+        spdlog::warn("postgres: listening for other nodes' commits failed (retrying): {}",
+                     listening.ToString());
+        warned = true;
+      }
+      continue;
+    }
+    if (warned) spdlog::info("postgres: listening for other nodes' commits again");
+    warned = false;
+    backoff_ms = 0;
+    // Whatever other nodes committed while nobody listened.
+    TellRemoteListeners(RemoteChange::kChangeFeed);
+    TellRemoteListeners(RemoteChange::kQueue);
+    while (!stop_listening_.load()) {
+      Result<std::vector<PostgresNotification>> received =
+          (*conn)->AwaitNotifications(stop_pipe_[0]);
+      if (!received.ok()) {
+        spdlog::warn("postgres: the listening connection was lost: {}",
+                     received.status().ToString());
+        backoff_ms = 100;
+        break;
+      }
+      bool feed = false;
+      bool queue = false;
+      for (const PostgresNotification& n : *received) {
+        if (IsOwnBackend(n.backend_pid)) continue;
+        if (n.payload == RemoteChangePayload(RemoteChange::kChangeFeed)) feed = true;
+        if (n.payload == RemoteChangePayload(RemoteChange::kQueue)) queue = true;
+      }
+      if (feed) TellRemoteListeners(RemoteChange::kChangeFeed);
+      if (queue) TellRemoteListeners(RemoteChange::kQueue);
+    }
+  }
+}
+
 Result<std::unique_ptr<PostgresDatabase>> PostgresDatabase::Open(const Options& options) {
   if (options.connections < 1) {
     return InvalidArgument("a PostgreSQL database needs at least one connection");
@@ -119,10 +219,12 @@ Result<std::unique_ptr<PostgresConnection>> PostgresDatabase::Acquire() {
   }
   Result<std::unique_ptr<PostgresConnection>> conn =
       PostgresConnection::Open(options_.conninfo, options_.connect_timeout_seconds);
+  MutexLock lock(&mu_);
   if (!conn.ok()) {
-    MutexLock lock(&mu_);
     --open_;
     idle_cv_.NotifyOne();
+  } else {
+    own_backends_.insert((*conn)->backend_pid());
   }
   return conn;
 }
@@ -133,6 +235,7 @@ void PostgresDatabase::Release(std::unique_ptr<PostgresConnection> conn) {
     idle_.push_back(std::move(conn));
   } else {
     --open_;  // lost: the next Acquire connects afresh
+    own_backends_.erase(conn->backend_pid());
   }
   idle_cv_.NotifyOne();
 }
@@ -158,8 +261,10 @@ Status PostgresDatabase::Run(const Work& work, const std::string& mode, bool wri
   if (status.ok()) {
     status = work(*conn);
     if (status.ok()) {
-      status =
-          write ? conn->CommitProbing("sheetlog.feed_written", &fed) : conn->Commit();
+      // A commit that fed the change feed wakes the other nodes' readers too.
+      status = write ? conn->CommitProbing("sheetlog.feed_written", &fed,
+                                           RemoteChangePayload(RemoteChange::kChangeFeed))
+                     : conn->Commit();
     } else {
       conn->Rollback();
     }

@@ -14,9 +14,13 @@
 // the next call connects afresh, so the process recovers by itself.
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "emulator/env/mutex.h"
@@ -63,15 +67,24 @@ class PostgresDatabase final : public Transactions {
   // Connects and applies `options.migrations`. Unavailable if the server cannot be
   // reached; FailedPrecondition if its schema is newer than this binary knows.
   static Result<std::unique_ptr<PostgresDatabase>> Open(const Options& options);
-  ~PostgresDatabase() override = default;
+  // Stops the listening thread (if any) and closes the connections.
+  ~PostgresDatabase() override;
 
   Status Write(const Work& work) override EXCLUDES(mu_);
   Status Read(const Work& work) override EXCLUDES(mu_);
   // Listeners run after each Write of this handle whose transaction wrote a
   // change-feed record (the triggers set `sheetlog.feed_written`, read back in the
-  // COMMIT's round trip). Other processes' commits are not heard: that is stage 3
-  // (LISTEN/NOTIFY; emulator/stream/change_feed.h).
+  // COMMIT's round trip).
   void AddCommitListener(std::function<void()> listener) override EXCLUDES(listeners_mu_);
+  // Other nodes: such a commit also NOTIFYs kPostgresWakeChannel ("feed"), as does a
+  // transaction that asked for it (Connection::WakeOtherProcessesAtCommit). The first
+  // remote listener starts a thread with a connection of its own that LISTENs on the
+  // channel and runs the listeners of each notification's kind, skipping
+  // notifications sent by this handle's own connections (their commits ran the local
+  // listeners). A lost listening connection is opened again (backoff up to 5 s), and
+  // then every remote listener runs once: notifications sent meanwhile are gone.
+  void AddRemoteCommitListener(RemoteChange kind, std::function<void()> listener) override
+      EXCLUDES(listeners_mu_);
 
   int schema_version() const { return schema_version_; }
   // "host=... dbname=..." (no password), for messages.
@@ -87,6 +100,11 @@ class PostgresDatabase final : public Transactions {
   // Back to the pool, or closed if the connection was lost.
   void Release(std::unique_ptr<PostgresConnection> conn) EXCLUDES(mu_);
 
+  // The listening thread (AddRemoteCommitListener).
+  void ListenLoop() EXCLUDES(mu_, listeners_mu_);
+  void TellRemoteListeners(RemoteChange kind) EXCLUDES(listeners_mu_);
+  bool IsOwnBackend(int backend_pid) EXCLUDES(mu_);
+
   Options options_;
   std::string where_;
   int schema_version_ = 0;
@@ -95,9 +113,15 @@ class PostgresDatabase final : public Transactions {
   CondVar idle_cv_;
   std::vector<std::unique_ptr<PostgresConnection>> idle_ GUARDED_BY(mu_);
   int open_ GUARDED_BY(mu_) = 0;  // connections idle or in use
+  std::set<int> own_backends_ GUARDED_BY(mu_);  // backend_pid() of each open one
 
   Mutex listeners_mu_;
   std::vector<std::function<void()>> listeners_ GUARDED_BY(listeners_mu_);
+  std::map<RemoteChange, std::vector<std::function<void()>>> remote_listeners_
+      GUARDED_BY(listeners_mu_);
+  std::thread listen_thread_ GUARDED_BY(listeners_mu_);
+  std::atomic<bool> stop_listening_{false};
+  int stop_pipe_[2] = {-1, -1};  // written to stop the listening thread
 };
 
 }  // namespace sheetlog

@@ -195,10 +195,33 @@ Status CheckReceipt(Connection& c, const std::string& queue, const ReceiptHandle
 
 }  // namespace
 
-QueueService::QueueService(Transactions* db, Clock* clock, FaultInjector* faults)
-    : db_(db), clock_(clock), faults_(faults) {}
+// What the database's remote listener holds (it cannot be removed): the service,
+// until the service is destroyed.
+struct QueueService::RemoteWake {
+  Mutex mu;
+  QueueService* service GUARDED_BY(mu) = nullptr;
+};
 
-QueueService::~QueueService() { Shutdown(); }
+QueueService::QueueService(Transactions* db, Clock* clock, FaultInjector* faults)
+    : db_(db), clock_(clock), faults_(faults), remote_wake_(std::make_shared<RemoteWake>()) {
+  {
+    MutexLock lock(&remote_wake_->mu);
+    remote_wake_->service = this;
+  }
+  // Another node's Send wakes this node's receivers at once, not at their deadline.
+  db_->AddRemoteCommitListener(RemoteChange::kQueue, [wake = remote_wake_] {
+    MutexLock lock(&wake->mu);
+    if (wake->service != nullptr) wake->service->Notify();
+  });
+}
+
+QueueService::~QueueService() {
+  {
+    MutexLock lock(&remote_wake_->mu);
+    remote_wake_->service = nullptr;
+  }
+  Shutdown();
+}
 
 Status QueueService::Hit(FaultPoint point) {
   if (faults_ == nullptr) return Status::OK();
@@ -339,6 +362,7 @@ Result<std::vector<std::string>> QueueService::SendMany(const std::string& queue
                                {ids[i], queue, Value::Bytes(bodies[i]), now, visible_at})
                           .status());
     }
+    c.WakeOtherProcessesAtCommit(RemoteChange::kQueue);  // their receivers may wait
     return Status::OK();
   }));
   Notify();
@@ -487,6 +511,7 @@ Status QueueService::ChangeVisibility(const std::string& queue,
     bool gone = false;
     RETURN_IF_ERROR(CheckReceipt(c, queue, handle, &gone));
     if (gone) return NotFound("message " + handle.message_id + " not found");
+    c.WakeOtherProcessesAtCommit(RemoteChange::kQueue);
     return c
         .RunSql("UPDATE queue_message SET visible_at_micros = ?2 WHERE id = ?1",
                 {handle.message_id, clock_->NowMicros() + seconds * kMicrosPerSecond})
@@ -651,6 +676,7 @@ Result<int64_t> QueueService::Redrive(const std::string& dead_letter_queue,
     }
     ASSIGN_OR_RETURN(moved, c.RunSql(std::string(kMove) + " AND id = ?3",
                                      {dead_letter_queue, now, *message_id}));
+    c.WakeOtherProcessesAtCommit(RemoteChange::kQueue);
     return Status::OK();
   }));
   if (moved > 0) Notify();

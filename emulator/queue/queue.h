@@ -65,17 +65,18 @@
 // Send, ChangeVisibility or Redrive through this QueueService notifies at once; a
 // visibility or delay deadline is awaited on the Clock), with no polling interval.
 // Notifications come from this QueueService object: use one per database handle.
-// Across nodes (stage 3, not built): a message made visible by ANOTHER process (its
-// Send, ChangeVisibility, Redrive) wakes this one's waiters only at the next deadline
-// they await on the clock (the earliest hidden message's, or the caller's own
-// deadline) or at this process's own next change; PostgreSQL's LISTEN/NOTIFY on a
-// per-queue channel is the way to wake them at once.
+// Across nodes: those three commit with Connection::WakeOtherProcessesAtCommit, and
+// the service listens (Transactions::AddRemoteCommitListener, kQueue), so a message
+// another node made visible wakes this node's waiters at once on PostgreSQL
+// (LISTEN/NOTIFY), one channel for every queue: a waiter of another queue re-reads and
+// waits again.
 //
 // Thread-safe. All state lives in the database; the object itself only holds waiters.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -254,6 +255,9 @@ class QueueService {
   Transactions* db_;
   Clock* clock_;
   FaultInjector* faults_;
+
+  struct RemoteWake;
+  std::shared_ptr<RemoteWake> remote_wake_;
 
   Mutex mu_;
   CondVar cv_;

@@ -93,6 +93,19 @@ constexpr const char* kPruneLapsedLeases =
 constexpr const char* kReleaseOtherLeases =
     "DELETE FROM execution_owner WHERE owner <> ?1";
 constexpr const char* kReleaseLease = "DELETE FROM execution_owner WHERE owner = ?1";
+constexpr const char* kReleaseOwnersClaims = "DELETE FROM owner_claim WHERE owner = ?1";
+// Free, ours, or its holder's lease is gone (lapsed, pruned or released): no row comes
+// back when another owner's live lease holds it.
+constexpr const char* kClaim =
+    "INSERT INTO owner_claim (name, owner) VALUES (?1, ?2) "
+    "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner "
+    "WHERE owner_claim.owner = excluded.owner OR NOT EXISTS (SELECT 1 FROM "
+    "execution_owner o WHERE o.owner = owner_claim.owner AND o.expires_at > ?3) "
+    "RETURNING owner";
+constexpr const char* kReleaseClaim =
+    "DELETE FROM owner_claim WHERE name = ?1 AND owner = ?2";
+constexpr const char* kCountLiveOwners =
+    "SELECT COUNT(*) FROM execution_owner WHERE expires_at > ?1";
 
 // How often an append retries after another node took the sequence it computed.
 constexpr int kAppendRounds = 64;
@@ -367,8 +380,10 @@ void ExecutionHistory::StopLease() {
   }
   lease_cv_.NotifyAll();
   if (thread.joinable()) thread.join();
-  Status status = db_->Write(
-      [&](Connection& c) -> Status { return c.RunSql(kReleaseLease, {owner}).status(); });
+  Status status = db_->Write([&](Connection& c) -> Status {
+    RETURN_IF_ERROR(c.RunSql(kReleaseOwnersClaims, {owner}).status());
+    return c.RunSql(kReleaseLease, {owner}).status();
+  });
   if (!status.ok()) {
     spdlog::warn(
         "execution history: releasing the lease failed (it lapses by itself): {}",
@@ -381,6 +396,44 @@ void ExecutionHistory::StopLease() {
 std::string ExecutionHistory::owner() const {
   MutexLock lock(&lease_mu_);
   return owner_;
+}
+
+Result<bool> ExecutionHistory::ClaimName(const std::string& name) {
+  const std::string owner = this->owner();
+  if (owner.empty()) return FailedPrecondition("a claim needs the history's lease");
+  bool held = false;
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+    held = false;
+    return c
+        .RunSql(kClaim, {name, owner, clock_->NowMicros()},
+                [&](const SqlRow&) {
+                  held = true;
+                  return false;
+                })
+        .status();
+  }));
+  return held;
+}
+
+Status ExecutionHistory::ReleaseName(const std::string& name) {
+  const std::string owner = this->owner();
+  if (owner.empty()) return Status::OK();
+  return db_->Write(
+      [&](Connection& c) -> Status { return c.RunSql(kReleaseClaim, {name, owner}).status(); });
+}
+
+Result<int> ExecutionHistory::LiveOwners() {
+  int live = 0;
+  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
+    return c
+        .RunSql(kCountLiveOwners, {clock_->NowMicros()},
+                [&](const SqlRow& row) {
+                  live = static_cast<int>(row.Int(0));
+                  return false;
+                })
+        .status();
+  }));
+  return live;
 }
 
 bool ExecutionHistory::IsAbandoned(const ExecutionRow& row, int64_t time_budget_micros,

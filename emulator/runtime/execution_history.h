@@ -207,6 +207,24 @@ class ExecutionHistory {
   // This owner's id; "" before StartLease.
   std::string owner() const;
 
+  // Claims (schema 011, `owner_claim`): names this owner holds while its lease lives —
+  // a change-feed shard one node consumes, a job run once per cluster. A claim needs
+  // no renewal of its own: it is held exactly while the holder's lease is unexpired,
+  // so every claim of a node that dies comes free when its one lease lapses (ttl), and
+  // StopLease frees them at once.
+  //
+  // Takes `name` if it is free, held by this owner already, or held by an owner whose
+  // lease is gone (by this node's clock); true if this owner holds it now. Two nodes
+  // claiming at once: one gets it (a conditional upsert; on PostgreSQL the second
+  // waits for the first's commit and then sees its live lease). FailedPrecondition
+  // without a lease.
+  Result<bool> ClaimName(const std::string& name);
+  // Gives `name` up if this owner holds it (so another node may take it).
+  Status ReleaseName(const std::string& name);
+  // How many owners hold an unexpired lease now (this one included): the nodes the
+  // claimable work is shared among.
+  Result<int> LiveOwners();
+
   ~ExecutionHistory();
   ExecutionHistory(const ExecutionHistory&) = delete;
   ExecutionHistory& operator=(const ExecutionHistory&) = delete;

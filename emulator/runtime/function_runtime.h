@@ -20,6 +20,13 @@
 //     after success or a skip. A crash in between means redelivery, which the history
 //     turns into a no-op.
 //   - New records wake the mapping at once (commit listener); there is no polling delay.
+//   - One consumer per shard across nodes (issue 25): a shard is processed only while
+//     this runtime holds its claim (ExecutionHistory::ClaimName, "stream/<mapping>/<shard>"),
+//     which lives as long as the runtime's lease. Runtimes on one database share the
+//     shards: each claims at most ceil(shards / live owners) per mapping and gives up
+//     the rest between steps, rechecking every kClaimRecheckMicros of the clock; a
+//     shard taken over starts from the checkpoint its previous holder saved. A runtime
+//     that dies frees its shards when its lease lapses (ttl: 30 s).
 //
 // Queue mappings (Lambda + SQS):
 //   - `concurrency` consumer threads each receive up to batch_size messages and invoke
@@ -197,6 +204,10 @@ struct ShardProgress {
 // any thread; Add*Mapping, Start and Stop from the owner's thread.
 class FunctionRuntime {
  public:
+  // How often (clock time) the dispatcher renews its shard claims and rebalances them
+  // over the live owners (see "One consumer per shard").
+  static constexpr int64_t kClaimRecheckMicros = 10LL * 1000000;
+
   struct Options {
     // Threads running stream batches, shared by all stream mappings. Default: 4.
     int stream_workers = 4;
@@ -290,6 +301,15 @@ class FunctionRuntime {
   };
 
   void DispatchLoop();
+  // The claim round (see "One consumer per shard"), in three steps so that the
+  // database is never called under mu_: what each shard's claim is now (under mu_),
+  // the claims renewed, taken up to this runtime's share and given up past it
+  // (database only), and the outcome applied (under mu_; a shard taken starts from the
+  // checkpoint read with its claim).
+  struct ClaimRound;
+  ClaimRound PlanClaimRound() REQUIRES(mu_);
+  void RunClaimRound(ClaimRound& round) EXCLUDES(mu_);
+  void ApplyClaimRound(const ClaimRound& round) REQUIRES(mu_);
   void WorkerLoop();
   void ConsumerLoop(QueueState* mapping);
   // Runs one step of a shard: read a batch or (re)try the pending one.

@@ -27,12 +27,28 @@ struct FunctionRuntime::ShardState {
   int64_t cursor = 0;        // checkpointed sequence
   bool has_pending = false;  // a read batch is not finished
   int64_t next_attempt_micros = 0;
+  // This runtime holds the shard's claim (FunctionRuntime "One consumer per shard"):
+  // only then is it scheduled. Read and written by the dispatcher.
+  bool claimed = false;
 
   // Owned by the shard's task.
   std::deque<std::vector<StreamRecord>> pending;  // front first; halves after bisect
   int64_t range_end = 0;  // checkpoint once `pending` is done (covers filtered records)
   int attempts = 0;       // failed attempts of pending.front()
   Status last_error;
+};
+
+struct FunctionRuntime::ClaimRound {
+  struct Shard {
+    StreamState* mapping = nullptr;
+    int shard = 0;
+    bool claimed = false;    // at planning
+    bool in_flight = false;  // at planning: not given up, not taken
+    enum class Outcome { kUnchanged, kKept, kLost, kTaken, kGivenUp };
+    Outcome outcome = Outcome::kUnchanged;
+    int64_t checkpoint = 0;  // kTaken: where the previous holder left off
+  };
+  std::vector<Shard> shards;  // grouped by mapping, in shard order
 };
 
 struct FunctionRuntime::StreamState {

@@ -43,6 +43,7 @@ void FunctionRuntime::DispatchLoop() {
                             ? options_.batching_window_clock
                             : SystemClock::Default();
   int64_t last_heads_read = INT64_MIN;
+  int64_t next_claim_round = INT64_MIN;
   MutexLock lock(&mu_);
   while (!stopping_) {
     wake_ = false;
@@ -104,17 +105,35 @@ void FunctionRuntime::DispatchLoop() {
       if (stopping_) break;
     }
 
-    int64_t next_wake = std::min(next_prune, heads_retry_at);
+    // Claims: at start, every kClaimRecheckMicros, and when a shard appears.
+    bool new_shard = false;
+    for (auto& s : streams_) {
+      for (const auto& [shard, head] : s->heads) {
+        if (s->shards.count(shard) == 0) new_shard = true;
+      }
+    }
+    if (new_shard || now >= next_claim_round) {
+      ClaimRound round = PlanClaimRound();
+      lock.Unlock();
+      RunClaimRound(round);
+      lock.Lock();
+      ApplyClaimRound(round);
+      // A periodic round reads the heads again afterwards: shards taken may have
+      // records this node never heard of (another node's commits), and it is the
+      // fallback when wake-ups from other nodes are lost. (A round for a new shard
+      // follows a read of the heads already.)
+      if (!new_shard) heads_dirty_ = true;
+      now = clock_->NowMicros();
+      next_claim_round = now + kClaimRecheckMicros;
+      if (stopping_) break;
+    }
+
+    int64_t next_wake = std::min({next_prune, heads_retry_at, next_claim_round});
     int scheduled = 0;
     for (auto& s : streams_) {
       for (const auto& [shard, head] : s->heads) {
-        auto [it, inserted] = s->shards.try_emplace(shard);
-        ShardState& st = it->second;
-        if (inserted) {
-          auto cp = s->checkpoints.find(shard);
-          st.cursor = cp == s->checkpoints.end() ? 0 : cp->second;
-        }
-        if (st.in_flight) continue;
+        ShardState& st = s->shards[shard];
+        if (!st.claimed || st.in_flight) continue;
         if (!st.has_pending && head <= st.cursor) continue;
         if (st.next_attempt_micros > now) {
           next_wake = std::min(next_wake, st.next_attempt_micros);
@@ -133,6 +152,123 @@ void FunctionRuntime::DispatchLoop() {
       dispatch_cv_.Wait(mu_);
     } else {
       clock_->WaitUntil(dispatch_cv_, mu_, next_wake);
+    }
+  }
+}
+
+FunctionRuntime::ClaimRound FunctionRuntime::PlanClaimRound() {
+  ClaimRound round;
+  for (auto& s : streams_) {
+    for (const auto& [shard, head] : s->heads) {
+      auto [it, inserted] = s->shards.try_emplace(shard);
+      ShardState& st = it->second;
+      if (inserted) {
+        auto cp = s->checkpoints.find(shard);
+        st.cursor = cp == s->checkpoints.end() ? 0 : cp->second;
+      }
+      ClaimRound::Shard planned;
+      planned.mapping = s.get();
+      planned.shard = shard;
+      planned.claimed = st.claimed;
+      planned.in_flight = st.in_flight;
+      round.shards.push_back(planned);
+    }
+  }
+  return round;
+}
+
+void FunctionRuntime::RunClaimRound(ClaimRound& round) {
+  using Outcome = ClaimRound::Shard::Outcome;
+  Result<int> live = history_.LiveOwners();
+  if (!live.ok()) {
+    spdlog::warn("runtime: counting live owners failed: {}", live.status().ToString());
+  }
+  const int owners = std::max(1, live.ok() ? *live : 1);
+  auto claim_name = [](const StreamState& m, int shard) {
+    return "stream/" + m.config.name + "/" + std::to_string(shard);
+  };
+  size_t begin = 0;
+  while (begin < round.shards.size()) {
+    size_t end = begin;
+    while (end < round.shards.size() &&
+           round.shards[end].mapping == round.shards[begin].mapping) {
+      ++end;
+    }
+    StreamState& m = *round.shards[begin].mapping;
+    const int count = static_cast<int>(end - begin);
+    const int share = (count + owners - 1) / owners;
+    int held = 0;
+    for (size_t i = begin; i < end; ++i) held += round.shards[i].claimed ? 1 : 0;
+    // Past the share: give up the highest shards not running a step.
+    for (size_t i = end; i-- > begin && held > share;) {
+      ClaimRound::Shard& sh = round.shards[i];
+      if (!sh.claimed || sh.in_flight) continue;
+      Status released = history_.ReleaseName(claim_name(m, sh.shard));
+      if (!released.ok()) {
+        spdlog::warn("runtime: {} shard {}: giving up the claim failed: {}",
+                     m.config.name, sh.shard, released.ToString());
+      }
+      sh.outcome = Outcome::kGivenUp;  // not scheduled here either way
+      --held;
+    }
+    for (size_t i = begin; i < end; ++i) {
+      ClaimRound::Shard& sh = round.shards[i];
+      if (sh.outcome == Outcome::kGivenUp) continue;
+      if (!sh.claimed && (sh.in_flight || held >= share)) continue;
+      Result<bool> claimed = history_.ClaimName(claim_name(m, sh.shard));
+      if (!claimed.ok()) {
+        spdlog::warn("runtime: {} shard {}: claiming failed: {}", m.config.name, sh.shard,
+                     claimed.status().ToString());
+        // A claim held stays held until its lease lapses: keep working it.
+        continue;
+      }
+      if (sh.claimed) {
+        sh.outcome = *claimed ? Outcome::kKept : Outcome::kLost;
+        if (!*claimed) --held;
+        continue;
+      }
+      if (!*claimed) continue;
+      Result<int64_t> checkpoint = m.config.feed->Checkpoint(m.config.name, sh.shard);
+      if (!checkpoint.ok()) {
+        // Taken but not startable: give it back for now (the next round retries).
+        spdlog::warn("runtime: {} shard {}: reading the checkpoint failed: {}",
+                     m.config.name, sh.shard, checkpoint.status().ToString());
+        (void)history_.ReleaseName(claim_name(m, sh.shard));
+        continue;
+      }
+      sh.outcome = Outcome::kTaken;
+      sh.checkpoint = *checkpoint;
+      ++held;
+    }
+    begin = end;
+  }
+}
+
+void FunctionRuntime::ApplyClaimRound(const ClaimRound& round) {
+  using Outcome = ClaimRound::Shard::Outcome;
+  for (const ClaimRound::Shard& sh : round.shards) {
+    ShardState& st = sh.mapping->shards[sh.shard];
+    switch (sh.outcome) {
+      case Outcome::kUnchanged:
+      case Outcome::kKept:
+        break;
+      case Outcome::kLost:
+      case Outcome::kGivenUp:
+        // A step in flight finishes (its checkpoint only moves forward); nothing more
+        // is scheduled here.
+        st.claimed = false;
+        break;
+      case Outcome::kTaken:
+        // Start where the previous holder's checkpoint says: a batch read while this
+        // runtime held the shard before may have been done by another since.
+        st.claimed = true;
+        st.cursor = sh.checkpoint;
+        st.pending.clear();
+        st.has_pending = false;
+        st.attempts = 0;
+        st.next_attempt_micros = 0;
+        st.last_error = Status::OK();
+        break;
     }
   }
 }

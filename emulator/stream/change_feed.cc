@@ -98,6 +98,9 @@ ChangeFeed::ChangeFeed(Transactions* db, Clock* clock, std::string stream)
   // The listener keeps the notifier alive: a database has no way to remove a listener.
   std::shared_ptr<Notifier> notifier = notifier_;
   db_->AddCommitListener([notifier] { notifier->OnCommit(); });
+  // Other nodes' commits (PostgreSQL's LISTEN/NOTIFY) wake readers the same way.
+  db_->AddRemoteCommitListener(RemoteChange::kChangeFeed,
+                               [notifier] { notifier->OnCommit(); });
 }
 
 ChangeFeed::~ChangeFeed() {

@@ -18,14 +18,13 @@
 // the shared SQL of Connection::RunSql. The triggers are each backend's own
 // (stream_triggers.h).
 //
-// Wake-ups come from the database's commit listeners (Transactions::AddCommitListener),
-// which hear this process's commits only. On PostgreSQL, several processes (nodes) may
-// write one database: a record another node commits is read by any node (the feed's
-// order and checkpoints hold across nodes: emulator/postgres/schema/003_stream.sql),
-// but it wakes this node's waiters only at its next own commit or deadline. Stage 3
-// (not built): the triggers NOTIFY a channel and each node LISTENs on a connection of
-// its own and turns notifications into OnCommit, so other nodes' commits wake readers
-// as its own do (docs/cluster.md).
+// Wake-ups come from the database's commit listeners (Transactions::AddCommitListener)
+// for this process's commits, and from its remote commit listeners
+// (AddRemoteCommitListener, kChangeFeed) for other processes'. On PostgreSQL several
+// processes (nodes) write one database: a record another node commits is read by any
+// node (the feed's order and checkpoints hold across nodes:
+// emulator/postgres/schema/003_stream.sql), and its commit NOTIFYs every node, whose
+// listening connection wakes the readers as its own commits do (docs/cluster.md).
 //
 // Thread-safe. All state is in the database except the wake-up machinery.
 #pragma once
@@ -122,9 +121,9 @@ class ChangeFeed {
   Result<std::vector<ShardStats>> Stats(
       const std::vector<std::string>& known_consumers = {});
 
-  // Wake-ups. The version increases after committed writes of this process's database
-  // handle that wrote change-feed records (perhaps after others too: a woken reader
-  // re-reads and may find nothing new). Another process's commits: see above.
+  // Wake-ups. The version increases after committed writes that wrote change-feed
+  // records, this process's and (as heard) other processes' (perhaps after others
+  // too: a woken reader re-reads and may find nothing new).
   uint64_t ChangeVersion() const;
   // Blocks until ChangeVersion() > seen_version (returns true), until the clock reaches
   // `deadline_micros` (returns false; INT64_MAX = no deadline), or until WakeWaiters().

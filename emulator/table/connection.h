@@ -15,6 +15,7 @@
 
 #include "emulator/status.h"
 #include "emulator/table/table.h"
+#include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
@@ -46,6 +47,12 @@ class Connection {
  public:
   virtual ~Connection() = default;
   virtual SqlDialect dialect() const = 0;
+
+  // Once this transaction commits, other processes sharing the database hear of a
+  // change of `kind` (their Transactions::AddRemoteCommitListener listeners run). For
+  // writes whose waiters may be elsewhere (a queue's Send). No-op where a database has
+  // one process (SQLite); nothing is told if the transaction rolls back.
+  virtual void WakeOtherProcessesAtCommit(RemoteChange kind) { (void)kind; }
 
   // The row with `key`, or nullopt. `for_write`: the caller will judge conditions on it
   // and write: the row must stay as read until the transaction ends (PostgreSQL locks

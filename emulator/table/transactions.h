@@ -17,6 +17,13 @@ namespace sheetlog {
 // (emulator/table/connection.h).
 class Connection;
 
+// What another process sharing the database committed that this one's waiters want to
+// hear of (Transactions::AddRemoteCommitListener).
+enum class RemoteChange {
+  kChangeFeed,  // change-feed records (emulator/stream/)
+  kQueue,       // queue messages sent or made visible (emulator/queue/)
+};
+
 // Implementations are thread-safe: Write, WriteAsync and Read may be called from any
 // thread at once.
 class Transactions {
@@ -48,9 +55,18 @@ class Transactions {
   // change-feed record (emulator/stream/): after every one that did, and perhaps after
   // others. On the committing thread, outside every lock of the implementation: it
   // must be quick and must not write. Listeners cannot be removed (the change feed
-  // keeps what it registers alive). Commits of other processes sharing the database
-  // are not heard (docs/cluster.md: stage 3).
+  // keeps what it registers alive). Commits of other processes: below.
   virtual void AddCommitListener(std::function<void()> listener) = 0;
+
+  // Calls `listener` soon after another process sharing the database (another node on
+  // PostgreSQL: LISTEN/NOTIFY) committed a change of `kind`, and perhaps at other
+  // times (after a lost notification connection is restored: anything may have
+  // happened meanwhile). On a thread of the implementation: quick, no writes, no
+  // removal, as above. The default does nothing: a SQLite file has one process.
+  virtual void AddRemoteCommitListener(RemoteChange kind, std::function<void()> listener) {
+    (void)kind;
+    (void)listener;
+  }
 };
 
 }  // namespace sheetlog

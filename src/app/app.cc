@@ -252,6 +252,7 @@ Status App::Init() {
   sweep.rule.tag_value = "true";
   sweep.rule.max_age_micros = options_.orphan_ttl_seconds * 1000000;
   Uploads* uploads = uploads_.get();
+  sweep.may_run = [this] { return HoldsClusterJob("sweep"); };
   sweeper_ = std::make_unique<LifecycleSweeper>(
       blobs_.get(), clock_, sweep,
       [uploads](const std::string& key) { return uploads->KeepForSweep(key); });
@@ -261,6 +262,7 @@ Status App::Init() {
   retention.retain_days = options_.retain_days;
   retention.archive = options_.retain_archive;
   retention.period_micros = options_.retention_period_seconds * 1000000;
+  retention.may_run = [this] { return HoldsClusterJob("retention"); };
   retention_ =
       std::make_unique<RetentionWorker>(log_.get(), blobs_.get(), clock_, retention);
 
@@ -587,6 +589,18 @@ Result<RestoreReport> App::Restore(const std::string& from, const std::string& d
                                     ", but this sheetlog cannot open it");
   }
   return report;
+}
+
+bool App::HoldsClusterJob(const std::string& job) {
+  // The claim lives as long as this node's runtime lease: the first node to run the
+  // job keeps it until it stops or dies, then the next to try takes it over.
+  Result<bool> held = runtime_->history().ClaimName("job/" + job);
+  if (!held.ok()) {
+    spdlog::warn("{}: claiming the cluster job failed, skipping this run: {}", job,
+                 held.status().ToString());
+    return false;
+  }
+  return *held;
 }
 
 Status App::Start() {

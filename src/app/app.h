@@ -184,6 +184,10 @@ class App {
   explicit App(const AppOptions& options);
   Status Init();
   Status AddMappings();
+  // Whether this node runs `job` (the sweep, retention) now: once per cluster, by
+  // whoever holds its claim (ExecutionHistory::ClaimName "job/<job>"). On SQLite, one
+  // node: always.
+  bool HoldsClusterJob(const std::string& job);
   void AddCollectors();
   // Publishes a "queues" pipeline event when a queue's depths changed since last time.
   void PublishQueueChanges();

@@ -56,6 +56,7 @@ Status RetentionWorker::Start() {
   if (!options_.enabled()) return Status::OK();
   worker_.Start(options_.period_micros, /*run_at_start=*/false,
                 [this](const std::atomic<bool>&) {
+                  if (options_.may_run && !options_.may_run()) return;
                   Status ran = RunNow();
                   if (!ran.ok()) {
                     MutexLock lock(&mu_);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,10 @@ struct RetentionOptions {
   // Time between the starts of two runs. The first run is one period after Start.
   // Default: 1 hour.
   int64_t period_micros = 3600LL * 1000000;
+  // Asked before each run of the worker (not RunNow): false skips that one. Nodes
+  // sharing one store pass a cluster claim here, so retention runs once per cluster.
+  // Default (null): always run.
+  std::function<bool()> may_run;
 
   bool enabled() const { return retain_segments > 0 || retain_days > 0; }
 };

@@ -294,6 +294,67 @@ TEST_P(ExecutionHistoryTest, TheLeaseIsRenewedOnTheClockWhileItsOwnerLives) {
   EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
 }
 
+// Claims (a change-feed shard, a cluster job): held while the holder's lease lives,
+// taken over once it lapses, freed at once by a release or StopLease.
+TEST_P(ExecutionHistoryTest, AClaimIsHeldWhileItsOwnersLeaseLives) {
+  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false};
+  ExecutionHistory other(db_->get(), &clock_);
+  EXPECT_EQ(other.ClaimName("job/sweep").status().code(),
+            StatusCode::kFailedPrecondition)
+      << "no lease, no claim";
+  ASSERT_OK(history_->StartLease(lease));
+  ASSERT_OK(other.StartLease(lease));
+  // On SQLite the second owner released the first's lease (one process per file):
+  // renewing writes it again, so both backends go on from the same state.
+  ASSERT_OK(history_->RenewLease());
+  auto live = other.LiveOwners();
+  ASSERT_OK(live);
+  EXPECT_EQ(*live, 2);
+
+  auto mine = history_->ClaimName("job/sweep");
+  ASSERT_OK(mine);
+  EXPECT_TRUE(*mine);
+  mine = history_->ClaimName("job/sweep");
+  ASSERT_OK(mine);
+  EXPECT_TRUE(*mine) << "claiming again keeps it";
+  auto theirs = other.ClaimName("job/sweep");
+  ASSERT_OK(theirs);
+  EXPECT_FALSE(*theirs) << "held by an owner whose lease lives";
+  theirs = other.ClaimName("stream/effects/0");
+  ASSERT_OK(theirs);
+  EXPECT_TRUE(*theirs) << "another name is free";
+
+  // Ours is renewed, theirs lapses: their claims stay theirs only while it lives.
+  clock_.AdvanceSeconds(20);
+  ASSERT_OK(history_->RenewLease());  // until 50 s
+  clock_.AdvanceSeconds(15);          // 35 s: the other's lease (30 s) has lapsed
+  live = history_->LiveOwners();
+  ASSERT_OK(live);
+  EXPECT_EQ(*live, 1);
+  mine = history_->ClaimName("stream/effects/0");
+  ASSERT_OK(mine);
+  EXPECT_TRUE(*mine) << "its holder's lease lapsed: taken over";
+  theirs = other.ClaimName("job/sweep");
+  ASSERT_OK(theirs);
+  EXPECT_FALSE(*theirs) << "ours still lives";
+
+  // Released: free at once for another owner.
+  ASSERT_OK(other.RenewLease());
+  ASSERT_OK(history_->ReleaseName("job/sweep"));
+  theirs = other.ClaimName("job/sweep");
+  ASSERT_OK(theirs);
+  EXPECT_TRUE(*theirs);
+  mine = history_->ClaimName("job/sweep");
+  ASSERT_OK(mine);
+  EXPECT_FALSE(*mine);
+
+  // StopLease frees every claim of its owner.
+  other.StopLease();
+  mine = history_->ClaimName("job/sweep");
+  ASSERT_OK(mine);
+  EXPECT_TRUE(*mine);
+}
+
 // RecordIfLatest resolves a dead invocation's `started` row on its behalf, but never
 // overtakes an invocation that claimed the key since.
 TEST_P(ExecutionHistoryTest, RecordIfLatestWritesOnlyOverTheRowItWasGiven) {

@@ -708,6 +708,30 @@ class PostgresQueueNodesTest : public ::testing::Test {
   std::vector<std::unique_ptr<QueueService>> nodes_;
 };
 
+// A receiver waiting on one node wakes when another node sends (LISTEN/NOTIFY): not at
+// its deadline, which the manual clock never reaches unless the test gives up.
+TEST_F(PostgresQueueNodesTest, AWaiterOnOneNodeWakesWhenAnotherNodeSends) {
+  CreateJobs();
+  for (int round = 0; round < 3; ++round) {
+    std::future<Result<bool>> woken = std::async(std::launch::async, [&] {
+      return node(1).WaitForMessages("jobs", clock_.NowMicros() + 3600LL * 1000000);
+    });
+    // Sent before or after the waiter began to wait: it never misses the message.
+    ASSERT_OK(node(0).Send("jobs", "m" + std::to_string(round)));
+    const bool in_time = woken.wait_for(std::chrono::seconds(30)) ==
+                         std::future_status::ready;
+    if (!in_time) clock_.AdvanceSeconds(3601);  // end the wait, then fail
+    ASSERT_TRUE(in_time) << "round " << round << ": the other node's Send woke nobody";
+    Result<bool> visible = woken.get();
+    ASSERT_OK(visible);
+    EXPECT_TRUE(*visible);
+    auto got = node(1).Receive("jobs", 10);
+    ASSERT_OK(got);
+    ASSERT_EQ(got->size(), 1u);
+    ASSERT_OK(node(1).Delete("jobs", (*got)[0].receipt_handle));
+  }
+}
+
 TEST_F(PostgresQueueNodesTest, EachMessageGoesToOneNodeAndOldHandlesAreStaleOnBoth) {
   ASSERT_NO_FATAL_FAILURE(CreateJobs());
   constexpr int kMessages = 120;

@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -552,6 +554,27 @@ class PostgresChangeFeedNodesTest : public ::testing::Test {
   std::unique_ptr<testing::BackendTestDatabase> node1_;
   std::unique_ptr<PostgresDatabase> node2_;
 };
+
+// A reader on node 2 wakes when node 1 commits a record (LISTEN/NOTIFY), with no
+// commit of its own and no deadline.
+TEST_F(PostgresChangeFeedNodesTest, AReaderOnOneNodeWakesWhenAnotherNodeCommits) {
+  ChangeFeed feed2(node2(), &clock_);
+  for (int num = 0; num < 3; ++num) {
+    const uint64_t seen = feed2.ChangeVersion();
+    std::future<bool> woken = std::async(std::launch::async, [&] {
+      return feed2.WaitForChange(seen, INT64_MAX);
+    });
+    ASSERT_OK(Insert(*node1(), "s", 0, num));
+    const bool in_time = woken.wait_for(std::chrono::seconds(30)) ==
+                         std::future_status::ready;
+    if (!in_time) feed2.WakeWaiters();  // end the wait, then fail
+    ASSERT_TRUE(in_time) << "record " << num << ": node 1's commit woke nobody on node 2";
+    EXPECT_TRUE(woken.get());
+    auto records = feed2.Read(0, num, 10);
+    ASSERT_OK(records);
+    EXPECT_EQ(records->size(), 1u);
+  }
+}
 
 // The design this guards against: numbers handed out as statements run (an identity
 // column), not as transactions commit. Node 1 takes number 1 and holds its transaction
