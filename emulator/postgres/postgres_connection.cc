@@ -456,7 +456,8 @@ Status PostgresConnection::CommitProbing(const std::string& probe, bool* set,
            "'); ";
   }
   if (!probe.empty()) {
-    const std::string is_set = "COALESCE(current_setting('" + probe + "', true), '') <> ''";
+    const std::string is_set =
+        "COALESCE(current_setting('" + probe + "', true), '') <> ''";
     if (notify_if_set.empty()) {
       sql += "SELECT " + is_set + "; ";
     } else {

@@ -116,8 +116,9 @@ void PostgresDatabase::AddRemoteCommitListener(RemoteChange kind,
   remote_listeners_[kind].push_back(std::move(listener));
   if (listen_thread_.joinable()) return;
   if (pipe2(stop_pipe_, O_CLOEXEC) != 0) {
-    spdlog::error("postgres: no pipe for the listening thread; other nodes' commits "
-                  "will be noticed at deadlines only");
+    spdlog::error(
+        "postgres: no pipe for the listening thread; other nodes' commits "
+        "will be noticed at deadlines only");
     return;
   }
   listen_thread_ = std::thread([this] { ListenLoop(); });
@@ -149,9 +150,9 @@ void PostgresDatabase::ListenLoop() {
     backoff_ms = std::min(std::max(100, backoff_ms * 2), 5000);
     Result<std::unique_ptr<PostgresConnection>> conn =
         PostgresConnection::Open(options_.conninfo, options_.connect_timeout_seconds);
-    Status listening = conn.ok() ? (*conn)->Exec(std::string("LISTEN ") +
-                                                 kPostgresWakeChannel)
-                                 : conn.status();
+    Status listening = conn.ok()
+                           ? (*conn)->Exec(std::string("LISTEN ") + kPostgresWakeChannel)
+                           : conn.status();
     if (!listening.ok()) {
       if (!warned) {
         spdlog::warn("postgres: listening for other nodes' commits failed (retrying): {}",

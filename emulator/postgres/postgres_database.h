@@ -112,7 +112,7 @@ class PostgresDatabase final : public Transactions {
   Mutex mu_;
   CondVar idle_cv_;
   std::vector<std::unique_ptr<PostgresConnection>> idle_ GUARDED_BY(mu_);
-  int open_ GUARDED_BY(mu_) = 0;  // connections idle or in use
+  int open_ GUARDED_BY(mu_) = 0;                // connections idle or in use
   std::set<int> own_backends_ GUARDED_BY(mu_);  // backend_pid() of each open one
 
   Mutex listeners_mu_;

@@ -203,7 +203,10 @@ struct QueueService::RemoteWake {
 };
 
 QueueService::QueueService(Transactions* db, Clock* clock, FaultInjector* faults)
-    : db_(db), clock_(clock), faults_(faults), remote_wake_(std::make_shared<RemoteWake>()) {
+    : db_(db),
+      clock_(clock),
+      faults_(faults),
+      remote_wake_(std::make_shared<RemoteWake>()) {
   {
     MutexLock lock(&remote_wake_->mu);
     remote_wake_->service = this;

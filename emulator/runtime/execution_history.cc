@@ -418,8 +418,9 @@ Result<bool> ExecutionHistory::ClaimName(const std::string& name) {
 Status ExecutionHistory::ReleaseName(const std::string& name) {
   const std::string owner = this->owner();
   if (owner.empty()) return Status::OK();
-  return db_->Write(
-      [&](Connection& c) -> Status { return c.RunSql(kReleaseClaim, {name, owner}).status(); });
+  return db_->Write([&](Connection& c) -> Status {
+    return c.RunSql(kReleaseClaim, {name, owner}).status();
+  });
 }
 
 Result<int> ExecutionHistory::LiveOwners() {

@@ -21,12 +21,13 @@
 //     turns into a no-op.
 //   - New records wake the mapping at once (commit listener); there is no polling delay.
 //   - One consumer per shard across nodes (issue 25): a shard is processed only while
-//     this runtime holds its claim (ExecutionHistory::ClaimName, "stream/<mapping>/<shard>"),
-//     which lives as long as the runtime's lease. Runtimes on one database share the
-//     shards: each claims at most ceil(shards / live owners) per mapping and gives up
-//     the rest between steps, rechecking every kClaimRecheckMicros of the clock; a
-//     shard taken over starts from the checkpoint its previous holder saved. A runtime
-//     that dies frees its shards when its lease lapses (ttl: 30 s).
+//     this runtime holds its claim (ExecutionHistory::ClaimName,
+//     "stream/<mapping>/<shard>"), which lives as long as the runtime's lease. Runtimes
+//     on one database share the shards: each claims at most ceil(shards / live owners)
+//     per mapping and gives up the rest between steps, rechecking every
+//     kClaimRecheckMicros of the clock; a shard taken over starts from the checkpoint its
+//     previous holder saved. A runtime that dies frees its shards when its lease lapses
+//     (ttl: 30 s).
 //
 // Queue mappings (Lambda + SQS):
 //   - `concurrency` consumer threads each receive up to batch_size messages and invoke

@@ -63,7 +63,8 @@ class Transactions {
   // times (after a lost notification connection is restored: anything may have
   // happened meanwhile). On a thread of the implementation: quick, no writes, no
   // removal, as above. The default does nothing: a SQLite file has one process.
-  virtual void AddRemoteCommitListener(RemoteChange kind, std::function<void()> listener) {
+  virtual void AddRemoteCommitListener(RemoteChange kind,
+                                       std::function<void()> listener) {
     (void)kind;
     (void)listener;
   }

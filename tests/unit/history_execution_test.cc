@@ -299,8 +299,7 @@ TEST_P(ExecutionHistoryTest, TheLeaseIsRenewedOnTheClockWhileItsOwnerLives) {
 TEST_P(ExecutionHistoryTest, AClaimIsHeldWhileItsOwnersLeaseLives) {
   const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false};
   ExecutionHistory other(db_->get(), &clock_);
-  EXPECT_EQ(other.ClaimName("job/sweep").status().code(),
-            StatusCode::kFailedPrecondition)
+  EXPECT_EQ(other.ClaimName("job/sweep").status().code(), StatusCode::kFailedPrecondition)
       << "no lease, no claim";
   ASSERT_OK(history_->StartLease(lease));
   ASSERT_OK(other.StartLease(lease));

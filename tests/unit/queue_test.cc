@@ -718,8 +718,8 @@ TEST_F(PostgresQueueNodesTest, AWaiterOnOneNodeWakesWhenAnotherNodeSends) {
     });
     // Sent before or after the waiter began to wait: it never misses the message.
     ASSERT_OK(node(0).Send("jobs", "m" + std::to_string(round)));
-    const bool in_time = woken.wait_for(std::chrono::seconds(30)) ==
-                         std::future_status::ready;
+    const bool in_time =
+        woken.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
     if (!in_time) clock_.AdvanceSeconds(3601);  // end the wait, then fail
     ASSERT_TRUE(in_time) << "round " << round << ": the other node's Send woke nobody";
     Result<bool> visible = woken.get();

@@ -807,8 +807,8 @@ TEST_P(StreamMappingTest, TwoNodesShareTheShardsAndHandThemOverOneConsumerEach) 
   Calls calls2;
   FunctionRuntime::Options runtime2_options;
   runtime2_options.prune_interval_micros = 0;
-  auto node2 = std::make_unique<FunctionRuntime>(db2->get(), &clock_, nullptr,
-                                                 runtime2_options);
+  auto node2 =
+      std::make_unique<FunctionRuntime>(db2->get(), &clock_, nullptr, runtime2_options);
   StreamMapping m2;
   m2.name = "effects";
   m2.feed = &feed2;

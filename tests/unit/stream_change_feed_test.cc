@@ -561,12 +561,11 @@ TEST_F(PostgresChangeFeedNodesTest, AReaderOnOneNodeWakesWhenAnotherNodeCommits)
   ChangeFeed feed2(node2(), &clock_);
   for (int num = 0; num < 3; ++num) {
     const uint64_t seen = feed2.ChangeVersion();
-    std::future<bool> woken = std::async(std::launch::async, [&] {
-      return feed2.WaitForChange(seen, INT64_MAX);
-    });
+    std::future<bool> woken = std::async(
+        std::launch::async, [&] { return feed2.WaitForChange(seen, INT64_MAX); });
     ASSERT_OK(Insert(*node1(), "s", 0, num));
-    const bool in_time = woken.wait_for(std::chrono::seconds(30)) ==
-                         std::future_status::ready;
+    const bool in_time =
+        woken.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
     if (!in_time) feed2.WakeWaiters();  // end the wait, then fail
     ASSERT_TRUE(in_time) << "record " << num << ": node 1's commit woke nobody on node 2";
     EXPECT_TRUE(woken.get());
