@@ -86,13 +86,16 @@ constexpr const char* kSelectInvocations =
 
 // The owners' leases (see "Liveness").
 constexpr const char* kUpsertLease =
-    "INSERT INTO execution_owner (owner, expires_at) VALUES (?1, ?2) "
+    "INSERT INTO execution_owner (owner, expires_at, node) VALUES (?1, ?2, ?3) "
     "ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at";
 constexpr const char* kPruneLapsedLeases =
     "DELETE FROM execution_owner WHERE expires_at <= ?1 AND owner <> ?2";
 constexpr const char* kReleaseOtherLeases =
     "DELETE FROM execution_owner WHERE owner <> ?1";
 constexpr const char* kReleaseLease = "DELETE FROM execution_owner WHERE owner = ?1";
+// The same node's earlier owners: processes of this host and data directory, gone.
+constexpr const char* kReleasePredecessors =
+    "DELETE FROM execution_owner WHERE node = ?1 AND owner <> ?2";
 constexpr const char* kReleaseOwnersClaims = "DELETE FROM owner_claim WHERE owner = ?1";
 // Free, ours, or its holder's lease is gone (lapsed, pruned or released): no row comes
 // back when another owner's live lease holds it.
@@ -310,7 +313,11 @@ Status ExecutionHistory::StartLease(const LeaseOptions& options) {
   const std::string owner = NewRandomUuid();
   const int64_t now = clock_->NowMicros();
   RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
-    RETURN_IF_ERROR(c.RunSql(kUpsertLease, {owner, now + options.ttl_micros}).status());
+    RETURN_IF_ERROR(
+        c.RunSql(kUpsertLease, {owner, now + options.ttl_micros, options.node}).status());
+    if (!options.node.empty()) {
+      RETURN_IF_ERROR(c.RunSql(kReleasePredecessors, {options.node, owner}).status());
+    }
     // A SQLite file has one process (the data directory's): every other owner is a
     // process that is gone. On PostgreSQL only a lapsed lease says so.
     if (c.dialect() == SqlDialect::kSqlite) {
@@ -334,14 +341,16 @@ Status ExecutionHistory::RenewLease() { return RenewLeaseAt(clock_->NowMicros())
 Status ExecutionHistory::RenewLeaseAt(int64_t now) {
   std::string owner;
   int64_t ttl = 0;
+  std::string node;
   {
     MutexLock lock(&lease_mu_);
     if (owner_.empty()) return FailedPrecondition("this history holds no lease");
     owner = owner_;
     ttl = lease_.ttl_micros;
+    node = lease_.node;
   }
   return db_->Write([&](Connection& c) -> Status {
-    RETURN_IF_ERROR(c.RunSql(kUpsertLease, {owner, now + ttl}).status());
+    RETURN_IF_ERROR(c.RunSql(kUpsertLease, {owner, now + ttl, node}).status());
     return c.RunSql(kPruneLapsedLeases, {now, owner}).status();
   });
 }

@@ -190,6 +190,11 @@ class ExecutionHistory {
     // Renew from a thread of this object's, on the clock. false: only RenewLease
     // renews (tests stand in for a node that stops renewing).
     bool renew_in_background = true;
+    // A name of this node stable across its restarts (the host and data directory):
+    // a new owner with the same name releases its predecessors' leases at start
+    // (their process is gone), so their rows and claims are taken over at once rather
+    // than when the lease lapses. Two live processes must never share one. Empty: none.
+    std::string node;
   };
   // Makes this history an owner (see "Liveness"): takes a random owner id, writes its
   // lease and renews it until StopLease. Releases other owners' leases as "Liveness"

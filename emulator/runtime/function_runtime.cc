@@ -126,7 +126,9 @@ Status FunctionRuntime::Start() {
 
   // This process's lease: other processes on the same database judge its `started`
   // rows running while it lasts (ExecutionHistory "Liveness").
-  RETURN_IF_ERROR(history_.StartLease());
+  ExecutionHistory::LeaseOptions lease;
+  lease.node = options_.node;
+  RETURN_IF_ERROR(history_.StartLease(lease));
 
   // Subscribed before taking mu_: the feed calls back under its own lock, then takes
   // mu_, so the opposite order here could deadlock with a concurrent commit.

@@ -228,6 +228,8 @@ class FunctionRuntime {
     Clock* batching_window_clock = nullptr;
     // Called after each step, on a worker thread, without locks held. Must be quick.
     std::function<void(const RuntimeEvent&)> observer;
+    // This node's stable name for its lease (ExecutionHistory::LeaseOptions::node).
+    std::string node;
   };
 
   // `db`, `clock` must outlive the runtime; `faults` may be null.

@@ -11,3 +11,9 @@ CREATE TABLE owner_claim (
   name  TEXT NOT NULL PRIMARY KEY,  -- e.g. "stream/entry-effects/3", "sweep"
   owner TEXT NOT NULL               -- execution_owner.owner
 ) WITHOUT ROWID;
+
+-- The node an owner runs as (ExecutionHistory::LeaseOptions::node: the host and data
+-- directory), stable across its restarts: a new owner of the same node releases its
+-- predecessor's lease at start (that process is gone), so its claims come free at once
+-- instead of when the lease lapses.
+ALTER TABLE execution_owner ADD COLUMN node TEXT NOT NULL DEFAULT '';

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -269,6 +270,7 @@ Status App::Init() {
   pipeline_events_ = std::make_unique<PipelineEvents>();
   FunctionRuntime::Options runtime_options;
   runtime_options.batching_window_micros = options_.batching_window_micros;
+  runtime_options.node = NodeName();
   runtime_options.observer = [events = pipeline_events_.get()](const RuntimeEvent& e) {
     PublishJobEvent(events, e);
   };
@@ -589,6 +591,17 @@ Result<RestoreReport> App::Restore(const std::string& from, const std::string& d
                                     ", but this sheetlog cannot open it");
   }
   return report;
+}
+
+std::string App::NodeName() const {
+  // The host and the data directory: a restart of this node (same host, same data
+  // directory) takes over its predecessor's lease at once. In memory: no name.
+  if (data_dir_.empty()) return "";
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(fs::path(data_dir_), ec);
+  return std::string(host) + ":" + (ec ? data_dir_ : dir.string());
 }
 
 bool App::HoldsClusterJob(const std::string& job) {

@@ -188,6 +188,8 @@ class App {
   // whoever holds its claim (ExecutionHistory::ClaimName "job/<job>"). On SQLite, one
   // node: always.
   bool HoldsClusterJob(const std::string& job);
+  // This node's stable name for its runtime lease: "<host>:<data directory>".
+  std::string NodeName() const;
   void AddCollectors();
   // Publishes a "queues" pipeline event when a queue's depths changed since last time.
   void PublishQueueChanges();

@@ -187,7 +187,7 @@ TEST_P(ExecutionHistoryTest, StartedRowOfAnInvocationThatIsNotLiveIsAbandoned) {
 TEST_P(ExecutionHistoryTest, AnotherOwnersStartedRowRunsWhileItsLeaseLasts) {
   const ExecutionHistory::LeaseOptions lease{/*ttl_micros=*/30LL * 1000000,
                                              /*renew_every_micros=*/10LL * 1000000,
-                                             /*renew_in_background=*/false};
+                                             /*renew_in_background=*/false, /*node=*/""};
   ExecutionHistory other(db_->get(), &clock_);
   LiveInvocations here, there;
   history_->set_live_invocations(&here);
@@ -232,7 +232,7 @@ TEST_P(ExecutionHistoryTest, AnotherOwnersStartedRowRunsWhileItsLeaseLasts) {
 // written without an owner (before leases) are judged by the live set, as before: a
 // dead process's invocation is not in it.
 TEST_P(ExecutionHistoryTest, AReleasedLeaseOrNoOwnerHandsTheWorkOverAtOnce) {
-  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false};
+  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
   LiveInvocations live;
   history_->set_live_invocations(&live);
   ASSERT_OK(history_->StartLease(lease));
@@ -256,7 +256,7 @@ TEST_P(ExecutionHistoryTest, AReleasedLeaseOrNoOwnerHandsTheWorkOverAtOnce) {
 // there releases every other lease (a restart takes its dead predecessor's work over at
 // once); on PostgreSQL other nodes' leases stand.
 TEST_P(ExecutionHistoryTest, ANewOwnerReleasesOtherLeasesOnlyOnSqlite) {
-  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false};
+  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
   ExecutionHistory before_restart(db_->get(), &clock_);
   ASSERT_OK(before_restart.StartLease(lease));
   ASSERT_EQ(before_restart.Begin({"job", "test", "dead", ""}, kBudget)->outcome,
@@ -271,7 +271,7 @@ TEST_P(ExecutionHistoryTest, ANewOwnerReleasesOtherLeasesOnlyOnSqlite) {
 // lives, however far time moves.
 TEST_P(ExecutionHistoryTest, TheLeaseIsRenewedOnTheClockWhileItsOwnerLives) {
   ASSERT_OK(history_->StartLease(
-      ExecutionHistory::LeaseOptions{30LL * 1000000, 10LL * 1000000, false}));
+      ExecutionHistory::LeaseOptions{30LL * 1000000, 10LL * 1000000, false, ""}));
   ExecutionHistory other(db_->get(), &clock_);
   ASSERT_OK(other.StartLease());  // 30 s, renewed every 10 s
   ASSERT_EQ(other.Begin({"job", "test", "theirs", ""}, 3600LL * 1000000)->outcome,
@@ -297,7 +297,7 @@ TEST_P(ExecutionHistoryTest, TheLeaseIsRenewedOnTheClockWhileItsOwnerLives) {
 // Claims (a change-feed shard, a cluster job): held while the holder's lease lives,
 // taken over once it lapses, freed at once by a release or StopLease.
 TEST_P(ExecutionHistoryTest, AClaimIsHeldWhileItsOwnersLeaseLives) {
-  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false};
+  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
   ExecutionHistory other(db_->get(), &clock_);
   EXPECT_EQ(other.ClaimName("job/sweep").status().code(), StatusCode::kFailedPrecondition)
       << "no lease, no claim";
@@ -352,6 +352,33 @@ TEST_P(ExecutionHistoryTest, AClaimIsHeldWhileItsOwnersLeaseLives) {
   mine = history_->ClaimName("job/sweep");
   ASSERT_OK(mine);
   EXPECT_TRUE(*mine);
+}
+
+// A node killed and started again (same host and data directory: the same node name)
+// takes its predecessor's claims at once; on PostgreSQL a lease of another node stands.
+TEST_P(ExecutionHistoryTest, ARestartOfTheSameNodeTakesItsPredecessorsClaimsAtOnce) {
+  ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
+  lease.node = "host:/srv/node-1";
+  ExecutionHistory killed(db_->get(), &clock_);
+  ASSERT_OK(killed.StartLease(lease));
+  ASSERT_TRUE(*killed.ClaimName("stream/effects/0"));
+  ExecutionHistory::LeaseOptions other_node = lease;
+  other_node.node = "host:/srv/node-2";
+  ExecutionHistory elsewhere(db_->get(), &clock_);
+  ASSERT_OK(elsewhere.StartLease(other_node));
+  if (GetParam() == Backend::kSqlite) {
+    EXPECT_TRUE(*elsewhere.ClaimName("stream/effects/0")) << "one process per file";
+    return;
+  }
+  EXPECT_FALSE(*elsewhere.ClaimName("stream/effects/0")) << "another node's lease lives";
+  // The same node again, without a clean stop and with no time passing.
+  ASSERT_OK(history_->StartLease(lease));
+  auto taken = history_->ClaimName("stream/effects/0");
+  ASSERT_OK(taken);
+  EXPECT_TRUE(*taken);
+  auto live = history_->LiveOwners();
+  ASSERT_OK(live);
+  EXPECT_EQ(*live, 2) << "the restarted node and the other";
 }
 
 // RecordIfLatest resolves a dead invocation's `started` row on its behalf, but never
@@ -507,7 +534,7 @@ TEST(PostgresExecutionHistoryTwoNodesTest, NoRecordIsLostOrMergedAndEachSeesTheO
   // Owners with leases, renewed by hand (time stands still here): each node's claims
   // see the other's `started` rows as running by its lease.
   for (ExecutionHistory* history : nodes) {
-    ASSERT_OK(history->StartLease({30LL * 1000000, 10LL * 1000000, false}));
+    ASSERT_OK(history->StartLease({30LL * 1000000, 10LL * 1000000, false, ""}));
   }
 
   constexpr int kNodes = 2, kThreadsPerNode = 3, kKeys = 20, kAppendsPerThread = 10;
