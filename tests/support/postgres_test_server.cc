@@ -11,15 +11,29 @@
 
 namespace sheetlog::testing {
 
-std::string PostgresTestConninfo() {
-  // ctest's postgres fixture runs it in <build>/postgres (CMakeLists.txt); the variable
-  // points elsewhere (a server started by hand with scripts/postgres start DIR).
+namespace {
+
+// ctest's postgres fixture runs it in <build>/postgres (CMakeLists.txt); the variable
+// points elsewhere (a server started by hand with scripts/postgres start DIR).
+std::string PostgresServerDir() {
   const char* from_env = std::getenv("SHEETLOG_TEST_POSTGRES_DIR");
-  const std::string dir =
-      from_env != nullptr && *from_env != '\0' ? from_env : SHEETLOG_TEST_POSTGRES_DIR;
+  return from_env != nullptr && *from_env != '\0' ? from_env : SHEETLOG_TEST_POSTGRES_DIR;
+}
+
+std::string ReadConninfo(const std::string& dir) {
   std::ifstream in(dir + "/conninfo");
   std::string conninfo;
   std::getline(in, conninfo);
+  return conninfo;
+}
+
+}  // namespace
+
+bool PostgresTestServerRunning() { return !ReadConninfo(PostgresServerDir()).empty(); }
+
+std::string PostgresTestConninfo() {
+  const std::string dir = PostgresServerDir();
+  const std::string conninfo = ReadConninfo(dir);
   if (conninfo.empty()) {
     ADD_FAILURE()
         << "no " << dir

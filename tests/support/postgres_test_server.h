@@ -12,6 +12,10 @@ namespace sheetlog::testing {
 // ctest's fixture starts it). Fails the test (and returns "") when no server runs there.
 std::string PostgresTestConninfo();
 
+// True if DIR/conninfo (as above) names a server: for cases that skip, rather than
+// fail, when run without ctest's fixture. Records no failure.
+bool PostgresTestServerRunning();
+
 // A new, empty database on the test server named after `purpose` and a random suffix,
 // never dropped (the server is thrown away whole by ctest's fixture); its conninfo.
 // For servers a case starts and restarts on one database. Fails the test (and returns

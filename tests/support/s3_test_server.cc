@@ -11,15 +11,34 @@
 
 namespace sheetlog::testing {
 
-std::string S3TestEndpoint() {
-  // ctest's s3rver fixture runs it in <build>/s3rver (CMakeLists.txt); the variable
-  // points elsewhere (a server started by hand with scripts/s3rver start DIR).
+namespace {
+
+// ctest's s3rver fixture runs it in <build>/s3rver (CMakeLists.txt); the variable
+// points elsewhere (a server started by hand with scripts/s3rver start DIR).
+std::string S3ServerDir() {
   const char* from_env = std::getenv("SHEETLOG_TEST_S3_DIR");
-  const std::string dir =
-      from_env != nullptr && *from_env != '\0' ? from_env : SHEETLOG_TEST_S3_DIR;
+  return from_env != nullptr && *from_env != '\0' ? from_env : SHEETLOG_TEST_S3_DIR;
+}
+
+// DIR/endpoint.json parsed; not an object with "endpoint" if there is none.
+nlohmann::json ReadEndpointFile(const std::string& dir) {
   std::ifstream in(dir + "/endpoint.json");
-  nlohmann::json parsed = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_object() || !parsed.contains("endpoint")) {
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+bool NamesEndpoint(const nlohmann::json& parsed) {
+  return parsed.is_object() && parsed.contains("endpoint") &&
+         parsed["endpoint"].is_string();
+}
+
+}  // namespace
+
+bool S3TestServerRunning() { return NamesEndpoint(ReadEndpointFile(S3ServerDir())); }
+
+std::string S3TestEndpoint() {
+  const std::string dir = S3ServerDir();
+  const nlohmann::json parsed = ReadEndpointFile(dir);
+  if (!NamesEndpoint(parsed)) {
     ADD_FAILURE() << "no " << dir
                   << "/endpoint.json: the test S3 server is not running (run S3* cases "
                      "through ctest, whose s3rver fixture starts it, or `scripts/s3rver "

@@ -15,6 +15,10 @@ namespace sheetlog::testing {
 // the test (and returns "") when no server is running there.
 std::string S3TestEndpoint();
 
+// True if DIR/endpoint.json (as above) names a server: for cases that skip, rather
+// than fail, when run without ctest's fixture. Records no failure.
+bool S3TestServerRunning();
+
 // A location on the test server (credentials S3RVER/S3RVER) with a new, empty bucket
 // named after `purpose` and a random suffix. Fails the test if it cannot be created.
 S3Location NewS3TestBucket(const std::string& purpose);
