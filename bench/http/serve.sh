@@ -4,8 +4,11 @@
 PORT_FILE=$(mktemp -u)
 mkfifo "$PORT_FILE"
 ulimit -n "$(ulimit -Hn)"
+# SHEETLOG_BENCH_STORE (a --store value: a PostgreSQL database) puts the tables there.
+STORE_ARGS=()
+[ -n "${SHEETLOG_BENCH_STORE:-}" ] && STORE_ARGS=(--store "$SHEETLOG_BENCH_STORE")
 "$BIN" serve --in-memory --listen 127.0.0.1:0 --port-file "$PORT_FILE" \
-  --log-level warn &
+  --log-level warn "${STORE_ARGS[@]}" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -f "$PORT_FILE"' EXIT
 PORT=$(head -1 "$PORT_FILE")
