@@ -131,12 +131,15 @@ class Balancer:
     def redispatched(self):
         return sum(int(r["wredis"] or 0) for r in self.servers().values())
 
-    def wait_for(self, node, state, seconds=30):
+    def wait_for(self, node, state, step, seconds=30):
+        """Until haproxy's checks mark `node` `state`. haproxy announces nothing, so each
+        look is paced by `step`, a real request through the balancer (its own round
+        trip), as the kill window below is paced by appends: no sleep."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.state(node) == state:
                 return
-            time.sleep(0.1)
+            step()
         raise AssertionError(f"haproxy did not mark {node} {state} within {seconds} s")
 
 
@@ -221,8 +224,9 @@ def main():
         settings = cluster.settings()
         lb = f"http://127.0.0.1:{settings['lb_port']}"
         balancer = Balancer(settings["stats_port"])
+        ready = lambda: request("GET", f"{lb}/readyz")  # noqa: E731
         for n in (1, 2, 3):
-            balancer.wait_for(f"node{n}", "UP")
+            balancer.wait_for(f"node{n}", "UP", ready)
 
         status, sheet = request("POST", f"{lb}/v1/sheets", {"name": "cluster smoke"})
         expect(status == 201, f"creating a sheet through the balancer: {status} {sheet}")
@@ -266,7 +270,7 @@ def main():
 
         # node2 back: it rejoins and serves again.
         cluster.run("start-node", "2")
-        balancer.wait_for("node2", "UP")
+        balancer.wait_for("node2", "UP", ready)
         for _ in range(30):
             appender.append()
         expect(appender.failed == window_failed,
