@@ -112,16 +112,40 @@ PostgresDatabase::~PostgresDatabase() {
 
 void PostgresDatabase::AddRemoteCommitListener(RemoteChange kind,
                                                std::function<void()> listener) {
-  MutexLock lock(&listeners_mu_);
-  remote_listeners_[kind].push_back(std::move(listener));
-  if (listen_thread_.joinable()) return;
+  // Registrations one at a time: none returns before the channel is listened on.
+  MutexLock start(&listen_start_mu_);
+  {
+    MutexLock lock(&listeners_mu_);
+    remote_listeners_[kind].push_back(std::move(listener));
+    if (listen_thread_.joinable()) return;
+  }
   if (pipe2(stop_pipe_, O_CLOEXEC) != 0) {
     spdlog::error(
         "postgres: no pipe for the listening thread; other nodes' commits "
         "will be noticed at deadlines only");
     return;
   }
-  listen_thread_ = std::thread([this] { ListenLoop(); });
+  // LISTEN before returning: whatever the listener's owner reads from here on, a later
+  // commit of another node wakes it. Doing it in the thread instead would have to wake
+  // every listener once it listens (nothing says what it missed), a spurious wake-up
+  // at a time nobody chose.
+  Result<std::unique_ptr<PostgresConnection>> conn = OpenListeningConnection();
+  if (!conn.ok()) {
+    spdlog::warn("postgres: listening for other nodes' commits failed (retrying): {}",
+                 conn.status().ToString());
+  }
+  std::unique_ptr<PostgresConnection> listening = conn.ok() ? std::move(*conn) : nullptr;
+  MutexLock lock(&listeners_mu_);
+  listen_thread_ = std::thread(
+      [this, first = std::move(listening)]() mutable { ListenLoop(std::move(first)); });
+}
+
+Result<std::unique_ptr<PostgresConnection>> PostgresDatabase::OpenListeningConnection() {
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<PostgresConnection> conn,
+      PostgresConnection::Open(options_.conninfo, options_.connect_timeout_seconds));
+  RETURN_IF_ERROR(conn->Exec(std::string("LISTEN ") + kPostgresWakeChannel));
+  return conn;
 }
 
 void PostgresDatabase::TellRemoteListeners(RemoteChange kind) {
@@ -138,41 +162,39 @@ bool PostgresDatabase::IsOwnBackend(int backend_pid) {
   return own_backends_.count(backend_pid) > 0;
 }
 
-void PostgresDatabase::ListenLoop() {
-  int backoff_ms = 0;
-  bool warned = false;
+void PostgresDatabase::ListenLoop(std::unique_ptr<PostgresConnection> conn) {
+  int backoff_ms = conn == nullptr ? 100 : 0;
+  bool warned = conn == nullptr;  // AddRemoteCommitListener warned already
   while (!stop_listening_.load()) {
-    if (backoff_ms > 0) {
+    if (conn == nullptr) {
       pollfd stop{stop_pipe_[0], POLLIN, 0};
       (void)poll(&stop, 1, backoff_ms);
       if (stop_listening_.load()) return;
-    }
-    backoff_ms = std::min(std::max(100, backoff_ms * 2), 5000);
-    Result<std::unique_ptr<PostgresConnection>> conn =
-        PostgresConnection::Open(options_.conninfo, options_.connect_timeout_seconds);
-    Status listening = conn.ok()
-                           ? (*conn)->Exec(std::string("LISTEN ") + kPostgresWakeChannel)
-                           : conn.status();
-    if (!listening.ok()) {
-      if (!warned) {
-        spdlog::warn("postgres: listening for other nodes' commits failed (retrying): {}",
-                     listening.ToString());
-        warned = true;
+      backoff_ms = std::min(backoff_ms * 2, 5000);
+      Result<std::unique_ptr<PostgresConnection>> opened = OpenListeningConnection();
+      if (!opened.ok()) {
+        if (!warned) {
+          spdlog::warn(
+              "postgres: listening for other nodes' commits failed (retrying): {}",
+              opened.status().ToString());
+          warned = true;
+        }
+        continue;
       }
-      continue;
+      conn = std::move(*opened);
+      spdlog::info("postgres: listening for other nodes' commits again");
+      warned = false;
+      // Whatever other nodes committed while nobody listened.
+      TellRemoteListeners(RemoteChange::kChangeFeed);
+      TellRemoteListeners(RemoteChange::kQueue);
     }
-    if (warned) spdlog::info("postgres: listening for other nodes' commits again");
-    warned = false;
-    backoff_ms = 0;
-    // Whatever other nodes committed while nobody listened.
-    TellRemoteListeners(RemoteChange::kChangeFeed);
-    TellRemoteListeners(RemoteChange::kQueue);
     while (!stop_listening_.load()) {
       Result<std::vector<PostgresNotification>> received =
-          (*conn)->AwaitNotifications(stop_pipe_[0]);
+          conn->AwaitNotifications(stop_pipe_[0]);
       if (!received.ok()) {
         spdlog::warn("postgres: the listening connection was lost: {}",
                      received.status().ToString());
+        conn.reset();
         backoff_ms = 100;
         break;
       }

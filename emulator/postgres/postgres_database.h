@@ -81,10 +81,13 @@ class PostgresDatabase final : public Transactions {
   // remote listener starts a thread with a connection of its own that LISTENs on the
   // channel and runs the listeners of each notification's kind, skipping
   // notifications sent by this handle's own connections (their commits ran the local
-  // listeners). A lost listening connection is opened again (backoff up to 5 s), and
-  // then every remote listener runs once: notifications sent meanwhile are gone.
+  // listeners). No registration returns before the channel is listened on (or the
+  // first try failed): a listener's owner may read right after and miss nothing. A
+  // lost listening connection (or a failed first try) is opened again (backoff up to
+  // 5 s), and then every remote listener runs once: notifications sent meanwhile are
+  // gone.
   void AddRemoteCommitListener(RemoteChange kind, std::function<void()> listener) override
-      EXCLUDES(listeners_mu_);
+      EXCLUDES(listen_start_mu_, listeners_mu_);
 
   int schema_version() const { return schema_version_; }
   // "host=... dbname=..." (no password), for messages.
@@ -100,8 +103,10 @@ class PostgresDatabase final : public Transactions {
   // Back to the pool, or closed if the connection was lost.
   void Release(std::unique_ptr<PostgresConnection> conn) EXCLUDES(mu_);
 
-  // The listening thread (AddRemoteCommitListener).
-  void ListenLoop() EXCLUDES(mu_, listeners_mu_);
+  // The listening thread (AddRemoteCommitListener), from `conn` (null: connect first).
+  void ListenLoop(std::unique_ptr<PostgresConnection> conn) EXCLUDES(mu_, listeners_mu_);
+  // A connection of its own that LISTENs on kPostgresWakeChannel.
+  Result<std::unique_ptr<PostgresConnection>> OpenListeningConnection();
   void TellRemoteListeners(RemoteChange kind) EXCLUDES(listeners_mu_);
   bool IsOwnBackend(int backend_pid) EXCLUDES(mu_);
 
@@ -115,6 +120,7 @@ class PostgresDatabase final : public Transactions {
   int open_ GUARDED_BY(mu_) = 0;                // connections idle or in use
   std::set<int> own_backends_ GUARDED_BY(mu_);  // backend_pid() of each open one
 
+  Mutex listen_start_mu_;  // serializes AddRemoteCommitListener
   Mutex listeners_mu_;
   std::vector<std::function<void()>> listeners_ GUARDED_BY(listeners_mu_);
   std::map<RemoteChange, std::vector<std::function<void()>>> remote_listeners_

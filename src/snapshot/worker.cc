@@ -99,6 +99,17 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     Status deferred = message.Defer(seconds);
     return deferred.ok() ? outcome : fail(deferred.Annotate("deferring the message"));
   };
+  // A conditional write lost to another invocation. Seed 000 deletes the message here
+  // ("this must be a duplicate message"), but the winner may hold no live message: an
+  // invocation that overran its time budget while its message was redelivered to us
+  // holds a stale receipt, and if it then fails, nothing would ever finish the
+  // snapshot (and its pending item would hold back every later one). So the job waits
+  // out the stale timeout instead: by then the winner has completed (a late
+  // duplicate, deleted), is still checkpointing (deferred again), or has died (its
+  // claim is stale: taken over).
+  auto wait_for_winner = [&](Outcome outcome) {
+    return defer(outcome, options_.stale_seconds);
+  };
 
   // Fault point: the message is lost before any work is done (an operator's purge, a
   // bug elsewhere): deleted, nothing written. Seed 000's manual fallback repairs it.
@@ -152,7 +163,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     const int64_t seen = existing->increment;
     race_point("claim");
     Status claim = pending.Update(key, seen, SetActive(true, now), meter);
-    if (claim.IsConditionFailed()) return done_with_message(Outcome::kDuplicateLostClaim);
+    if (claim.IsConditionFailed()) return wait_for_winner(Outcome::kDuplicateLostClaim);
     if (!claim.ok()) return fail(claim);
     increment = seen + 1;
     if (existing->state) {
@@ -200,13 +211,16 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     started.increment = 1;
     Status created = pending.Create(started, meter);
     if (created.IsConditionFailed())
-      return done_with_message(Outcome::kDuplicateCreateFailed);
+      return wait_for_winner(Outcome::kDuplicateCreateFailed);
     if (!created.ok()) return fail(created);
     increment = 1;
   } else if (already_complete) {
     // A previous invocation completed the snapshot but died before cleaning up.
     Status removed = pending.Delete(key, increment, meter);
-    if (!removed.ok() && !removed.IsConditionFailed()) return fail(removed);
+    // Lost: another invocation holds the item and removes it — unless it dies first,
+    // and a leftover item would hold back every later snapshot of the sheet.
+    if (removed.IsConditionFailed()) return wait_for_winner(Outcome::kLateDuplicate);
+    if (!removed.ok()) return fail(removed);
     return done_with_message(Outcome::kLateDuplicate);
   }
 
@@ -266,7 +280,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     checkpointed.state = (*build)->Checkpoint().dump();
     checkpointed.modified = clock_->NowSeconds();
     Status saved = pending.Update(key, increment, checkpointed, meter);
-    if (saved.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
+    if (saved.IsConditionFailed()) return wait_for_winner(Outcome::kLostCheckpoint);
     if (!saved.ok()) return fail(saved);
     ++increment;
     if (*done) break;
@@ -274,7 +288,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
       // Hand off to a fresh invocation: it resumes from the checkpoint just written.
       Status cleared =
           pending.Update(key, increment, SetActive(false, std::nullopt), meter);
-      if (cleared.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
+      if (cleared.IsConditionFailed()) return wait_for_winner(Outcome::kLostCheckpoint);
       if (!cleared.ok()) return fail(cleared);
       return defer(Outcome::kHandedOff, 0);
     }
@@ -292,7 +306,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   fault = faults_->Hit(FaultPoint::kSnapshotAfterComplete);
   if (!fault.ok()) return fail(fault);
   Status removed = pending.Delete(key, increment, meter);
-  if (removed.IsConditionFailed()) return done_with_message(Outcome::kLostCheckpoint);
+  if (removed.IsConditionFailed()) return wait_for_winner(Outcome::kLostCheckpoint);
   if (!removed.ok()) return fail(removed);
   SendNextJob(job, job_seq, meter);
   return done_with_message(Outcome::kCompleted);

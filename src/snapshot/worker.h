@@ -10,19 +10,30 @@
 //   kDeferredEarlierPending  an earlier pending snapshot exists for the log: wait
 //                            (visibility timeout = defer_seconds), exit
 //   kDuplicateLostClaim      the pending entry exists and our conditional claim on
-//                            Increment lost: another invocation has it: delete message
+//                            Increment lost: another invocation has it: wait for it
+//                            (defer by stale_seconds; see "Losers wait" below)
 //   kDeferredActive          the pending entry is Active and not timed out: visibility =
 //                            time remaining before it times out, exit
 //   kLateDuplicate           no pending entry and the segment's last snapshot is
 //                            already at or past this one: delete message
-//   kDuplicateCreateFailed   the conditional create of the pending entry failed: delete
+//   kDuplicateCreateFailed   the conditional create of the pending entry failed: wait
+//                            for the creator (defer by stale_seconds)
 //   kDeferredEarlierUnprocessed  an earlier Snapshot entry in the log is not complete:
 //                            clear Active, defer, exit
 //   kLostCheckpoint          a forward-only checkpoint write failed: another invocation
-//                            is active: delete message, exit
+//                            is active: wait for it (defer by stale_seconds), exit
 //   kHandedOff               near the end of the time budget after a checkpoint: clear
 //                            Active, redeliver now, exit; the next invocation resumes
 //                            from the checkpoint
+// Losers wait: seed 000 deletes the message of an invocation that loses a conditional
+// write ("this must be a duplicate message"), but the same message can be in two
+// invocations at once (one overran its budget while the message was redelivered), and
+// then the winner may hold only a stale receipt: if it fails, no message is left and
+// the pending item holds back every later snapshot of the sheet for good. So a loser
+// defers the job by stale_seconds instead; when it comes back the winner has
+// completed (kLateDuplicate: deleted), is still checkpointing (kDeferredActive) or
+// died (its claim is stale: taken over). Until its snapshot completes, a job always
+// has a message in the queue.
 // Every "defer"/"redeliver" goes through MessageControl::Defer, which never counts
 // against the queue's maxReceiveCount: only kFailed does.
 //   kCompleted               root key onto the Snapshot entry, segment last snapshot,

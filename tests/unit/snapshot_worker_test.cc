@@ -383,23 +383,40 @@ TEST_F(SnapshotWorkerTest, InactivePendingEntryIsClaimedAndCompleted) {
   ExpectSnapshotMatchesReplay(job);
 }
 
-TEST_F(SnapshotWorkerTest, LostClaimIsADuplicateAndDeletesTheMessage) {
+// The seed's duplicate that loses the claim, in its worst form: the same message in two
+// invocations. The first overran its budget (its claim looked stale), the message was
+// redelivered, and the overrunning one won the race with a late checkpoint, then
+// failed holding a stale receipt. The loser must not delete the only copy of the job.
+TEST_F(SnapshotWorkerTest, LostClaimWaitsForTheWinnerAndFinishesTheJobIfItDoesNot) {
   CompleteFirstSnapshot();
+  AppendCells(8);
   SnapshotJob job = AppendSnapshot();
-  PutPending(job, /*active=*/0, clock_.NowSeconds(), /*increment=*/3);
+  const int64_t stale = SnapshotWorker::Options{}.stale_seconds;
+  PutPending(job, /*active=*/1, clock_.NowSeconds() - stale - 1, /*increment=*/3);
+  ReceivedMessage overrun = Deliver(job);
+  clock_.AdvanceSeconds(kVisibilitySeconds);
+  ReceivedMessage redelivered = ReceiveOne();
+  ASSERT_EQ(redelivered.id, overrun.id);
   SnapshotWorker::Options options;
   options.test_before_conditional_write = [&](const std::string& step) {
-    if (step == "claim") BumpIncrement(job);  // another invocation claims first
+    if (step == "claim") BumpIncrement(job);  // the overrunning invocation writes first
   };
   auto racing = MakeWorker(options);
-  EXPECT_EQ(Handle(Deliver(job), kFarDeadline, racing.get()),
+  EXPECT_EQ(Handle(redelivered, kFarDeadline, racing.get()),
             Outcome::kDuplicateLostClaim);
-  EXPECT_EQ(MessagesLeft(), 0);
   auto pending = Pending(job);
   ASSERT_TRUE(pending.has_value());
   EXPECT_EQ(pending->increment, 4) << "only the winner's write landed";
-  EXPECT_FALSE(pending->active);
-  EXPECT_FALSE(EntryOf(job).snapshot_root.has_value());
+  // The winner fails: its receipt is stale, so the queue keeps no trace of that.
+  EXPECT_FALSE(queues_->RecordFailure(kQueue, overrun.receipt_handle, "failed").ok());
+  EXPECT_EQ(MessagesLeft(), 1) << "the job waits for the winner instead of going";
+  clock_.AdvanceSeconds(stale - 1);
+  EXPECT_FALSE(MessageVisible());
+  clock_.AdvanceSeconds(1);
+  EXPECT_EQ(Handle(ReceiveOne()), Outcome::kCompleted) << last_error_.ToString();
+  EXPECT_FALSE(Pending(job).has_value());
+  EXPECT_EQ(MessagesLeft(), 0);
+  ExpectSnapshotMatchesReplay(job);
 }
 
 TEST_F(SnapshotWorkerTest, FreshActiveEntryDefersUntilItWouldTimeOut) {
@@ -439,8 +456,9 @@ TEST_F(SnapshotWorkerTest, LateDuplicateOfACompletedSnapshotOnlyDeletesTheMessag
   EXPECT_EQ(Handle(Deliver({sheet_, 0, 0})), Outcome::kLateDuplicate);
 }
 
-TEST_F(SnapshotWorkerTest, FailedConditionalCreateIsADuplicate) {
+TEST_F(SnapshotWorkerTest, FailedConditionalCreateWaitsForTheCreator) {
   CompleteFirstSnapshot();
+  AppendCells(6);
   SnapshotJob job = AppendSnapshot();
   SnapshotWorker::Options options;
   options.test_before_conditional_write = [&](const std::string& step) {
@@ -449,8 +467,20 @@ TEST_F(SnapshotWorkerTest, FailedConditionalCreateIsADuplicate) {
   auto racing = MakeWorker(options);
   EXPECT_EQ(Handle(Deliver(job), kFarDeadline, racing.get()),
             Outcome::kDuplicateCreateFailed);
-  EXPECT_EQ(MessagesLeft(), 0);
   EXPECT_EQ(Pending(job)->increment, 7) << "the other invocation's entry stays";
+  EXPECT_FALSE(MessageVisible());
+  // A third copy meanwhile finds the creator's item fresh and waits what remains of
+  // it. The creator never writes again: once its claim is stale, the first copy back
+  // takes over and completes, and the other is a late duplicate.
+  const int64_t stale = SnapshotWorker::Options{}.stale_seconds;
+  clock_.AdvanceSeconds(stale - 1);
+  ASSERT_EQ(Handle(Deliver(job)), Outcome::kDeferredActive);
+  clock_.AdvanceSeconds(1);
+  ASSERT_EQ(MessagesLeft(), 2);
+  EXPECT_EQ(Handle(ReceiveOne()), Outcome::kCompleted) << last_error_.ToString();
+  EXPECT_EQ(Handle(ReceiveOne()), Outcome::kLateDuplicate);
+  EXPECT_EQ(MessagesLeft(), 0);
+  ExpectSnapshotMatchesReplay(job);
 }
 
 TEST_F(SnapshotWorkerTest, EarlierUnprocessedSnapshotGoesFirst) {
@@ -487,10 +517,17 @@ TEST_F(SnapshotWorkerTest, LostCheckpointMeansAnotherInvocationIsActive) {
   };
   auto racing = MakeWorker(options);
   EXPECT_EQ(Handle(Deliver(job), kFarDeadline, racing.get()), Outcome::kLostCheckpoint);
-  EXPECT_EQ(MessagesLeft(), 0);
   EXPECT_EQ(checkpoints, 2) << "it stops at the first lost checkpoint";
   EXPECT_FALSE(EntryOf(job).snapshot_root.has_value());
   EXPECT_TRUE(Pending(job).has_value()) << "the other invocation's entry stays";
+  // The job waits out the stale timeout for the other invocation; that one never
+  // writes again, so the job resumes from the last checkpoint and completes.
+  EXPECT_EQ(MessagesLeft(), 1);
+  EXPECT_FALSE(MessageVisible());
+  clock_.AdvanceSeconds(SnapshotWorker::Options{}.stale_seconds);
+  EXPECT_EQ(Handle(ReceiveOne()), Outcome::kCompleted) << last_error_.ToString();
+  EXPECT_EQ(MessagesLeft(), 0);
+  ExpectSnapshotMatchesReplay(job);
 }
 
 TEST_F(SnapshotWorkerTest, HandsOffNearTheTimeBudgetAndTheNextInvocationResumes) {
