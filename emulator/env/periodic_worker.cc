@@ -8,8 +8,11 @@ void PeriodicWorker::Start(int64_t period_micros, bool run_at_start, Task task) 
   stop_ = false;
   running_ = true;
   task_ = std::move(task);
-  thread_ = std::thread(
-      [this, period_micros, run_at_start] { Run(period_micros, run_at_start); });
+  // The schedule counts from this call, not from whenever the new thread first runs:
+  // with a ManualClock a test may move time before then.
+  const int64_t first_run = clock_->NowMicros() + (run_at_start ? 0 : period_micros);
+  thread_ =
+      std::thread([this, period_micros, first_run] { Run(period_micros, first_run); });
 }
 
 void PeriodicWorker::Stop() {
@@ -33,8 +36,8 @@ void PeriodicWorker::RunSoon() {
   cv_.NotifyAll();
 }
 
-void PeriodicWorker::Run(int64_t period_micros, bool run_at_start) {
-  int64_t next = clock_->NowMicros() + (run_at_start ? 0 : period_micros);
+void PeriodicWorker::Run(int64_t period_micros, int64_t first_run_micros) {
+  int64_t next = first_run_micros;
   while (true) {
     {
       MutexLock lock(&mu_);

@@ -28,7 +28,8 @@ class PeriodicWorker {
   PeriodicWorker(const PeriodicWorker&) = delete;
   PeriodicWorker& operator=(const PeriodicWorker&) = delete;
 
-  // Starts the thread: the first run at once if `run_at_start`, else after one period.
+  // Starts the thread: the first run at once if `run_at_start`, else one period after
+  // this call (by the clock as Start reads it).
   // Idempotent while running. REQUIRES: period_micros > 0.
   void Start(int64_t period_micros, bool run_at_start, Task task) EXCLUDES(mu_);
   // Sets the stop flag, wakes the thread and joins it (a run in progress ends at its
@@ -42,7 +43,7 @@ class PeriodicWorker {
   const std::atomic<bool>& stopping() const { return stop_; }
 
  private:
-  void Run(int64_t period_micros, bool run_at_start) EXCLUDES(mu_);
+  void Run(int64_t period_micros, int64_t first_run_micros) EXCLUDES(mu_);
 
   Clock* const clock_;
   Mutex mu_;

@@ -144,7 +144,12 @@ Status FunctionRuntime::Start() {
   MutexLock lock(&mu_);
   started_ = true;
   if (!streams_.empty()) {
-    threads_.emplace_back([this] { DispatchLoop(); });
+    // Counted from Start, not from whenever the thread first runs (a test's
+    // ManualClock may move before then).
+    const int64_t first_prune = options_.prune_interval_micros > 0
+                                    ? clock_->NowMicros() + options_.prune_interval_micros
+                                    : INT64_MAX;
+    threads_.emplace_back([this, first_prune] { DispatchLoop(first_prune); });
     for (int i = 0; i < std::max(1, options_.stream_workers); ++i) {
       threads_.emplace_back([this] { WorkerLoop(); });
     }

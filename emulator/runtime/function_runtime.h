@@ -303,7 +303,7 @@ class FunctionRuntime {
     int64_t head;
   };
 
-  void DispatchLoop();
+  void DispatchLoop(int64_t first_prune_micros);
   // The claim round (see "One consumer per shard"), in three steps so that the
   // database is never called under mu_: what each shard's claim is now (under mu_),
   // the claims renewed, taken up to this runtime's share and given up past it

@@ -33,10 +33,8 @@ int64_t BackoffMicros(const StreamMapping& m, int attempts) {
 
 }  // namespace
 
-void FunctionRuntime::DispatchLoop() {
-  int64_t next_prune = options_.prune_interval_micros > 0
-                           ? clock_->NowMicros() + options_.prune_interval_micros
-                           : INT64_MAX;
+void FunctionRuntime::DispatchLoop(int64_t first_prune_micros) {
+  int64_t next_prune = first_prune_micros;
   int64_t heads_retry_at = INT64_MAX;
   const int64_t window = options_.batching_window_micros;
   Clock* window_clock = options_.batching_window_clock != nullptr

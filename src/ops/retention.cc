@@ -1,5 +1,7 @@
 #include "src/ops/retention.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -59,6 +61,7 @@ Status RetentionWorker::Start() {
                   if (options_.may_run && !options_.may_run()) return;
                   Status ran = RunNow();
                   if (!ran.ok()) {
+                    spdlog::warn("retention: the run failed: {}", ran.ToString());
                     MutexLock lock(&mu_);
                     ++counters_.errors;
                     counters_.last_error = ran.ToString();
@@ -82,6 +85,8 @@ Status RetentionWorker::RunOnce() {
     if (worker_.stopping()) return Status::OK();  // the rest waits for the next start
     Status retained = RetainSheet(sheet);
     if (!retained.ok() && !retained.IsNotFound()) {  // NotFound: deleted meanwhile
+      spdlog::warn("retention: sheet {} not truncated: {}", sheet.id,
+                   retained.ToString());
       MutexLock lock(&mu_);
       ++counters_.errors;
       counters_.last_error = "sheet " + sheet.id + ": " + retained.ToString();
@@ -104,6 +109,8 @@ Status RetentionWorker::RetainSheet(const SheetInfo& sheet) {
     Status deleted = key.rfind("snapshots/", 0) == 0 ? DeleteSnapshotObjects(blobs_, key)
                                                      : blobs_->Delete(key);
     if (!deleted.ok()) {
+      spdlog::warn("retention: deleting {} failed (left behind): {}", key,
+                   deleted.ToString());
       MutexLock lock(&mu_);
       ++counters_.errors;
       counters_.last_error = "deleting " + key + ": " + deleted.ToString();

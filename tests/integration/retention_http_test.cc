@@ -75,7 +75,9 @@ TEST_F(RetentionHttpTest,
   // One retention period later the worker keeps only the newest segment's worth —
   // but segment 2 stays: no later segment has a completed snapshot to stand in for it.
   ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, kPeriod));
-  ASSERT_TRUE(Eventually([&] { return Sheet()["first_seq"] == 7; })) << Sheet().dump(2);
+  ASSERT_TRUE(Eventually([&] { return Sheet()["first_seq"] == 7; }))
+      << Sheet().dump(2) << "\nserver log:\n"
+      << server_->Log();
   json segments = Sheet()["segments"];
   ASSERT_EQ(segments.size(), 4u) << segments.dump();
   EXPECT_TRUE(segments[0]["archive"].is_string()) << segments.dump();
@@ -115,7 +117,9 @@ TEST_F(RetentionHttpTest,
   ASSERT_EQ(Request(*client_, "DELETE", "/v1/admin/faults").status, 204);
   ASSERT_TRUE(WaitForSnapshot(*server_, *client_, sheet_, 10, {.advance_clock_s = 61}));
   ASSERT_NO_FATAL_FAILURE(AdvanceClock(*client_, kPeriod));
-  ASSERT_TRUE(Eventually([&] { return Sheet()["first_seq"] == 10; })) << Sheet().dump(2);
+  ASSERT_TRUE(Eventually([&] { return Sheet()["first_seq"] == 10; }))
+      << Sheet().dump(2) << "\nserver log:\n"
+      << server_->Log();
   EXPECT_EQ(Cells(), cells);
   EXPECT_EQ(Get(*client_, "/v1/sheets/" + sheet_ + "/load").status, 200);
   verified = Post(*client_, "/v1/admin/verify", {{"sheet", sheet_}});
