@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 
 #include "emulator/blob/blob_store.h"
@@ -30,6 +31,10 @@ SnapshotLayout SmallSnapshotLayout();
 //   ::testing::Values(BlobStoreKind::kS3));
 // (ctest gives S3* cases the shared test S3 server: CMakeLists.txt).
 enum class BlobStoreKind { kDirectory, kS3 };
+// Names the store where gtest prints a parameter (case names end "/directory", "/s3").
+inline void PrintTo(BlobStoreKind kind, std::ostream* os) {
+  *os << (kind == BlobStoreKind::kDirectory ? "directory" : "s3");
+}
 
 class BlobStoreKindTest : public ::testing::TestWithParam<BlobStoreKind> {
  protected:

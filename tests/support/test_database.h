@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ std::unique_ptr<Database> OpenEmulatorTestDatabase(const std::string& path, Cloc
 // (Postgres, Suite, Values(Backend::kPostgres)); ctest starts the PostgreSQL server for
 // cases named Postgres* (the `postgres` fixture).
 enum class Backend { kSqlite, kPostgres };
+// Names the backend where gtest prints a parameter: case names read
+// "Postgres/QueueTest.Case/postgres" in ctest, not "/4-byte object <01-00 00-00>".
+inline void PrintTo(Backend backend, std::ostream* os) {
+  *os << (backend == Backend::kSqlite ? "sqlite" : "postgres");
+}
 
 // The emulator's own tables (and `migrations`, in the backend's SQL, if given) on
 // `backend`: a SQLite file `path` on `clock`, or a new database of the test PostgreSQL

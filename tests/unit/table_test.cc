@@ -74,6 +74,9 @@ constexpr const char* kPostgresTables =
 // on a SQLite file, Postgres/TableTest.* on a database of their own on the test
 // PostgreSQL server (ctest's postgres fixture).
 enum class TableBackend { kSqlite, kPostgres };
+void PrintTo(TableBackend backend, std::ostream* os) {
+  *os << (backend == TableBackend::kSqlite ? "sqlite" : "postgres");
+}
 
 class TableTest : public ::testing::TestWithParam<TableBackend> {
  protected:
