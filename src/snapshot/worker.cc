@@ -95,6 +95,19 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
       options_.test_before_conditional_write(step);
     }
   };
+  // Before each conditional write: the test hook, then Lambda's timeout. Lambda kills
+  // an invocation at its deadline; a worker thread cannot be killed, so it stops itself
+  // here once past it, leaving what a killed invocation leaves. Correctness does not
+  // rest on this (losers wait, below), but a write from an invocation that overran
+  // would make a live one lose its race and wait out a stale timeout for nothing.
+  auto may_write = [&](const char* step) -> Status {
+    race_point(step);
+    if (clock_->NowMicros() > deadline_micros) {
+      return Unavailable(std::string("past its time budget before the ") + step +
+                         " write: stopped, as Lambda stops an invocation at its timeout");
+    }
+    return Status::OK();
+  };
   auto defer = [&](Outcome outcome, int64_t seconds) {
     Status deferred = message.Defer(seconds);
     return deferred.ok() ? outcome : fail(deferred.Annotate("deferring the message"));
@@ -161,7 +174,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
                    std::max<int64_t>(1, options_.stale_seconds - age));
     }
     const int64_t seen = existing->increment;
-    race_point("claim");
+    if (Status stop = may_write("claim"); !stop.ok()) return fail(stop);
     Status claim = pending.Update(key, seen, SetActive(true, now), meter);
     if (claim.IsConditionFailed()) return wait_for_winner(Outcome::kDuplicateLostClaim);
     if (!claim.ok()) return fail(claim);
@@ -200,7 +213,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     // 3. No pending entry, and the snapshot is already done: a late duplicate.
     if (already_complete) return done_with_message(Outcome::kLateDuplicate);
     // 4. Formally start: create the pending entry, conditional on it not existing.
-    race_point("create");
+    if (Status stop = may_write("create"); !stop.ok()) return fail(stop);
     PendingSnapshot started;
     started.sheet_id = job.sheet_id;
     started.segment = job.segment;
@@ -275,7 +288,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     }
     Status fault = faults_->Hit(FaultPoint::kSnapshotAfterChunk);
     if (!fault.ok()) return fail(fault);
-    race_point("checkpoint");
+    if (Status stop = may_write("checkpoint"); !stop.ok()) return fail(stop);
     PendingSnapshotChanges checkpointed;
     checkpointed.state = (*build)->Checkpoint().dump();
     checkpointed.modified = clock_->NowSeconds();
@@ -300,6 +313,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   if (!root.ok()) return fail(root.status());
   Status fault = faults_->Hit(FaultPoint::kSnapshotBeforeComplete);
   if (!fault.ok()) return fail(fault);
+  if (Status stop = may_write("complete"); !stop.ok()) return fail(stop);
   Status completed =
       log_->CompleteSnapshot(job.sheet_id, job.segment, job.entry, *root, meter);
   if (!completed.ok()) return fail(completed);

@@ -39,9 +39,11 @@
 //   kCompleted               root key onto the Snapshot entry, segment last snapshot,
 //                            pending entry deleted, message deleted
 //   kSheetGone               the sheet was deleted meanwhile: delete the message
-//   kFailed                  an error; the message stays and reappears after its
-//                            visibility timeout (the runtime retries; the DLQ catches
-//                            poison messages)
+//   kFailed                  an error, or the deadline passed before a conditional
+//                            write (Lambda would have killed the invocation: it stops
+//                            and writes nothing more); the message stays and reappears
+//                            after its visibility timeout (the runtime retries; the DLQ
+//                            catches poison messages)
 #pragma once
 
 #include <cstdint>
@@ -126,7 +128,8 @@ class SnapshotWorker {
     // (the next one's own message is deferred; the extra one is a harmless duplicate).
     std::function<Status(const SnapshotJob& job)> send_job;
     // Test hook: runs right before each conditional write of the seed's steps, named
-    // "claim", "create" and "checkpoint", where a concurrent invocation may slip in.
+    // "claim", "create", "checkpoint" and "complete", where a concurrent invocation may
+    // slip in (or the clock pass the invocation's deadline: the write is then not made).
     std::function<void(const std::string& step)> test_before_conditional_write;
   };
 

@@ -419,6 +419,42 @@ TEST_F(SnapshotWorkerTest, LostClaimWaitsForTheWinnerAndFinishesTheJobIfItDoesNo
   ExpectSnapshotMatchesReplay(job);
 }
 
+// Lambda kills an invocation at its timeout; the worker, a thread, stops itself before
+// its next conditional write once past the deadline, leaving what a killed invocation
+// leaves: the last checkpoint, Active set, the message for redelivery.
+TEST_F(SnapshotWorkerTest, AnInvocationPastItsDeadlineStopsBeforeItsNextWrite) {
+  CompleteFirstSnapshot();
+  AppendCells(90);
+  SnapshotJob job = AppendSnapshot();
+  // Past its deadline from the start: nothing written at all.
+  EXPECT_EQ(Handle(Deliver(job), clock_.NowMicros() - 1), Outcome::kFailed);
+  EXPECT_EQ(last_error_.code(), StatusCode::kUnavailable) << last_error_.ToString();
+  EXPECT_FALSE(Pending(job).has_value());
+
+  // The deadline passes during the build, just before the second checkpoint.
+  const int64_t budget = 60 * 1000000;
+  int checkpoints = 0;
+  SnapshotWorker::Options options;
+  options.test_before_conditional_write = [&](const std::string& step) {
+    if (step == "checkpoint" && ++checkpoints == 2) clock_.AdvanceSeconds(61);
+  };
+  auto overrunning = MakeWorker(options);
+  clock_.AdvanceSeconds(kVisibilitySeconds);
+  EXPECT_EQ(Handle(ReceiveOne(), clock_.NowMicros() + budget, overrunning.get()),
+            Outcome::kFailed);
+  EXPECT_EQ(checkpoints, 2);
+  auto pending = Pending(job);
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(pending->increment, 2) << "created, one checkpoint; the second not written";
+  EXPECT_TRUE(pending->active) << "as a killed invocation leaves it";
+  EXPECT_FALSE(EntryOf(job).snapshot_root.has_value());
+  // Its claim is stale by now: the redelivery takes over and resumes.
+  EXPECT_EQ(Handle(ReceiveOne()), Outcome::kCompleted) << last_error_.ToString();
+  EXPECT_FALSE(Pending(job).has_value());
+  EXPECT_EQ(MessagesLeft(), 0);
+  ExpectSnapshotMatchesReplay(job);
+}
+
 TEST_F(SnapshotWorkerTest, FreshActiveEntryDefersUntilItWouldTimeOut) {
   CompleteFirstSnapshot();
   SnapshotJob job = AppendSnapshot();
