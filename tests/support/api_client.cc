@@ -22,8 +22,33 @@ bool Expect(const JsonResponse& response, int status, const std::string& request
   return false;
 }
 
+std::string Tail(const std::string& text, size_t bytes) {
+  return text.size() <= bytes ? text : text.substr(text.size() - bytes);
+}
+
+// The worker's outcomes and the runtime's counters, from /metrics.
+std::string PipelineMetrics(httplib::Client& client) {
+  auto response = client.Get("/metrics");
+  if (!response) return "(no /metrics)";
+  std::string out;
+  size_t start = 0;
+  const std::string& body = response->body;
+  while (start < body.size()) {
+    size_t end = body.find('\n', start);
+    if (end == std::string::npos) end = body.size();
+    const std::string line = body.substr(start, end - start);
+    if (line.rfind("sheetlog_snapshot_messages_total", 0) == 0 ||
+        line.rfind("sheetlog_function_", 0) == 0) {
+      out += line + "\n";
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 // Waits (PipelineWatch) until `done`, moving a manual clock as `wait` says; a timeout
-// shows the sheet's snapshots, the pending snapshots and the queues.
+// shows the sheet's snapshots, the pending snapshots, the queues, the worker's outcomes
+// and the end of the server's log.
 ::testing::AssertionResult WaitForSnapshotState(const ServerProcess& server,
                                                 httplib::Client& client,
                                                 const std::string& sheet,
@@ -40,7 +65,9 @@ bool Expect(const JsonResponse& response, int status, const std::string& request
         return "snapshots of " + sheet + ": " +
                Get(client, "/v1/sheets/" + sheet + "/snapshots").raw +
                "\npending snapshots: " + Get(client, "/v1/admin/pending-snapshots").raw +
-               "\nqueues: " + Get(client, "/v1/admin/queues").raw;
+               "\nqueues: " + Get(client, "/v1/admin/queues").raw +
+               "\npipeline metrics:\n" + PipelineMetrics(client) +
+               "server log (last 8 KB):\n" + Tail(server.Log(), 8192);
       },
       wait.real_seconds);
 }
