@@ -250,6 +250,14 @@ class SnapshotWorkerTest : public ::testing::Test {
     return cells;
   }
 
+  // `job` is done with: no pending item, no message left, and its snapshot holds
+  // exactly the replayed cells.
+  void ExpectCompletedAndSettled(const SnapshotJob& job) {
+    EXPECT_FALSE(Pending(job).has_value());
+    EXPECT_EQ(MessagesLeft(), 0);
+    ExpectSnapshotMatchesReplay(job);
+  }
+
   // The completed snapshot of `job` holds exactly the replayed cells.
   void ExpectSnapshotMatchesReplay(const SnapshotJob& job) {
     EntryRecord entry = EntryOf(job);
@@ -414,9 +422,7 @@ TEST_F(SnapshotWorkerTest, LostClaimWaitsForTheWinnerAndFinishesTheJobIfItDoesNo
   EXPECT_FALSE(MessageVisible());
   clock_.AdvanceSeconds(1);
   EXPECT_EQ(Handle(ReceiveOne()), Outcome::kCompleted) << last_error_.ToString();
-  EXPECT_FALSE(Pending(job).has_value());
-  EXPECT_EQ(MessagesLeft(), 0);
-  ExpectSnapshotMatchesReplay(job);
+  ExpectCompletedAndSettled(job);
 }
 
 // Lambda kills an invocation at its timeout; the worker, a thread, stops itself before
@@ -450,9 +456,7 @@ TEST_F(SnapshotWorkerTest, AnInvocationPastItsDeadlineStopsBeforeItsNextWrite) {
   EXPECT_FALSE(EntryOf(job).snapshot_root.has_value());
   // Its claim is stale by now: the redelivery takes over and resumes.
   EXPECT_EQ(Handle(ReceiveOne()), Outcome::kCompleted) << last_error_.ToString();
-  EXPECT_FALSE(Pending(job).has_value());
-  EXPECT_EQ(MessagesLeft(), 0);
-  ExpectSnapshotMatchesReplay(job);
+  ExpectCompletedAndSettled(job);
 }
 
 TEST_F(SnapshotWorkerTest, FreshActiveEntryDefersUntilItWouldTimeOut) {
@@ -657,9 +661,7 @@ TEST_F(SnapshotWorkerTest, CrashMidBuildIsRetriedAfterTheStaleTimeoutAndResumes)
       << last_error_.ToString();
   EXPECT_FALSE(checkpoint.empty());
   EXPECT_GT(resumed_chunks, 0);
-  EXPECT_FALSE(Pending(job).has_value());
-  EXPECT_EQ(MessagesLeft(), 0);
-  ExpectSnapshotMatchesReplay(job);
+  ExpectCompletedAndSettled(job);
 }
 
 TEST_F(SnapshotWorkerTest, CrashAfterCompletingIsCleanedUpByTheRedelivery) {
@@ -673,9 +675,7 @@ TEST_F(SnapshotWorkerTest, CrashAfterCompletingIsCleanedUpByTheRedelivery) {
 
   clock_.AdvanceSeconds(SnapshotWorker::Options{}.stale_seconds);
   EXPECT_EQ(Handle(ReceiveOne()), Outcome::kLateDuplicate) << last_error_.ToString();
-  EXPECT_FALSE(Pending(job).has_value());
-  EXPECT_EQ(MessagesLeft(), 0);
-  ExpectSnapshotMatchesReplay(job);
+  ExpectCompletedAndSettled(job);
 }
 
 // A job whose sheet was deleted while it waited is moot: the message goes, rather than
