@@ -1,4 +1,5 @@
-// Issue 8's numbers: importing and exporting a 10^6-cell sheet as CSV and XLSX.
+// Importing and exporting a 10^6-cell sheet as CSV and XLSX (bench/README.md "Import
+// and export files").
 //
 //   build/<dir>/import_bench
 //

@@ -1,6 +1,6 @@
-// The snapshot pipeline end to end, over HTTP against the real binary (issue 6's
-// numbers): how long from appending a Snapshot entry to its root being on the entry,
-// and how fast GET .../cells answers from a snapshot plus the entries after it.
+// The snapshot pipeline end to end, over HTTP against the real binary: how long from
+// appending a Snapshot entry to its root being on the entry, and how fast
+// GET .../cells answers from a snapshot plus the entries after it.
 //
 //   build/<dir>/pipeline_bench
 //

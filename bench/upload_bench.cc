@@ -1,6 +1,5 @@
-// Large entries over HTTP against the real binary (issue 5's numbers): the presigned
-// PUT of an upload's body, streamed to the blob store, and the complete that appends
-// the entry.
+// Large entries over HTTP against the real binary: the presigned PUT of an upload's
+// body, streamed to the blob store, and the complete that appends the entry.
 //
 //   build/<dir>/upload_bench
 //

@@ -1,5 +1,5 @@
-# Writes a C++ file holding every console/ asset (the web console of issue 16) as bytes,
-# with its path under /console/ and its content type, so that one binary serves the
+# Writes a C++ file holding every console/ asset (the web console) as bytes, with its
+# path under /console/ and its content type, so that one binary serves the
 # console with nothing installed beside it.
 # Inputs: OUT (file to write), ROOT (the console/ directory), FILES (semicolon list of
 # files under ROOT, sorted).

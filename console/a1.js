@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A1 notation: column 1 is "A", 26 "Z", 27 "AA"; rows are 1-based.
 
 export function columnName(column) {

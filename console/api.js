@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // The console's only way to the server: the public HTTP API of api.md, as any client
 // would use it. When the server has a token, the first 401 asks for it once (kept in
 // sessionStorage for this tab) and the request is retried; a later 401 asks again.

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // The console's entry point: the page shell, client-side routing and the pages.
 // Every path under /console/ serves index.html; this decides what it shows:
 //   /console/                     sheets

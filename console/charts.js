@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // A small live line chart on a <canvas>: the last `capacity` samples of one series,
 // scaled to its own maximum. Enough for "appends/s", "queue depth" and "feed lag".
 import {el} from './ui.js';

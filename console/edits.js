@@ -1,7 +1,8 @@
 // @ts-check
-// The grid's edits on their way to the server (issue 23 items 3 and 7): every edit is
-// shown at once, marked pending, and appended in the order it was made with
-// expect_seq = the seq after the cells the user saw. What happens next:
+// SPDX-License-Identifier: Apache-2.0
+// The grid's edits on their way to the server: every edit is shown at once, marked
+// pending, and appended in the order it was made with expect_seq = the seq after the
+// cells the user saw. What happens next:
 //   201        saved (the mark goes once the grid reads the cells back);
 //   409        the entries appended since are read: if none of them touched the edit's
 //              cells (another cell, a snapshot), the edit is sent again behind them by

@@ -1,8 +1,9 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // What entries mean to the console: a one-line description (the log, the time-travel
 // banner), the cells an entry sets (highlighting), and whether an entry may have changed
-// a range of cells (judging an edit's conflict per cell, issue 23 item 3). Pure
-// functions of the entry JSON of api.md; no DOM.
+// a range of cells (judging an edit's conflict per cell). Pure functions of the entry
+// JSON of api.md; no DOM.
 import {cellRef, columnNumber, displayValue, parseRef} from './a1.js';
 import {preview} from './format.js';
 

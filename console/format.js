@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Formatting values for display: sizes, counts, times, money, cell values with their
 // number formats, and previews. Pure functions (no DOM), unit-tested with node --test
 // (console/tests/unit).

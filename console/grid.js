@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // A virtualised spreadsheet grid: the whole XLSX-sized sheet (1,048,576 rows, 16,384
 // columns) scrolls natively, while the DOM holds only the cells in view (a pool
 // reused as it scrolls) and the data comes in tiles fetched for the visible range and

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Live updates of one sheet: every entry committed after a known seq, in seq order,
 // exactly once.
 //

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Prometheus text exposition (GET /metrics) for the pipeline page's charts. Pure.
 
 /** @typedef {{name: string, labels: Record<string, string>, value: number}} Sample */

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Which Snapshot entries sit in the snapshot queue's dead-letter queue: the pending
 // snapshot of such an entry may still say "active" (its last worker died holding it),
 // but nothing will build it until it is redriven, so the pages show it as

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // The text/event-stream format (HTML's Server-Sent Events): fields up to a blank line
 // make an event; lines starting with ':' are comments (the server's heartbeats). Fed
 // text as it arrives, in pieces of any size.

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Tab-separated text, the clipboard format spreadsheets exchange a range in (Excel,
 // LibreOffice, Google Sheets): one line per row, a tab between fields; a field holding
 // a tab, a line break or a quote is quoted, with quotes doubled.

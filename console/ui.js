@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Small DOM helpers shared by the pages: element building, formatting, toasts and
 // modal dialogs. No framework: pages build their DOM with el() and replace it on change.
 

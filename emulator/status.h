@@ -5,6 +5,17 @@
 //   kConditionFailed  a conditional write lost (DynamoDB ConditionalCheckFailed);
 //                     re-read and try again, or treat as "someone else did it".
 //   kUnavailable      transient (busy, shutting down, retries exhausted); retry the call.
+//   kAborted          the transaction was aborted by concurrency, and only that: a
+//                     serialization failure or deadlock (PostgreSQL 40001, 40P01), or
+//                     the item changed under a read-modify-write more often than it
+//                     retries by itself (Table's judging rounds, the execution
+//                     history's next sequence). Nothing was written: run the whole
+//                     operation again from the start. The transaction runner does
+//                     (PostgresDatabase::Write, a bounded number of times with jittered
+//                     backoff; Transactions::Write says what a work must allow for);
+//                     one that still reaches HTTP is a 503 Unavailable with
+//                     Retry-After, never a 500. Not for control flow: a refusal that
+//                     ends a transaction on purpose uses the code of its reason.
 //   kFailedPrecondition  state must change first (e.g. no completed snapshot yet).
 //   kInsufficientStorage the disk (or a quota) is full: nothing was written; retry once
 //                     space is freed (HTTP 507).
@@ -60,6 +71,7 @@ class [[nodiscard]] Status {
 
   bool IsNotFound() const { return code_ == StatusCode::kNotFound; }
   bool IsConditionFailed() const { return code_ == StatusCode::kConditionFailed; }
+  bool IsAborted() const { return code_ == StatusCode::kAborted; }
 
  private:
   StatusCode code_ = StatusCode::kOk;

@@ -35,8 +35,9 @@ Commands:
   restore --from DIR --data-dir DIR [--json]
              restore a backup (`sheetlog backup`) into a new or empty data directory,
              checking every file against its checksum first; no server may use it
-  version    print the version
-  help       show this text
+  version [--json]
+             print the version; --json: {"version", "license"} as JSON
+  help       show this text; `sheetlog COMMAND --help` (or -h): that command's usage
 %s
 Client commands talk to a running server: --server URL (default $SHEETLOG_URL, else
 http://127.0.0.1:8787), --token TOKEN (default $SHEETLOG_TOKEN).
@@ -245,6 +246,36 @@ std::vector<cli::Command> ClientCommands() {
   return commands;
 }
 
+// `sheetlog COMMAND --help` for the commands main.cc runs itself.
+std::string ServeHelp() {
+  return "Usage: sheetlog serve [flags]\n"
+         "\n"
+         "Runs the HTTP server until SIGTERM or SIGINT (SIGHUP reloads the TLS\n"
+         "certificate and key).\n"
+         "\n" +
+         ServeUsage() + "  -h, --help         this text\n";
+}
+
+const char* kRestoreHelp =
+    "Usage: sheetlog restore --from DIR --data-dir DIR [--json]\n"
+    "\n"
+    "Restores a backup (`sheetlog backup`) into a new or empty data directory, checking\n"
+    "every file against its checksum first; no server may use the directory. Exit 2:\n"
+    "a usage error or the backup refused.\n"
+    "\n"
+    "  --from DIR         the backup\n"
+    "  --data-dir DIR     the data directory to restore into\n"
+    "  --json             the report as JSON on stdout instead of a summary line\n"
+    "  -h, --help         this text\n";
+
+const char* kVersionHelp =
+    "Usage: sheetlog version [--json]\n"
+    "\n"
+    "Prints the version: \"sheetlog\" and the release number.\n"
+    "\n"
+    "  --json             {\"version\", \"license\"} as JSON\n"
+    "  -h, --help         this text\n";
+
 std::string Usage() {
   std::string lines;
   for (const cli::Command& c : ClientCommands())
@@ -260,22 +291,43 @@ std::string Usage() {
 
 int main(int argc, char** argv) {
   std::string command = argc > 1 ? argv[1] : "help";
+  // Every command answers --help and -h with its own usage (on stdout, exit 0),
+  // before its flags are parsed: `--help` is no flag awaiting a value.
+  const bool help = sheetlog::cli::WantsHelp(argc, argv);
   if (command == "serve") {
-    for (int i = 2; i < argc; ++i) {
-      const std::string arg = argv[i];
-      if (arg == "--help" || arg == "-h") {  // every flag is in the one usage text
-        std::fputs(sheetlog::Usage().c_str(), stdout);
-        return 0;
-      }
+    if (help) {
+      std::fputs(sheetlog::ServeHelp().c_str(), stdout);
+      return 0;
     }
     return sheetlog::Serve(argc, argv);
   }
-  if (command == "restore") return sheetlog::Restore(argc, argv);
+  if (command == "restore") {
+    if (help) {
+      std::fputs(sheetlog::kRestoreHelp, stdout);
+      return 0;
+    }
+    return sheetlog::Restore(argc, argv);
+  }
   for (const sheetlog::cli::Command& c : sheetlog::ClientCommands()) {
-    if (command == c.name) return c.run(argc, argv);
+    if (command != c.name) continue;
+    if (help) {
+      std::fputs(sheetlog::cli::CommandHelp(c).c_str(), stdout);
+      return 0;
+    }
+    return c.run(argc, argv);
+  }
+  if ((command == "version" || command == "--version") && help) {
+    std::fputs(sheetlog::kVersionHelp, stdout);
+    return 0;
   }
   if (command == "version" || command == "--version") {
-    std::printf("sheetlog %s\n", sheetlog::Version());
+    // The license is LICENSE's and packaging/copyright's (scripts/check-package).
+    if (argc > 2 && std::strcmp(argv[2], "--json") == 0) {
+      std::printf("{\"version\":\"%s\",\"license\":\"Apache-2.0\"}\n",
+                  sheetlog::Version());
+    } else {
+      std::printf("sheetlog %s\n", sheetlog::Version());
+    }
     return 0;
   }
   if (command == "help" || command == "--help" || command == "-h") {

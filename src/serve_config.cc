@@ -275,6 +275,13 @@ std::vector<ServeSetting> BuildTable() {
           Integer<int64_t>(
               1, kNoMax,
               [](O& o) -> int64_t& { return o.app.retention_period_seconds; })),
+      Row("heal-period", "SECONDS", "600",
+          "seconds of the clock between runs of the pipeline's self-healing, which "
+          "gives a job again to every Snapshot entry older than 5 minutes that is not "
+          "complete and has none (lost, or dropped by a queue's retention); it also "
+          "runs at start (0 = off)",
+          Integer<int64_t>(0, kNoMax,
+                           [](O& o) -> int64_t& { return o.app.heal_period_seconds; })),
       Row("batching-window", "MS", "5",
           "side effects of appends (snapshots, upload untags) wait up to MS milliseconds "
           "to "

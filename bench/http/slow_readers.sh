@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Slow readers against the server (issue 22 item 4): a 48 MiB blob, then N connections
-# (default 64, the default --threads) that each GET it and never read a byte, held
-# open for the whole run; meanwhile /healthz is asked every 200 ms on fresh
-# connections, and its latency is recorded (timeout 5 s each). Prints the /healthz
-# latencies (p50, max, timeouts) and the server's RSS and threads at the end.
+# Slow readers against the server (bench/README.md "HTTP front end"): a 48 MiB blob,
+# then N connections (default 64, the default --threads) that each GET it and never
+# read a byte, held open for the whole run; meanwhile /healthz is asked every 200 ms
+# on fresh connections, and its latency is recorded (timeout 5 s each). Prints the
+# /healthz latencies (p50, max, timeouts) and the server's RSS and threads at the end.
 # Usage: bench/http/slow_readers.sh [path/to/sheetlog] [seconds] [connections]
 set -euo pipefail
 cd "$(dirname "$0")/../.."

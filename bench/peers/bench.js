@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Peer comparison driver (issue 15 item 6; bench/README.md "Peer comparison").
+// Peer comparison driver (bench/README.md "Peer comparison").
 //
 // Runs seed 001's add entry with N concurrent clients in this one Node process, against
 // either

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Peer comparison (issue 15 item 6; bench/README.md "Peer comparison: dynalite vs
-# sheetlog"): seed 001's add entry with N concurrent clients in one Node process,
+# Peer comparison (bench/README.md "Peer comparison: dynalite vs sheetlog"):
+# seed 001's add entry with N concurrent clients in one Node process,
 #   - against dynalite (the npm DynamoDB emulator) through the AWS SDK v3: conditional
 #     PutItem at the client's next seq, attribute_not_exists(Num); on
 #     ConditionalCheckFailed, backoff with full jitter, Query the head, retry; in memory

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Blobs: the S3 stand-in browsed by prefix ("/" as the delimiter), with each object's
 // size, type, tags and a download; upload a file under the prefix, preview an object
 // (text as text, images as images, the first 64 KiB through a Range request), edit its

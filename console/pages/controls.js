@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Controls: the test controls of api.md "Operations" as buttons, shown only when the
 // server was started with the flag that allows each (GET /v1/admin/controls): the manual
 // clock (--clock manual), fault points (--enable-faults) and reset (--allow-reset).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Cost: what the sheet used, priced at seed 001's on-demand AWS prices
 // (GET /v1/sheets/{id}/cost; src/ops/cost.h says what each number counts).
 import {get, sheetPath} from '../api.js';

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Functions: the log of every invocation of the runtime's workers (LocalStack's
 // function logs): the stream mappings (snapshot requests, upload untags) and the queue
 // mapping (the snapshot worker), each with its work key, outcome, duration and error,

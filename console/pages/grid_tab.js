@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // The grid tab of a sheet: the formula bar, the rows-and-columns menu, freezing row 1,
 // "snapshot now", the history bar (the sheet as of any seq, read-only), and the grid,
 // whose edits go through the EditQueue (pending, retried, judged per cell on conflict).

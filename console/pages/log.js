@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // The log: entries a page at a time (type, seq, segment/num, size, inline or external,
 // metadata), Snapshot entries with their pipeline state, and a link from every entry
 // to the grid as of it.

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // One sheet: a header (name, id, next seq, live state) over four tabs — the grid (with
 // editing and time travel), the log, import/export, and cost. The header's live feed
 // is shared by the tabs.

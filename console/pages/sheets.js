@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Sheets: every sheet with its next seq, last snapshot and pending snapshots; search by
 // name or id, sort by name, created or size (next seq); create one; delete one after a
 // confirmation. The list is read a page at a time (GET /v1/sheets orders by id); a

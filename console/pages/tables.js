@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Tables: the tables behind the API, browsed as dynamodb-admin browses DynamoDB's
 // (GET /v1/admin/tables/{name}/items): a Scan of the whole table or a Query of one
 // partition key with a sort-key range and direction, a filter on any attribute (applied

@@ -1,4 +1,5 @@
 // @ts-check
+// SPDX-License-Identifier: Apache-2.0
 // Import and export: a CSV or XLSX file goes in through the upload flow of api.md
 // (POST .../uploads, PUT the file to the presigned URL with a progress bar, complete),
 // and the sheet comes out as CSV or XLSX (GET .../export). An import merges over the

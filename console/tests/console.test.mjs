@@ -1,5 +1,5 @@
-// Browser tests of the web console (issue 16 section 2, issue 23): Debian's chromium,
-// driven by playwright-core, against the real sheetlog binary over loopback HTTP.
+// Browser tests of the web console: Debian's chromium, driven by playwright-core,
+// against the real sheetlog binary over loopback HTTP.
 // Servers run with --clock manual; every wait is for a condition (DOM state or a server
 // answer), never for time. One server and one browser serve most tests (each test makes
 // its own sheets); a phone-sized browser and a server with a token have their own.
@@ -253,7 +253,7 @@ describe('console', () => {
     let entries = (await api(server, 'GET', `/v1/sheets/${sheet}/entries?from=${before}`)).body.entries;
     assert.deepEqual(entries.map((e) => [e.type, e.body.ref]), [['SetCell', 'C3']]);
 
-    // Item 1: a double click opens the in-cell editor on the cell's content.
+    // A double click opens the in-cell editor on the cell's content.
     await page.dblclick('.grid-cell[data-ref="A3"]');
     await page.waitForSelector('.grid-input.grid-editing');
     assert.equal(await page.inputValue('.grid-input'), 'old text');
@@ -261,7 +261,7 @@ describe('console', () => {
     await page.keyboard.press('Enter');
     await waitUntil('A3 edited', async () => (await cellValue(server, sheet, 'A3')) === 'old text, new');
 
-    // Item 11: text that arrives without a keydown (an IME, a dead key, text inserted by
+    // Text that arrives without a keydown (an IME, a dead key, text inserted by
     // assistive technology) starts the edit with all of it.
     await page.click('.grid-cell[data-ref="B5"]');
     await page.keyboard.type('ünïcödé');  // ü and the others come as input events only

@@ -276,7 +276,10 @@ Result<BackupReport> WriteBackupImpl(Database& db, BlobStore& blobs,
   std::error_code ec;
   const fs::path target = fs::weakly_canonical(to, ec);
   std::vector<fs::path> own_dirs{fs::path(db.path()).parent_path()};
-  if (!blobs.local_root().empty()) own_dirs.push_back(blobs.local_root());
+  // The directory store's objects are files of this machine (S3's are not).
+  if (const auto* directory = dynamic_cast<const DirectoryBlobStore*>(&blobs)) {
+    own_dirs.push_back(directory->options().root);
+  }
   for (const fs::path& own : own_dirs) {
     const fs::path canonical = fs::weakly_canonical(fs::absolute(own), ec);
     if (Inside(target, canonical) || Inside(canonical, target)) {

@@ -2,16 +2,11 @@
 // one SQLite database and the one blob store of this emulator: a consistent copy taken
 // while both are in use, and its restore into an empty place.
 //
-// Consistency. The backup's invariant is that nothing its database references is
-// missing from it, while the server keeps writing and deleting (the lifecycle sweep,
-// retention, truncation and sheet purges delete objects; archives are rewritten). It
-// holds because the database's instant and the blob store's instant are one:
-// BlobStore::Capture runs Database::BeginSnapshot with every object change held off,
-// so the database copy holds exactly the commits before that instant and the capture
-// exactly the object versions of that instant (a version deleted or replaced later is
-// hard-linked into the capture before it goes). Every object the database references
-// was committed before the reference was (the server writes the object first), so it
-// is in the capture. Nothing is held off while bytes are copied.
+// Consistency: nothing the backup's database references is missing from it, while the
+// server keeps writing and deleting, because the database's instant and the blob
+// store's are one (BlobStore::Capture runs Database::BeginSnapshot with every object
+// change held off; nothing is held off while bytes are copied). How, step by step:
+// docs/architecture.md "Backups".
 //
 // Layout of a backup directory (one backup; the next backup into it replaces it and
 // copies only the blob bodies it does not already hold):

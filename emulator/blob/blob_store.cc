@@ -59,10 +59,26 @@ std::optional<std::string> Base64UrlDecode(std::string_view in) {
 Status BlobStore::ValidateKey(std::string_view key) { return ValidateBlobKey(key); }
 
 Status ValidateBlobCopyOptions(const BlobPutOptions& options) {
-  if (options.if_none_match || options.if_match) {
+  if (HasBlobPutConditions(options)) {
     return InvalidArgument("a blob copy takes no conditions on its destination");
   }
   return ValidateBlobPutOptions(options);
+}
+
+bool HasBlobPutConditions(const BlobPutOptions& options) {
+  return options.if_none_match || options.if_match.has_value();
+}
+
+Status CheckBlobPutConditions(const std::string& key, const BlobPutOptions& options,
+                              const std::optional<std::string>& current_etag) {
+  if (options.if_none_match && current_etag) {
+    return ConditionFailed("put on " + key + ": an object exists (If-None-Match: *)");
+  }
+  if (options.if_match && current_etag != options.if_match) {
+    return ConditionFailed("put on " + key + ": the object's etag is not " +
+                           *options.if_match + " (If-Match)");
+  }
+  return Status::OK();
 }
 
 bool LifecycleRule::Selects(const BlobTags& tags) const {

@@ -34,6 +34,7 @@
 namespace sheetlog {
 
 class BlobCapture;
+class BlobPresigner;
 class BlobReader;
 class BlobWriter;
 
@@ -50,7 +51,8 @@ struct BlobPutOptions {
   // S3's conditional writes, checked at the commit under the key's lock (so two puts
   // racing for the same key cannot both pass): `if_none_match` stores the object only
   // if the key holds none (If-None-Match: *), `if_match` only if the current object's
-  // etag is this one (If-Match). Otherwise ConditionFailed, and nothing is stored.
+  // etag is this one (If-Match). Otherwise ConditionFailed, and nothing is stored
+  // (CheckBlobPutConditions, the one check of them).
   bool if_none_match = false;
   std::optional<std::string> if_match = std::nullopt;
 };
@@ -59,7 +61,7 @@ struct BlobPutOptions {
 struct BlobInfo {
   std::string key;
   // Body length in bytes; -1 only in List results for an object whose metadata is
-  // unreadable (see the file comment).
+  // unreadable (docs/architecture.md "The directory store on disk").
   int64_t size = 0;
   // Lowercase hex MD5 of the body, as S3's ETag for a single-part upload (unquoted).
   std::string etag;
@@ -132,7 +134,7 @@ struct SweepReport {
   int64_t changed = 0;            // retagged/overwritten between the check and delete
   int64_t deleted = 0;
   int64_t deleted_bytes = 0;
-  int64_t unreadable = 0;      // metadata unreadable: never deleted (see file comment)
+  int64_t unreadable = 0;      // metadata unreadable: never deleted (directory store)
   int64_t debris_removed = 0;  // uncommitted bodies of crashed or failed writes
   int64_t errors = 0;          // objects skipped because of an I/O error
   std::string first_error;     // the first such error, for the log
@@ -190,13 +192,6 @@ class BlobStore {
                                 const BlobPutOptions& options,
                                 const std::string& from_etag = "") = 0;
 
-  // True if a presigned URL's requests reach the store without passing through this
-  // server (S3): the server cannot refuse a PUT to an upload's URL once the upload is
-  // completed, so a completed payload must live at a key no URL names (Uploads::
-  // Complete copies it there). The directory store's presigned requests are served by
-  // this server, which refuses them then.
-  virtual bool PresignedRequestsBypassServer() const { return false; }
-
   // Metadata of `key`. NotFound if there is no such object.
   virtual Result<BlobInfo> Head(const std::string& key) = 0;
 
@@ -240,27 +235,31 @@ class BlobStore {
   Status DeleteTags(const std::string& key) { return PutTags(key, {}); }
 
   // Presigned URLs: a capability to `method` one key until `expires_unix_s` (the
-  // server's clock) without the server's token.
+  // server's clock) without the server's token. A store either mints its own or has
+  // the server serve them:
   //
   // PresignUrl: the absolute URL of a store that serves presigned requests itself (S3:
   // SigV4 query signing; the store enforces the expiry, by its own clock, counting
   // expires_unix_s - now of the server's clock from now), or nullopt for a store whose
-  // presigned requests the server serves (directory: the URL is the server's
-  // /v1/blobs/KEY?expires=&signature=Sign(...) and the server checks it with
-  // VerifyPresigned). `put_tags`: the tags an object PUT through the URL gets (S3:
-  // recorded now, before the URL exists, so an upload the client never completes is
-  // still swept).
+  // presigned requests the server serves. `put_tags`: the tags an object PUT through
+  // the URL gets (S3: recorded now, before the URL exists, so an upload the client
+  // never completes is still swept).
   virtual Result<std::optional<std::string>> PresignUrl(const std::string& method,
                                                         const std::string& key,
                                                         int64_t expires_unix_s,
                                                         const BlobTags& put_tags) = 0;
-  virtual std::string Sign(std::string_view method, std::string_view key,
-                           int64_t expires_unix_s) const = 0;
-  // PermissionDenied "signature does not match" / "presigned URL expired" (S3: always
-  // PermissionDenied: its presigned URLs point at the store, never at the server).
-  virtual Status VerifyPresigned(std::string_view method, std::string_view key,
-                                 int64_t expires_unix_s,
-                                 std::string_view signature_hex) const = 0;
+  // server_presigner: what signs and checks the presigned URLs the server serves, for a
+  // store whose PresignUrl gives nullopt (directory: the URL is the server's
+  // /v1/blobs/KEY?expires=&signature=, signed with the store's secret, blob_presigner.h);
+  // null for a store that mints its own (S3), whose URLs point at the store, never at
+  // the server. Lives as long as the store.
+  virtual const BlobPresigner* server_presigner() const { return nullptr; }
+  // True if a presigned URL's requests reach the store without passing through this
+  // server (S3: no server presigner): the server cannot refuse a PUT to an upload's URL
+  // once the upload is completed, so a completed payload must live at a key no URL
+  // names (Uploads::Complete copies it there). The directory store's presigned
+  // requests are served by this server, which refuses them then.
+  bool PresignedRequestsBypassServer() const { return server_presigner() == nullptr; }
 
   // One lifecycle pass: deletes the objects `rule` selects, except those `keep` (may be
   // empty) vetoes. Each deletion re-checks, under the key's lock, that the object still
@@ -279,10 +278,6 @@ class BlobStore {
   // straight to the store through presigned URLs are counted once the server sees
   // them); never a listing per call.
   virtual BlobStats Stats() const = 0;
-
-  // The directory of this machine that holds the store's objects, or "" if they are
-  // kept elsewhere (S3). A backup refuses a target that overlaps it.
-  virtual std::string local_root() const = 0;
 
   // Starts a capture of every object as it is at one instant, for a backup (RocksDB's
   // Checkpoint over immutable files, plus S3 versioning's "a delete keeps the old
@@ -377,6 +372,15 @@ class BlobReader {
 // Checks shared by both stores (blob_store.cc): a put's content type and tags, and a
 // listing's arguments, so both refuse exactly the same inputs with the same messages.
 Status ValidateBlobPutOptions(const BlobPutOptions& options);
+// Whether a put with `options` is conditional (if_none_match or if_match).
+bool HasBlobPutConditions(const BlobPutOptions& options);
+// The one check of a put's conditions (BlobPutOptions::if_none_match, if_match),
+// judged against the object `key` holds now, whose etag is `current_etag` (nullopt:
+// no object): OK if they hold (or there are none), else ConditionFailed saying which
+// failed. Each store runs it at the commit under the key's lock; the API runs it
+// before reading a body, to refuse early what the commit would refuse.
+Status CheckBlobPutConditions(const std::string& key, const BlobPutOptions& options,
+                              const std::optional<std::string>& current_etag);
 // A copy's options: a put's, without conditions (BlobStore::Copy).
 Status ValidateBlobCopyOptions(const BlobPutOptions& options);
 Status ValidateBlobListOptions(const BlobListOptions& options);

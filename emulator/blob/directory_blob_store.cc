@@ -332,16 +332,11 @@ Result<BlobInfo> DirectoryBlobStore::CommitBody(const std::string& key,
                                                 const std::string& etag,
                                                 const BlobPutOptions& options) {
   MutexLock lock(&KeyMutex(key));
-  if (options.if_none_match || options.if_match) {
+  if (HasBlobPutConditions(options)) {
     Result<StoredMeta> current = ReadMeta(key);
     if (!current.ok() && !current.status().IsNotFound()) return current.status();
-    if (options.if_none_match && current.ok()) {
-      return ConditionFailed("put on " + key + ": an object exists (If-None-Match: *)");
-    }
-    if (options.if_match && (!current.ok() || current->etag != *options.if_match)) {
-      return ConditionFailed("put on " + key + ": the object's etag is not " +
-                             *options.if_match + " (If-Match)");
-    }
+    RETURN_IF_ERROR(CheckBlobPutConditions(
+        key, options, current.ok() ? std::optional(current->etag) : std::nullopt));
   }
   const std::string dir = ObjectDir(key);
   const std::string body_path = dir + "/" + std::string(kBodyPrefix) + body_id;
@@ -704,18 +699,7 @@ Result<std::optional<std::string>> DirectoryBlobStore::PresignUrl(
     const std::string& method, const std::string& key, int64_t expires_unix_s,
     const BlobTags& put_tags) {
   (void)method, (void)key, (void)expires_unix_s, (void)put_tags;
-  return std::optional<std::string>();  // the server serves them (Sign/VerifyPresigned)
-}
-
-std::string DirectoryBlobStore::Sign(std::string_view method, std::string_view key,
-                                     int64_t expires_unix_s) const {
-  return presigner_->Sign(method, key, expires_unix_s);
-}
-
-Status DirectoryBlobStore::VerifyPresigned(std::string_view method, std::string_view key,
-                                           int64_t expires_unix_s,
-                                           std::string_view signature_hex) const {
-  return presigner_->Verify(method, key, expires_unix_s, signature_hex);
+  return std::optional<std::string>();  // the server serves them (server_presigner)
 }
 
 // ---------------------------------------------------------------------------------

@@ -1,47 +1,16 @@
 // DirectoryBlobStore: the default BlobStore (blob_store.h). Objects are files under one
-// root directory (the data directory's blobs/); each
-// object has a body, metadata (size, MD5 etag, created time, content type) and a tag set.
+// root directory (the data directory's blobs/); each object has a body, metadata (size,
+// MD5 etag, created time, content type) and a tag set.
 // Writes are atomic (a reader sees the old or the new object, never a mix or a partial
-// body), listing is lexicographic with prefix/delimiter/continuation like
-// ListObjectsV2, a lifecycle sweep deletes objects carrying a tag once they are old
-// (seed 000: the upload of a large entry's body is written with auto-delete=true, the
-// change feed untags it once the entry referencing it is in the log), and presigned URLs
-// let a client upload without the server's token.
-//
-// On-disk layout (names containing '\' can never collide with a key part: see
-// blob_key.h):
-//
-//   <root>/LOCK                 flock()ed by the open BlobStore: one per directory
-//   <root>/secret               presigning secret, 0600 (blob_presigner.h)
-//   <root>/tmp/                 bodies being written, metadata being replaced
-//   <root>/capture/<id>/        hard links to the bodies a capture holds (removed with
-//                               it, and by Open after a crash)
-//   <root>/objects/<key>/       one directory per key, e.g. objects/sheets/s1/body/
-//       \meta                   metadata (JSON). Its presence IS the object.
-//       \body.<id>              the body the metadata names (<id>: 32 random hex digits)
-//
-// A key is a directory rather than a file so that "a" and "a/b" can both be objects,
-// as in S3. Directories left empty by deletes are removed.
-//
-// Commit protocol and crash safety. A put streams the body into tmp/<id>.body (syncing
-// it), then, holding the key's lock: creates the key's directory, renames the body to
-// \body.<id> and syncs the directory, writes the new metadata to tmp/, syncs it, renames
-// it over \meta and syncs the directory again. That rename is the single commit point:
-// before it readers and a crash see the old object (or none), after it the new one.
-// Only then is the old body removed. A delete removes \meta first (its commit point),
-// then the bodies, then empty directories. Consequences after a crash:
-//   - a body that no \meta names is debris of an uncommitted put or of a delete: it is
-//     never visible, never listed, never counted, and Open() (or the next put, delete
-//     or sweep of that key) removes it;
-//   - tmp/ holds only debris: Open() empties it.
-// A \meta that cannot be parsed (only possible through outside damage: it is always
-// written complete and synced before it is renamed into place) makes the object
-// "unreadable": Head/Get/tags fail with Internal, List shows it with size -1, and the
-// lifecycle sweep NEVER deletes it (it cannot know the tags), counting it in
-// SweepReport::unreadable instead. An explicit Delete removes it.
-//
-// With options.sync = false (tests, --in-memory) nothing is fsynced: the same ordering
-// holds within the running process, but a machine crash may lose recent writes.
+// body) and each has one commit point, so a crash shows the old object or the new one,
+// never debris (Open removes what an interrupted put or delete left). Listing is
+// lexicographic with prefix/delimiter/continuation like ListObjectsV2, a lifecycle sweep
+// deletes objects carrying a tag once they are old (but never an object whose metadata
+// is unreadable: SweepReport::unreadable), and presigned URLs let a client upload
+// without the server's token. With options.sync = false (tests, --in-memory) nothing is
+// fsynced, and a machine crash may lose recent writes.
+// The on-disk layout and the commit protocol: docs/architecture.md "The directory store
+// on disk".
 //
 // Thread-safe. Writes to the same key are serialized by a striped per-key lock held
 // only for the commit (never while a body streams in), so concurrent puts of one key
@@ -125,27 +94,24 @@ class DirectoryBlobStore final : public BlobStore {
   Result<BlobListResult> List(const BlobListOptions& options) override;
   Result<BlobTags> GetTags(const std::string& key) override;
   Status PutTags(const std::string& key, const BlobTags& tags) override;
-  // Presigned requests are served by the server (nullopt): Sign and VerifyPresigned
-  // with this store's secret (blob_presigner.h).
+  // Presigned requests are served by the server (nullopt), signed and checked by
+  // server_presigner(): this store's secret (blob_presigner.h).
   Result<std::optional<std::string>> PresignUrl(const std::string& method,
                                                 const std::string& key,
                                                 int64_t expires_unix_s,
                                                 const BlobTags& put_tags) override;
-  std::string Sign(std::string_view method, std::string_view key,
-                   int64_t expires_unix_s) const override;
-  Status VerifyPresigned(std::string_view method, std::string_view key,
-                         int64_t expires_unix_s,
-                         std::string_view signature_hex) const override;
+  const BlobPresigner* server_presigner() const override { return presigner_.get(); }
   Result<SweepReport> Sweep(const LifecycleRule& rule, const BlobKeepPredicate& keep,
                             const std::atomic<bool>* cancel = nullptr) override;
   // Exact except for objects whose metadata is unreadable (two atomic loads).
   BlobStats Stats() const override;
-  std::string local_root() const override { return options_.root; }
   // A DirectoryBlobCapture: hard links under <root>/capture/<id>/; bodies are never
   // copied.
   Result<std::unique_ptr<BlobCapture>> Capture(
       const std::function<Status()>& at_point) override;
 
+  // options().root: the directory of this machine holding the objects (a backup
+  // refuses a target that overlaps it).
   const BlobStoreOptions& options() const { return options_; }
 
  private:
@@ -172,7 +138,8 @@ class DirectoryBlobStore final : public BlobStore {
   // Replaces \meta atomically. REQUIRES: the key's lock held; its directory exists.
   Status WriteMeta(const std::string& key, const StoredMeta& meta);
 
-  // The commit step of a put (see the file comment). Takes the key's lock.
+  // The commit step of a put (docs/architecture.md "The directory store on disk").
+  // Takes the key's lock.
   Result<BlobInfo> CommitBody(const std::string& key, const std::string& tmp_body_path,
                               const std::string& body_id, int64_t size,
                               const std::string& etag, const BlobPutOptions& options);

@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <ctime>
-#include <nlohmann/json.hpp>
 
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
-#include "emulator/table/table.h"
 
 namespace sheetlog {
 
@@ -14,30 +12,8 @@ namespace {
 
 constexpr std::string_view kS3DefaultContentType = "application/octet-stream";
 constexpr size_t kS3MaxDeletedKeysReported = 1000;
-constexpr int kMirrorScanPage = 500;
 // Greater than every UTF-8 character: start-after P + this skips every key under P.
 constexpr std::string_view kAfterEveryKeyUnder = "\xF4\x8F\xBF\xBF\xF4\x8F\xBF\xBF";
-
-const Table& BlobMirrorTable() {
-  static const Table table(
-      TableSchema{"blob_mirror",
-                  {"blob_key"},
-                  {},
-                  {{"blob_key", "K"}, {"tags", "T"}, {"created_micros", "C"}}});
-  return table;
-}
-
-std::string TagsJson(const BlobTags& tags) { return nlohmann::json(tags).dump(); }
-
-BlobTags TagsOf(const std::string& text) {
-  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
-  BlobTags tags;
-  if (!parsed.is_object()) return tags;
-  for (auto it = parsed.begin(); it != parsed.end(); ++it) {
-    if (it->is_string()) tags[it.key()] = it->get<std::string>();
-  }
-  return tags;
-}
 
 std::string ContentTypeOf(const BlobPutOptions& options) {
   return options.content_type.empty() ? std::string(kS3DefaultContentType)
@@ -262,7 +238,7 @@ S3BlobStore::S3BlobStore(const S3BlobStoreOptions& options, Transactions* tables
                          Clock* clock, FaultInjector* faults)
     : options_(options),
       client_(options.location),
-      tables_(tables),
+      mirror_(tables),
       clock_(clock),
       faults_(faults) {}
 
@@ -291,42 +267,6 @@ Mutex& S3BlobStore::KeyMutex(const std::string& key) {
   return key_mutexes_[std::hash<std::string>{}(key) % kLockStripes];
 }
 
-Result<std::optional<S3BlobStore::MirrorRow>> S3BlobStore::ReadRow(
-    const std::string& key) {
-  std::optional<MirrorRow> row;
-  RETURN_IF_ERROR(tables_->Read([&](Connection& conn) -> Status {
-    ASSIGN_OR_RETURN(
-        std::optional<Item> item,
-        BlobMirrorTable().Get(conn, Key{{key}, {}}, Consistency::kStrong, nullptr));
-    if (item) {
-      row = MirrorRow{TagsOf((*item)["tags"].AsString()),
-                      (*item)["created_micros"].AsInt()};
-    }
-    return Status::OK();
-  }));
-  return row;
-}
-
-Status S3BlobStore::WriteRow(const std::string& key, const MirrorRow& row) {
-  return tables_->Write([&](Connection& conn) {
-    return BlobMirrorTable().Put(conn,
-                                 Item{{"blob_key", key},
-                                      {"tags", TagsJson(row.tags)},
-                                      {"created_micros", row.created_micros}},
-                                 {}, nullptr);
-  });
-}
-
-Status S3BlobStore::DeleteRows(const std::vector<std::string>& keys) {
-  if (keys.empty()) return Status::OK();
-  return tables_->Write([&](Connection& conn) -> Status {
-    for (const std::string& key : keys) {
-      RETURN_IF_ERROR(BlobMirrorTable().Delete(conn, Key{{key}, {}}, {}, nullptr));
-    }
-    return Status::OK();
-  });
-}
-
 BlobInfo S3BlobStore::InfoOf(const S3ObjectInfo& object,
                              const std::optional<MirrorRow>& row) const {
   BlobInfo info;
@@ -344,20 +284,14 @@ BlobInfo S3BlobStore::InfoOf(const S3ObjectInfo& object,
 
 Status S3BlobStore::CheckConditions(const std::string& key, const BlobPutOptions& options,
                                     std::optional<int64_t>* replaced_size) {
-  if (!options.if_none_match && !options.if_match) return Status::OK();
+  if (!HasBlobPutConditions(options)) return Status::OK();
   Result<S3ObjectInfo> current = client_.HeadObject(key);
   if (current.ok()) *replaced_size = current->size;
   if (!current.ok() && !current.status().IsNotFound()) {
     return Annotated(current.status(), "put of " + key);
   }
-  if (options.if_none_match && current.ok()) {
-    return ConditionFailed("put on " + key + ": an object exists (If-None-Match: *)");
-  }
-  if (options.if_match && (!current.ok() || current->etag != *options.if_match)) {
-    return ConditionFailed("put on " + key + ": the object's etag is not " +
-                           *options.if_match + " (If-Match)");
-  }
-  return Status::OK();
+  return CheckBlobPutConditions(
+      key, options, current.ok() ? std::optional(current->etag) : std::nullopt);
 }
 
 std::vector<std::string> S3BlobStore::ConditionHeaders(const BlobPutOptions& options) {
@@ -369,21 +303,21 @@ std::vector<std::string> S3BlobStore::ConditionHeaders(const BlobPutOptions& opt
 
 Result<std::optional<S3BlobStore::MirrorRow>> S3BlobStore::PrepareRowForPut(
     const std::string& key, const BlobPutOptions& options, int64_t created_micros) {
-  ASSIGN_OR_RETURN(std::optional<MirrorRow> previous, ReadRow(key));
+  ASSIGN_OR_RETURN(std::optional<MirrorRow> previous, mirror_.Read(key));
   if (!options.tags.empty()) {
-    RETURN_IF_ERROR(WriteRow(key, MirrorRow{options.tags, created_micros}));
+    RETURN_IF_ERROR(mirror_.Write(key, MirrorRow{options.tags, created_micros}));
   } else if (previous) {
     // The new object has no tags: the old ones must not outlive it. Removed first, so
     // a crash before the PUT leaves the old object unswept (a leak), never a new
     // object carrying old tags.
-    RETURN_IF_ERROR(DeleteRows({key}));
+    RETURN_IF_ERROR(mirror_.Delete({key}));
   }
   return previous;
 }
 
 void S3BlobStore::RestoreRow(const std::string& key,
                              const std::optional<MirrorRow>& previous) {
-  Status restored = previous ? WriteRow(key, *previous) : DeleteRows({key});
+  Status restored = previous ? mirror_.Write(key, *previous) : mirror_.Delete({key});
   (void)restored;  // best effort: the store still has the old object (or none)
 }
 
@@ -493,7 +427,7 @@ Result<BlobInfo> S3BlobStore::Head(const std::string& key) {
     if (object.status().IsNotFound()) return NotFound("no object " + key);
     return Annotated(object.status(), "head of " + key);
   }
-  ASSIGN_OR_RETURN(std::optional<MirrorRow> row, ReadRow(key));
+  ASSIGN_OR_RETURN(std::optional<MirrorRow> row, mirror_.Read(key));
   return InfoOf(*object, row);
 }
 
@@ -531,7 +465,7 @@ Result<std::string> S3BlobStore::GetRange(const std::string& key, int64_t offset
                       " of " + std::to_string(object->size) + " bytes");
   }
   if (info != nullptr) {
-    ASSIGN_OR_RETURN(std::optional<MirrorRow> row, ReadRow(key));
+    ASSIGN_OR_RETURN(std::optional<MirrorRow> row, mirror_.Read(key));
     *info = InfoOf(*object, row);
   }
   return out;
@@ -551,7 +485,7 @@ Status S3BlobStore::Delete(const std::string& key) {
     return Annotated(existing.status(), "delete of " + key);
   }
   RETURN_IF_ERROR(Annotated(client_.DeleteObject(key), "delete of " + key));
-  RETURN_IF_ERROR(DeleteRows({key}));
+  RETURN_IF_ERROR(mirror_.Delete({key}));
   if (existing.ok()) {
     object_count_.fetch_sub(1);
     byte_count_.fetch_sub(existing->size);
@@ -569,7 +503,7 @@ Status S3BlobStore::DeleteBatch(const std::vector<std::string>& keys,
                                    keys.begin() + static_cast<std::ptrdiff_t>(std::min(
                                                       keys.size(), begin + kBatch)));
     RETURN_IF_ERROR(Annotated(client_.DeleteObjects(batch), "batch delete"));
-    RETURN_IF_ERROR(DeleteRows(batch));
+    RETURN_IF_ERROR(mirror_.Delete(batch));
     object_count_.fetch_sub(static_cast<int64_t>(batch.size()));
     if (after_each) {
       for (size_t i = 0; i < batch.size(); ++i) RETURN_IF_ERROR(after_each());
@@ -632,25 +566,17 @@ Result<BlobListResult> S3BlobStore::List(const BlobListOptions& options) {
     items.resize(limit);
     result.continuation = EncodeBlobContinuation(options, items.back().name);
   }
-  std::vector<std::optional<MirrorRow>> rows(items.size());
-  RETURN_IF_ERROR(tables_->Read([&](Connection& conn) -> Status {
-    for (size_t i = 0; i < items.size(); ++i) {
-      if (items[i].is_prefix) continue;
-      ASSIGN_OR_RETURN(std::optional<::sheetlog::Item> row,
-                       BlobMirrorTable().Get(conn, Key{{items[i].name}, {}},
-                                             Consistency::kStrong, nullptr));
-      if (row) {
-        rows[i] = MirrorRow{TagsOf((*row)["tags"].AsString()),
-                            (*row)["created_micros"].AsInt()};
-      }
-    }
-    return Status::OK();
-  }));
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i].is_prefix) {
-      result.prefixes.push_back(items[i].name);
+  std::vector<std::string> keys;
+  for (const Item& item : items) {
+    if (!item.is_prefix) keys.push_back(item.name);
+  }
+  ASSIGN_OR_RETURN(std::vector<std::optional<MirrorRow>> rows, mirror_.ReadMany(keys));
+  size_t next_row = 0;
+  for (const Item& item : items) {
+    if (item.is_prefix) {
+      result.prefixes.push_back(item.name);
     } else {
-      result.keys.push_back(InfoOf(items[i].object, rows[i]));
+      result.keys.push_back(InfoOf(item.object, rows[next_row++]));
     }
   }
   return result;
@@ -673,13 +599,13 @@ Status S3BlobStore::PutTags(const std::string& key, const BlobTags& tags) {
     if (object.status().IsNotFound()) return NotFound("no object " + key);
     return Annotated(object.status(), "tagging of " + key);
   }
-  ASSIGN_OR_RETURN(std::optional<MirrorRow> row, ReadRow(key));
+  ASSIGN_OR_RETURN(std::optional<MirrorRow> row, mirror_.Read(key));
   if (row && row->tags == tags) return Status::OK();
   if (!row && tags.empty()) return Status::OK();
   // The mirror first: the sweep reads it, so an untag is in force once it is written.
   MirrorRow updated{tags,
                     row ? row->created_micros : object->last_modified_unix_s * 1000000};
-  RETURN_IF_ERROR(WriteRow(key, updated));
+  RETURN_IF_ERROR(mirror_.Write(key, updated));
   if (client_.location().store_tags) {
     RETURN_IF_ERROR(Annotated(client_.PutObjectTagging(key, tags), "tagging of " + key));
   }
@@ -700,23 +626,12 @@ Result<std::optional<std::string>> S3BlobStore::PresignUrl(const std::string& me
     // Recorded before the URL exists: an upload never completed is swept even though
     // the server never sees its PUT.
     MutexLock lock(&KeyMutex(key));
-    RETURN_IF_ERROR(WriteRow(key, MirrorRow{put_tags, clock_->NowMicros()}));
+    RETURN_IF_ERROR(mirror_.Write(key, MirrorRow{put_tags, clock_->NowMicros()}));
     if (client_.location().store_tags) query["x-amz-tagging"] = S3TaggingQuery(put_tags);
   }
   // Signed at the store's time (real time), however the server's clock runs.
   return std::optional<std::string>(client_.Presign(
       method, key, static_cast<int64_t>(std::time(nullptr)), valid_for, query));
-}
-
-std::string S3BlobStore::Sign(std::string_view, std::string_view, int64_t) const {
-  return "";
-}
-
-Status S3BlobStore::VerifyPresigned(std::string_view, std::string_view, int64_t,
-                                    std::string_view) const {
-  return PermissionDenied(
-      "signature does not match: presigned URLs of this server's blobs are minted by "
-      "its S3 store and point at it");
 }
 
 Result<SweepReport> S3BlobStore::Sweep(const LifecycleRule& rule,
@@ -730,69 +645,57 @@ Result<SweepReport> S3BlobStore::Sweep(const LifecycleRule& rule,
     ++report.errors;
     if (report.first_error.empty()) report.first_error = status.ToString();
   };
-  std::optional<KeyValues> start;
-  while (true) {
-    QueryResult page;
-    RETURN_IF_ERROR(tables_->Read([&](Connection& conn) -> Status {
-      ASSIGN_OR_RETURN(page, BlobMirrorTable().Scan(conn, start, kMirrorScanPage,
-                                                    Consistency::kEventual, nullptr));
-      return Status::OK();
-    }));
-    for (Item& item : page.items) {
-      if (cancel != nullptr && cancel->load()) {
-        report.cancelled = true;
-        return report;
-      }
-      ++report.examined;
-      const std::string key = item["blob_key"].AsString();
-      MirrorRow row{TagsOf(item["tags"].AsString()), item["created_micros"].AsInt()};
-      if (!SweepShouldDelete(rule, row.tags, row.created_micros, now, key, keep,
-                             &report)) {
-        continue;
-      }
-      Status fault = Fault(FaultPoint::kBlobSweepDelete);
-      if (!fault.ok()) {
-        record_error(fault);
-        continue;
-      }
-      MutexLock lock(&KeyMutex(key));
-      Result<std::optional<MirrorRow>> current = ReadRow(key);
-      if (!current.ok()) {
-        record_error(current.status());
-        continue;
-      }
-      if (!*current || (*current)->created_micros != row.created_micros ||
-          !rule.Selects((*current)->tags) ||
-          !rule.Expired((*current)->created_micros, now)) {
-        ++report.changed;  // untagged or overwritten since: it wins
-        continue;
-      }
-      Result<S3ObjectInfo> object = client_.HeadObject(key);
-      if (!object.ok() && !object.status().IsNotFound()) {
-        record_error(object.status());
-        continue;
-      }
-      Status deleted = client_.DeleteObject(key);
-      if (deleted.ok()) deleted = DeleteRows({key});
-      if (!deleted.ok()) {
-        record_error(deleted);
-        continue;
-      }
-      if (!object.ok()) {  // an upload URL never used, or a crash's row: no object
-        ++report.debris_removed;
-        continue;
-      }
-      ++report.deleted;
-      report.deleted_bytes += object->size;
-      object_count_.fetch_sub(1);
-      byte_count_.fetch_sub(object->size);
-      if (report.deleted_keys.size() < kS3MaxDeletedKeysReported) {
-        report.deleted_keys.push_back(key);
-      }
+  RETURN_IF_ERROR(mirror_.ForEach([&](const std::string& key, const MirrorRow& row) {
+    if (cancel != nullptr && cancel->load()) {
+      report.cancelled = true;
+      return false;
     }
-    if (!page.last_evaluated) break;
-    start = page.last_evaluated;
-  }
+    ++report.examined;
+    if (!SweepShouldDelete(rule, row.tags, row.created_micros, now, key, keep, &report)) {
+      return true;
+    }
+    Status fault = Fault(FaultPoint::kBlobSweepDelete);
+    if (!fault.ok()) {
+      record_error(fault);
+      return true;
+    }
+    MutexLock lock(&KeyMutex(key));
+    Result<std::optional<MirrorRow>> current = mirror_.Read(key);
+    if (!current.ok()) {
+      record_error(current.status());
+      return true;
+    }
+    if (!*current || (*current)->created_micros != row.created_micros ||
+        !rule.Selects((*current)->tags) ||
+        !rule.Expired((*current)->created_micros, now)) {
+      ++report.changed;  // untagged or overwritten since: it wins
+      return true;
+    }
+    Result<S3ObjectInfo> object = client_.HeadObject(key);
+    if (!object.ok() && !object.status().IsNotFound()) {
+      record_error(object.status());
+      return true;
+    }
+    Status deleted = client_.DeleteObject(key);
+    if (deleted.ok()) deleted = mirror_.Delete({key});
+    if (!deleted.ok()) {
+      record_error(deleted);
+      return true;
+    }
+    if (!object.ok()) {  // an upload URL never used, or a crash's row: no object
+      ++report.debris_removed;
+      return true;
+    }
+    ++report.deleted;
+    report.deleted_bytes += object->size;
+    object_count_.fetch_sub(1);
+    byte_count_.fetch_sub(object->size);
+    if (report.deleted_keys.size() < kS3MaxDeletedKeysReported) {
+      report.deleted_keys.push_back(key);
+    }
+    return true;
+  }));
+  if (report.cancelled) return report;
   std::sort(report.deleted_keys.begin(), report.deleted_keys.end());
   Status refreshed = RefreshStats();
   if (!refreshed.ok()) record_error(refreshed);

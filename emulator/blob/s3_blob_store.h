@@ -1,47 +1,17 @@
 // S3BlobStore: the BlobStore (blob_store.h) on any S3-compatible object store, for
 // `sheetlog serve --blobs 's3://BUCKET?endpoint=...'` (s3_client.h parses the URL).
 //
-// The split between the bucket and the table store:
-//   - the bucket holds every object's body and the metadata S3 keeps (size, etag,
-//     content type, LastModified). An object exists iff the bucket has it.
-//   - the table store's blob_mirror table (emulator/schema/009_blob_mirror.sql) holds,
-//     for each object that carries or carried tags, its tag set and its creation time on
-//     the server's clock. It is the source of truth for tags: GetTags and the lifecycle
-//     sweep read it, so the sweep never lists the bucket and works on stores without
-//     lifecycle rules or tagging; the store's own tags (x-amz-tagging, PutObjectTagging)
-//     are written as a copy where it keeps them (tagging=on, the default), so bucket
-//     lifecycle rules can act too. Objects that never had tags have no row.
-//   Ordering makes a crash leak, never lose: a put writes (or removes) the row before
-//   its commit point at the store, a presigned upload's row is written before its URL
-//   exists, a delete removes the object before the row. A row without its object is
-//   removed by the sweep; an object without its row is never swept.
+// The bucket holds every object's body and the metadata S3 keeps; an object exists iff
+// the bucket has it. The table store's blob_mirror table, kept through BlobTagMirror
+// (blob_tag_mirror.h), holds the tags and creation time of every object that carries or
+// carried tags and is the source of truth for tags: GetTags and the lifecycle sweep read
+// it, never listing the bucket. This store decides when a row is written or removed;
+// the ordering of row and object makes a crash leak, never lose.
 //
-// Differences from the directory store (tested, or named where the test server cannot
-// show them; see docs/architecture.md "Blob stores"):
-//   - presigned URLs are the store's own (SigV4 query signing, sigv4.h): they point at
-//     the store and it enforces their expiry by its own clock; the server's presigned
-//     route refuses them. A PUT through an upload's URL reaches the store directly, so
-//     the server cannot refuse one after the upload completed (the directory store
-//     answers 409): the URL's expiry (1 hour) bounds that window.
-//   - a reader whose object is overwritten meanwhile fails (reads are conditional on
-//     the etag opened, where the store honours If-Match) instead of reading the old
-//     version: S3 without versioning keeps none.
-//   - List returns no content type (ListObjectsV2 does not), and `created` is the
-//     store's LastModified for objects without a mirror row. Common prefixes are rolled
-//     up here from a listing without delimiter (skipping past each one), so every
-//     store answers the same.
-//   - a multipart object's etag is the store's (on AWS "md5-of-parts-N", not the MD5 of
-//     the body).
-//   - Stats() is counted by listing the bucket at open and at each sweep, plus this
-//     process's own puts and deletes in between.
-//   - conditional puts (BlobPutOptions::if_none_match/if_match) are checked under the
-//     key's lock in this process and also sent to the store (If-None-Match/If-Match, as
-//     AWS S3 supports since 2024), so several nodes stay correct on stores that honour
-//     them.
-//   - Capture (a backup's) is refused (FailedPrecondition): a bucket is backed up by
-//     its own versioning or replication, and presigned uploads bypass the server, so
-//     it could not hold every change off for an instant. `sheetlog backup` copies the
-//     directory store only.
+// Where it differs from the directory store (presigned URLs are the store's own, a
+// reader of an overwritten object fails, listings carry no content type, multipart
+// etags, Stats, conditional puts also sent to the store, Capture refused), and the
+// split in full: docs/architecture.md "Blob stores".
 //
 // Thread-safe. Puts, deletes and tag changes of one key are serialized in this process
 // by a striped key lock, held across the store request that commits them.
@@ -54,6 +24,7 @@
 #include <string>
 
 #include "emulator/blob/blob_store.h"
+#include "emulator/blob/blob_tag_mirror.h"
 #include "emulator/blob/s3_client.h"
 #include "emulator/env/fault_points.h"
 #include "emulator/env/mutex.h"
@@ -93,7 +64,6 @@ class S3BlobStore final : public BlobStore {
   Result<BlobInfo> Copy(const std::string& from, const std::string& to,
                         const BlobPutOptions& options,
                         const std::string& from_etag = "") override;
-  bool PresignedRequestsBypassServer() const override { return true; }
   Result<BlobInfo> Head(const std::string& key) override;
   Result<std::string> Get(const std::string& key, BlobInfo* info = nullptr) override;
   Result<std::string> GetRange(const std::string& key, int64_t offset, int64_t length,
@@ -105,22 +75,21 @@ class S3BlobStore final : public BlobStore {
   Result<BlobListResult> List(const BlobListOptions& options) override;
   Result<BlobTags> GetTags(const std::string& key) override;
   Status PutTags(const std::string& key, const BlobTags& tags) override;
+  // The store's own URL (SigV4 query signing); server_presigner() is null: the server
+  // serves no presigned request of this store.
   Result<std::optional<std::string>> PresignUrl(const std::string& method,
                                                 const std::string& key,
                                                 int64_t expires_unix_s,
                                                 const BlobTags& put_tags) override;
-  std::string Sign(std::string_view method, std::string_view key,
-                   int64_t expires_unix_s) const override;
-  Status VerifyPresigned(std::string_view method, std::string_view key,
-                         int64_t expires_unix_s,
-                         std::string_view signature_hex) const override;
   // Reads blob_mirror: `examined` counts its rows, not the bucket's objects. Refreshes
   // Stats() with a listing of the bucket afterwards.
   Result<SweepReport> Sweep(const LifecycleRule& rule, const BlobKeepPredicate& keep,
                             const std::atomic<bool>* cancel = nullptr) override;
   BlobStats Stats() const override;
-  std::string local_root() const override { return ""; }
-  // FailedPrecondition, before anything runs (see the file comment).
+  // FailedPrecondition, before anything runs: a bucket is backed up by its own
+  // versioning or replication, and presigned uploads bypass the server, so it could
+  // not hold every change off for an instant. `sheetlog backup` copies the directory
+  // store only.
   Result<std::unique_ptr<BlobCapture>> Capture(
       const std::function<Status()>& at_point) override;
 
@@ -128,10 +97,7 @@ class S3BlobStore final : public BlobStore {
 
  private:
   friend class S3BlobWriter;
-  struct MirrorRow {
-    BlobTags tags;
-    int64_t created_micros = 0;
-  };
+  using MirrorRow = BlobTagMirror::Row;
 
   S3BlobStore(const S3BlobStoreOptions& options, Transactions* tables, Clock* clock,
               FaultInjector* faults);
@@ -139,9 +105,6 @@ class S3BlobStore final : public BlobStore {
   Status Fault(FaultPoint point);
   Mutex& KeyMutex(const std::string& key);
 
-  Result<std::optional<MirrorRow>> ReadRow(const std::string& key);
-  Status WriteRow(const std::string& key, const MirrorRow& row);
-  Status DeleteRows(const std::vector<std::string>& keys);
   BlobInfo InfoOf(const S3ObjectInfo& object, const std::optional<MirrorRow>& row) const;
 
   // The conditions of `options` against the current object; sets `*replaced_size` if
@@ -167,7 +130,7 @@ class S3BlobStore final : public BlobStore {
 
   const S3BlobStoreOptions options_;
   S3Client client_;
-  Transactions* const tables_;
+  BlobTagMirror mirror_;
   Clock* const clock_;
   FaultInjector* const faults_;
   std::array<Mutex, kLockStripes> key_mutexes_;

@@ -51,7 +51,7 @@ namespace sheetlog {
   X(kHistoryAfterReadBeforeClaim, "history.after_read_before_claim",                     \
     "the execution history read, before the invocation claims its key")                  \
   X(kHistoryFinish, "history.finish", "before an invocation's outcome row is written")   \
-  /* emulator/sqlite */                                                                  \
+  /* emulator/table/migrations (both backends) */                                        \
   X(kMigrationBeforeCommit, "migration.before_commit",                                   \
     "a migration applied and recorded, before its transaction commits")                  \
   /* src/log */                                                                          \

@@ -1,5 +1,4 @@
-// PostgresConnection: libpq, statements, results and errors (the table rows are in
-// postgres_rows.cc).
+// PostgresConnection: libpq, statements, results and errors.
 #include "emulator/postgres/postgres_connection.h"
 
 #include <libpq-fe.h>
@@ -8,6 +7,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+
+#include "emulator/table/sql_params.h"
 
 namespace sheetlog {
 
@@ -42,14 +43,14 @@ std::string Trimmed(const char* message) {
 // Values themselves (std::string keeps a terminating NUL) or into `text_`.
 class Params {
  public:
-  Status Encode(const std::vector<const Value*>& in) {
+  Status Encode(const SqlParams& in) {
     const size_t n = in.size();
     text_.resize(n);
     values_.assign(n, nullptr);
     lengths_.assign(n, 0);
     formats_.assign(n, 0);
     for (size_t i = 0; i < n; ++i) {
-      const Value& v = *in[i];
+      const Value& v = in[i];
       switch (v.type()) {
         case Value::Type::kNull:
           break;
@@ -94,56 +95,91 @@ class Params {
   std::vector<int> formats_;
 };
 
-}  // namespace
+// A row of RunSql's result (in single-row mode: row 0 of its own result), typed by the
+// column's type.
+class PostgresResultRow final : public SqlRow {
+ public:
+  explicit PostgresResultRow(const pg_result* result) : result_(result) {}
 
-// ---------------------------------------------------------------------------
-// PostgresRow
+  int columns() const override { return PQnfields(result_); }
 
-int PostgresRow::columns() const { return PQnfields(result_); }
-
-bool PostgresRow::IsNull(int col) const { return PQgetisnull(result_, row_, col) != 0; }
-
-std::string_view PostgresRow::Text(int col) const {
-  return std::string_view(PQgetvalue(result_, row_, col),
-                          static_cast<size_t>(PQgetlength(result_, row_, col)));
-}
-
-Value PostgresRow::ValueAt(int col) const {
-  if (IsNull(col)) return Value::Null();
-  std::string_view text = Text(col);
-  switch (PQftype(result_, col)) {
-    case kInt2Oid:
-    case kInt4Oid:
-    case kInt8Oid:
-    case kOidOid: {
-      int64_t v = 0;
-      std::from_chars(text.data(), text.data() + text.size(), v);
-      return Value(v);
+  SqlType Type(int col) const override {
+    if (PQgetisnull(result_, 0, col) != 0) return SqlType::kNull;
+    switch (PQftype(result_, col)) {
+      case kInt2Oid:
+      case kInt4Oid:
+      case kInt8Oid:
+      case kOidOid:
+      case kBoolOid:  // read back as an integer on every backend (table.h)
+        return SqlType::kInt;
+      case kFloat4Oid:
+      case kFloat8Oid:
+      case kNumericOid:
+        return SqlType::kDouble;
+      case kByteaOid:
+        return SqlType::kBytes;
+      default:
+        return SqlType::kText;
     }
-    case kFloat4Oid:
-    case kFloat8Oid:
-    case kNumericOid:
-      // strtod takes NaN and Infinity as PostgreSQL spells them.
-      return Value(std::strtod(std::string(text).c_str(), nullptr));
-    case kBoolOid:
-      return Value(static_cast<int64_t>(text == "t" ? 1 : 0));
-    case kByteaOid: {
-      // Text output of bytea: "\x" then two hex digits per byte (bytea_output = hex,
-      // set for every connection).
-      std::string bytes;
-      if (text.size() >= 2 && text[0] == '\\' && text[1] == 'x') {
-        bytes.reserve((text.size() - 2) / 2);
-        for (size_t i = 2; i + 1 < text.size(); i += 2) {
-          bytes.push_back(
-              static_cast<char>(HexDigit(text[i]) * 16 + HexDigit(text[i + 1])));
-        }
-      }
-      return Value::Bytes(std::move(bytes));
-    }
-    default:
-      return Value(std::string(text));
   }
-}
+
+  int64_t Int(int col) const override {
+    switch (Type(col)) {
+      case SqlType::kNull:
+        return 0;
+      case SqlType::kDouble:  // e.g. sum() of bigint, which is numeric: truncated
+        return static_cast<int64_t>(Double(col));
+      default:
+        break;
+    }
+    std::string_view text = Raw(col);
+    if (PQftype(result_, col) == kBoolOid) return text == "t" ? 1 : 0;
+    int64_t v = 0;
+    std::from_chars(text.data(), text.data() + text.size(), v);
+    return v;
+  }
+
+  double Double(int col) const override {
+    switch (Type(col)) {
+      case SqlType::kNull:
+        return 0;
+      case SqlType::kInt:
+        return static_cast<double>(Int(col));
+      default:
+        // strtod takes NaN and Infinity as PostgreSQL spells them.
+        return std::strtod(std::string(Raw(col)).c_str(), nullptr);
+    }
+  }
+
+  std::string Text(int col) const override {
+    std::string_view text = Raw(col);
+    if (PQftype(result_, col) != kByteaOid || PQgetisnull(result_, 0, col) != 0) {
+      return std::string(text);
+    }
+    // Text output of bytea: "\x" then two hex digits per byte (bytea_output = hex,
+    // set for every connection).
+    std::string bytes;
+    if (text.size() >= 2 && text[0] == '\\' && text[1] == 'x') {
+      bytes.reserve((text.size() - 2) / 2);
+      for (size_t i = 2; i + 1 < text.size(); i += 2) {
+        bytes.push_back(
+            static_cast<char>(HexDigit(text[i]) * 16 + HexDigit(text[i + 1])));
+      }
+    }
+    return bytes;
+  }
+
+ private:
+  // The column's text as the server sent it ("" if NULL).
+  std::string_view Raw(int col) const {
+    return std::string_view(PQgetvalue(result_, 0, col),
+                            static_cast<size_t>(PQgetlength(result_, 0, col)));
+  }
+
+  const pg_result* result_;
+};
+
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // Connection strings
@@ -198,7 +234,7 @@ Result<std::unique_ptr<PostgresConnection>> PostgresConnection::Open(
     return Unavailable("the PostgreSQL database at " + where + " is unreachable: " + why);
   }
   std::unique_ptr<PostgresConnection> conn(new PostgresConnection(raw, where));
-  // Every session the same: UTF-8 text, bytea as hex (PostgresRow::ValueAt), and no
+  // Every session the same: UTF-8 text, bytea as hex (PostgresResultRow::Text), and no
   // NOTICEs (libpq would print them on stderr: "relation ... already exists, skipping").
   RETURN_IF_ERROR(
       conn->Exec("SET client_encoding = 'UTF8'; SET bytea_output = 'hex';"
@@ -249,6 +285,13 @@ Result<std::vector<PostgresNotification>> PostgresConnection::AwaitNotifications
   return received;
 }
 
+Status PostgresConnection::EndedByEarlierError() const {
+  // The first error's code: a refused statement (InvalidArgument...) stays refused,
+  // and only a transaction aborted by concurrency is Aborted (worth running again).
+  return Status(failed_.code(),
+                "the transaction was ended by an earlier error: " + failed_.message());
+}
+
 Status PostgresConnection::ErrorStatus(const pg_result* result) const {
   const char* state =
       result == nullptr ? nullptr : PQresultErrorField(result, PG_DIAG_SQLSTATE);
@@ -285,21 +328,25 @@ Status PostgresConnection::Exec(const std::string& sql) {
   return out;
 }
 
-Result<int64_t> PostgresConnection::Run(
-    const std::string& sql, const std::vector<const Value*>& params,
-    const std::function<bool(const PostgresRow&)>& row) {
+Result<int64_t> PostgresConnection::RunSql(
+    std::string_view sql, const SqlParams& params,
+    const std::function<bool(const SqlRow&)>& row) {
   if (!failed_.ok()) {
-    return Aborted("the transaction was ended by an earlier error: " + failed_.message());
+    return EndedByEarlierError();
   }
   Params encoded;
   RETURN_IF_ERROR(encoded.Encode(params));  // refused before reaching the server
   auto prepared = prepared_.find(sql);
   if (prepared == prepared_.end()) {
+    // First use of this text on this connection: PostgreSQL's placeholders, prepared
+    // once and kept under the shared text.
+    ASSIGN_OR_RETURN(std::string postgres_sql,
+                     TranslateSqlParams(sql, SqlDialect::kPostgres));
     // Not "s" + to_string: GCC 12 at -O3 reports a false -Warray-bounds there.
     std::string name = std::to_string(prepared_.size() + 1);
     name.insert(name.begin(), 's');
-    pg_result* result = PQprepare(conn_, name.c_str(), sql.c_str(), encoded.count(),
-                                  /*paramTypes=*/nullptr);
+    pg_result* result = PQprepare(conn_, name.c_str(), postgres_sql.c_str(),
+                                  encoded.count(), /*paramTypes=*/nullptr);
     Status status;
     if (result == nullptr || PQresultStatus(result) != PGRES_COMMAND_OK) {
       status = ErrorStatus(result);
@@ -309,7 +356,7 @@ Result<int64_t> PostgresConnection::Run(
       if (PQtransactionStatus(conn_) == PQTRANS_INERROR) failed_ = status;
       return status;
     }
-    prepared = prepared_.emplace(sql, std::move(name)).first;
+    prepared = prepared_.emplace(std::string(sql), std::move(name)).first;
   }
   if (PQsendQueryPrepared(conn_, prepared->second.c_str(), encoded.count(),
                           encoded.values(), encoded.lengths(), encoded.formats(),
@@ -326,7 +373,7 @@ Result<int64_t> PostgresConnection::Run(
     switch (PQresultStatus(result)) {
       case PGRES_SINGLE_TUPLE:
         ++affected;
-        if (wanted && status.ok()) wanted = row(PostgresRow(result, 0));
+        if (wanted && status.ok()) wanted = row(PostgresResultRow(result));
         break;
       case PGRES_TUPLES_OK:
       case PGRES_COMMAND_OK: {
@@ -345,85 +392,6 @@ Result<int64_t> PostgresConnection::Run(
     return status;
   }
   return affected;
-}
-
-Result<std::string> PostgresPlaceholders(std::string_view sql) {
-  std::string out;
-  out.reserve(sql.size());
-  size_t i = 0;
-  while (i < sql.size()) {
-    const char c = sql[i];
-    if (c == '\'' || c == '"') {  // a literal or quoted identifier, as it is
-      size_t end = sql.find(c, i + 1);
-      end = end == std::string_view::npos ? sql.size() : end + 1;
-      out.append(sql.substr(i, end - i));
-      i = end;
-    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
-      size_t end = sql.find('\n', i);
-      end = end == std::string_view::npos ? sql.size() : end;
-      out.append(sql.substr(i, end - i));
-      i = end;
-    } else if (c == '?') {
-      size_t digits = i + 1;
-      while (digits < sql.size() && sql[digits] >= '0' && sql[digits] <= '9') ++digits;
-      if (digits == i + 1) {
-        return InvalidArgument("a placeholder needs its number (?1, ?2, ...): " +
-                               std::string(sql));
-      }
-      out += '$';
-      out.append(sql.substr(i + 1, digits - i - 1));
-      i = digits;
-    } else {
-      out += c;
-      ++i;
-    }
-  }
-  return out;
-}
-
-namespace {
-
-// A row of RunSql: PostgresRow's text, decoded by column type.
-class PostgresSqlRow final : public SqlRow {
- public:
-  explicit PostgresSqlRow(const PostgresRow& row) : row_(row) {}
-  int columns() const override { return row_.columns(); }
-  bool IsNull(int col) const override { return row_.IsNull(col); }
-  int64_t Int(int col) const override {
-    Value v = row_.ValueAt(col);
-    if (v.type() == Value::Type::kDouble) return static_cast<int64_t>(v.AsDouble());
-    return v.is_null() ? 0 : v.AsInt();
-  }
-  double Double(int col) const override {
-    Value v = row_.ValueAt(col);
-    return v.is_null() ? 0 : v.AsDouble();
-  }
-  std::string Text(int col) const override {
-    Value v = row_.ValueAt(col);
-    if (v.type() == Value::Type::kBytes) return v.AsString();
-    return std::string(row_.Text(col));
-  }
-
- private:
-  const PostgresRow& row_;
-};
-
-}  // namespace
-
-Result<int64_t> PostgresConnection::RunSql(
-    std::string_view sql, const std::vector<Value>& params,
-    const std::function<bool(const SqlRow&)>& row) {
-  auto translated = translated_.find(sql);
-  if (translated == translated_.end()) {
-    ASSIGN_OR_RETURN(std::string postgres_sql, PostgresPlaceholders(sql));
-    translated = translated_.emplace(std::string(sql), std::move(postgres_sql)).first;
-  }
-  std::vector<const Value*> pointers;
-  pointers.reserve(params.size());
-  for (const Value& v : params) pointers.push_back(&v);
-  if (!row) return Run(translated->second, pointers);
-  return Run(translated->second, pointers,
-             [&row](const PostgresRow& r) { return row(PostgresSqlRow(r)); });
 }
 
 Status PostgresConnection::Begin(const std::string& mode, const std::string& then) {
@@ -485,7 +453,11 @@ Status PostgresConnection::CommitProbing(const std::string& probe, bool* set,
           // "ROLLBACK" when the server rolled back (a statement of it had failed).
           committed = std::strcmp(PQcmdStatus(result), "COMMIT") == 0;
           if (!committed && status.ok()) {
-            status = Aborted("the transaction was rolled back by PostgreSQL");
+            // A statement of it failed and the work went on without saying so (a
+            // refused statement this connection saw sets failed_, handled above).
+            status = Internal(
+                "the transaction was rolled back by PostgreSQL: a statement of it "
+                "failed and its work went on");
           }
           break;
         default:
@@ -500,7 +472,15 @@ Status PostgresConnection::CommitProbing(const std::string& probe, bool* set,
                        " (while committing: whether the transaction committed is "
                        "unknown)");
   }
-  if (status.ok() && !committed) status = Aborted("the transaction was not committed");
+  if (status.ok() && !committed) {
+    if (usable()) {
+      status = Internal("the transaction was not committed: the COMMIT got no answer");
+    } else {
+      status = Unavailable("the PostgreSQL database at " + where_ +
+                           " was lost while committing: whether the transaction "
+                           "committed is unknown");
+    }
+  }
   if (!status.ok()) {
     if (usable() && PQtransactionStatus(conn_) != PQTRANS_IDLE) (void)Exec("ROLLBACK");
     return status;
@@ -517,14 +497,14 @@ void PostgresConnection::Rollback() {
 
 Status PostgresConnection::Savepoint(std::string_view name) {
   if (!failed_.ok()) {
-    return Aborted("the transaction was ended by an earlier error: " + failed_.message());
+    return EndedByEarlierError();
   }
   return Exec("SAVEPOINT " + std::string(name));
 }
 
 Status PostgresConnection::ReleaseSavepoint(std::string_view name) {
   if (!failed_.ok()) {
-    return Aborted("the transaction was ended by an earlier error: " + failed_.message());
+    return EndedByEarlierError();
   }
   return Exec("RELEASE SAVEPOINT " + std::string(name));
 }

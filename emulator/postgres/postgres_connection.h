@@ -1,19 +1,22 @@
 // One libpq connection to PostgreSQL: the PostgreSQL backend's Connection
-// (emulator/table/connection.h), with table rows in PostgreSQL's SQL, and the few
-// statement runners the backend's own code (transactions, migrations) needs. libpq,
-// PostgreSQL's own C client, rather than libpqxx: a dozen calls, no exceptions to turn
-// back into Status, and no C++ ABI to follow across libpqxx's incompatible majors.
+// (emulator/table/connection.h), and what PostgresDatabase needs besides (transaction
+// control, LISTEN). libpq, PostgreSQL's own C client, rather than libpqxx: a dozen
+// calls, no exceptions to turn back into Status, and no C++ ABI to follow across
+// libpqxx's incompatible majors.
 //
-// Values travel as text parameters (bytea in binary) whose types PostgreSQL infers
-// from the column they meet; results come back as text and are decoded by column type
-// (PostgresRow::ValueAt). Statements are prepared once per connection.
+// RunSql: the shared SQL's `?N` placeholders become `$N` (TranslateSqlParams,
+// emulator/table/sql_params.h) when a text is first prepared on the connection, and the
+// prepared statement is kept under that text (nothing is translated again). Values
+// travel as text parameters (bytea in binary) whose types PostgreSQL infers from where
+// they stand; results come back as text, typed by column type for SqlRow.
 //
 // Errors: a lost or refused connection is Unavailable naming the server; a unique
 // violation ConditionFailed; a NOT NULL, CHECK, foreign key or data error (bad UTF-8,
 // a value the column's type does not take) InvalidArgument; a serialization failure or
-// deadlock Aborted. A statement PostgreSQL refuses ends its transaction: every later
-// statement of it returns Aborted naming that first error without reaching the server
-// (until RollbackToSavepoint, or the transaction ends).
+// deadlock Aborted (and only those: status.h). A statement PostgreSQL refuses ends its
+// transaction: every later statement of it returns that first error's code, naming
+// it, without reaching the server (until RollbackToSavepoint, or the transaction
+// ends).
 #pragma once
 
 #include <cstdint>
@@ -33,35 +36,11 @@ struct pg_result;
 
 namespace sheetlog {
 
-// One row of a result, valid while the runner's callback runs.
-class PostgresRow {
- public:
-  int columns() const;
-  bool IsNull(int col) const;
-  std::string_view Text(int col) const;
-  // The column as a Value by its SQL type: smallint, integer, bigint -> kInt; real,
-  // double precision, numeric -> kDouble; boolean -> kInt 0/1 (table.h: bools read
-  // back as integers on every backend); bytea -> kBytes; anything else -> kString.
-  // NULL -> Null().
-  Value ValueAt(int col) const;
-
- private:
-  friend class PostgresConnection;
-  PostgresRow(const pg_result* result, int row) : result_(result), row_(row) {}
-  const pg_result* result_;
-  int row_;
-};
-
 // The parts of a connection string worth naming in messages ("host=... port=...
 // dbname=... user=..."; never a password), or InvalidArgument if it does not parse or
 // holds a password (credentials come from PGPASSWORD or a PGPASSFILE, never from a
 // string that shows up in `ps` and logs).
 Result<std::string> DescribePostgresConninfo(const std::string& conninfo);
-
-// `sql` with every `?N` placeholder outside quotes ('...', "...") and comments written
-// as PostgreSQL's `$N`. InvalidArgument for a `?` with no number (PostgreSQL has no
-// anonymous placeholder, and SQLite would number it by position).
-Result<std::string> PostgresPlaceholders(std::string_view sql);
 
 // The channel every node LISTENs on and NOTIFYs (Transactions::AddRemoteCommitListener);
 // the payload names the RemoteChange.
@@ -87,11 +66,6 @@ class PostgresConnection final : public Connection {
   // Runs `sql` (any number of statements, no parameters; rows are ignored). For
   // transaction control and DDL: it ignores (and clears nothing of) an earlier error.
   Status Exec(const std::string& sql);
-  // Runs one statement with `params` ($1, $2, ...), handing its rows to `row` (if
-  // given) until it returns false; returns the number of rows the statement affected
-  // or returned.
-  Result<int64_t> Run(const std::string& sql, const std::vector<const Value*>& params,
-                      const std::function<bool(const PostgresRow&)>& row = nullptr);
 
   // BEGIN (with `mode`, e.g. "ISOLATION LEVEL REPEATABLE READ READ ONLY"), then
   // `then` if given (statements without parameters, e.g. the transaction's settings)
@@ -120,28 +94,17 @@ class PostgresConnection final : public Connection {
   // "host=... port=... dbname=... user=..." for messages.
   const std::string& where() const { return where_; }
 
-  // Connection: table rows in PostgreSQL's SQL (postgres_rows.cc).
+  // Connection.
   SqlDialect dialect() const override { return SqlDialect::kPostgres; }
   // Sent with the COMMIT (CommitProbing), in its round trip.
   void WakeOtherProcessesAtCommit(RemoteChange kind) override;
-  Result<std::optional<Item>> LoadRow(const Table& table, const Key& key,
-                                      bool for_write) override;
-  Result<bool> InsertIfAbsent(const Table& table, uint64_t mask,
-                              const Item& item) override;
-  Status Replace(const Table& table, uint64_t mask, const Item& item) override;
-  Result<std::optional<Item>> InsertReturning(const Table& table, uint64_t mask,
-                                              const Item& item) override;
-  Result<Item> UpdateReturning(const Table& table, uint64_t mask, const Item& values,
-                               const Key& key) override;
-  Result<std::optional<Item>> DeleteReturning(const Table& table,
-                                              const Key& key) override;
-  Status SelectRows(const Table& table, bool scan, uint64_t shape,
-                    const std::vector<const Value*>& binds, int limit,
-                    const std::function<bool(Item)>& row) override;
-  // The shared SQL's `?N` placeholders become PostgreSQL's `$N`
-  // (PostgresPlaceholders).
-  Result<int64_t> RunSql(std::string_view sql, const std::vector<Value>& params,
+  // Rows are read one at a time (single-row mode): a page cut short holds no more than
+  // a row in memory; the rest is read and dropped.
+  Result<int64_t> RunSql(std::string_view sql, const SqlParams& params,
                          const std::function<bool(const SqlRow&)>& row) override;
+  // Exec's: a statement that fails ends the transaction (the work returns the error,
+  // and the transaction is rolled back).
+  Status RunScript(std::string_view sql) override { return Exec(std::string(sql)); }
   Status Savepoint(std::string_view name) override;
   Status ReleaseSavepoint(std::string_view name) override;
   Status RollbackToSavepoint(std::string_view name) override;
@@ -150,23 +113,23 @@ class PostgresConnection final : public Connection {
   PostgresConnection(pg_conn* conn, std::string where) : conn_(conn), where_(where) {}
   // The Status of a failed result (or of a lost connection when `result` is null).
   Status ErrorStatus(const pg_result* result) const;
-  // The first row `sql` returns, as an Item of `table`.
-  Result<std::optional<Item>> OneRow(const Table& table, const std::string& sql,
-                                     const std::vector<const Value*>& params);
+  // What a statement after failed_ returns: failed_'s code, saying so.
+  Status EndedByEarlierError() const;
 
   pg_conn* conn_;
   // RemoteChangePayload()s to NOTIFY with this transaction's commit.
   std::vector<std::string> wake_at_commit_;
   std::string where_;
-  std::unordered_map<std::string, std::string> prepared_;  // SQL -> statement name
-  // RunSql's statements: the shared SQL -> PostgreSQL's (PostgresPlaceholders).
+  // The statements prepared on this connection: the shared SQL, as RunSql is given it
+  // (`?N`), -> the prepared statement's name. Looked up by string_view: no key copy
+  // per call.
   struct SqlHash {
     using is_transparent = void;
     size_t operator()(std::string_view sql) const {
       return std::hash<std::string_view>()(sql);
     }
   };
-  std::unordered_map<std::string, std::string, SqlHash, std::equal_to<>> translated_;
+  std::unordered_map<std::string, std::string, SqlHash, std::equal_to<>> prepared_;
   Status failed_;  // the error that ended the current transaction
 };
 

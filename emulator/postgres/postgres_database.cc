@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 
 #include "emulator/env/clock.h"
 
@@ -13,81 +14,16 @@ namespace sheetlog {
 
 namespace {
 
-// The advisory lock key migrations hold (any constant no other code uses: "shtlog").
-constexpr int64_t kMigrationLock = 0x7368746c6f67;
-
-Result<int> MigrateLocked(PostgresConnection& conn,
-                          const std::vector<Migration>& migrations,
-                          const std::string& release) {
-  const Value lock_key(kMigrationLock);
-  RETURN_IF_ERROR(conn.Run("SELECT pg_advisory_xact_lock($1)", {&lock_key}).status());
-  RETURN_IF_ERROR(
-      conn.Exec("CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY,"
-                " name text NOT NULL, release text)"));
-  int current = 0;
-  std::string writer;
-  RETURN_IF_ERROR(conn.Run("SELECT version, COALESCE(release, '') FROM schema_version"
-                           " ORDER BY version DESC LIMIT 1",
-                           {},
-                           [&](const PostgresRow& row) {
-                             current = static_cast<int>(row.ValueAt(0).AsInt());
-                             writer = std::string(row.Text(1));
-                             return false;
-                           })
-                      .status());
-  int newest_known = 0;
-  for (const Migration& m : migrations) newest_known = std::max(newest_known, m.version);
-  if (current > newest_known) {
-    return FailedPrecondition(
-        "the PostgreSQL database at " + conn.where() +
-        " is newer than this binary: it has schema version " + std::to_string(current) +
-        ", written by sheetlog " +
-        (writer.empty() ? std::string("(a newer release)") : writer) +
-        "; this is sheetlog " + (release.empty() ? std::string("(unknown)") : release) +
-        ", which knows schema versions up to " + std::to_string(newest_known) +
-        ". Run that release (or a newer one), or use another database");
-  }
-  int version = current;
-  for (const Migration& m : migrations) {
-    if (m.version <= current) continue;
-    RETURN_IF_ERROR(
-        conn.Exec(m.sql).Annotate(std::string("applying migration ") + m.name));
-    const Value v(static_cast<int64_t>(m.version));
-    const Value name(m.name);
-    const Value by(release);
-    RETURN_IF_ERROR(
-        conn.Run(
-                "INSERT INTO schema_version (version, name, release) VALUES ($1, $2, $3)",
-                {&v, &name, &by})
-            .status());
-    version = std::max(version, m.version);
-  }
-  return version;
+// Full-jitter exponential backoff: uniform in [0, min(cap, base * 2^attempt)].
+int64_t AbortBackoffMicros(int attempt, int64_t base, int64_t cap) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  int64_t ceiling = std::max<int64_t>(base, 0) << std::min(attempt, 20);
+  ceiling = std::min(ceiling, cap);
+  std::uniform_int_distribution<int64_t> dist(0, std::max<int64_t>(ceiling, 0));
+  return dist(rng);
 }
 
 }  // namespace
-
-Result<int> ApplyPostgresMigrations(PostgresConnection& conn,
-                                    const std::vector<Migration>& migrations,
-                                    const std::string& release) {
-  std::vector<Migration> ordered = migrations;
-  std::sort(ordered.begin(), ordered.end(),
-            [](const Migration& a, const Migration& b) { return a.version < b.version; });
-  for (size_t i = 1; i < ordered.size(); ++i) {
-    if (ordered[i].version == ordered[i - 1].version) {
-      return InvalidArgument("two migrations have version " +
-                             std::to_string(ordered[i].version));
-    }
-  }
-  RETURN_IF_ERROR(conn.Begin(""));
-  Result<int> version = MigrateLocked(conn, ordered, release);
-  if (!version.ok()) {
-    conn.Rollback();
-    return version.status();
-  }
-  RETURN_IF_ERROR(conn.Commit());
-  return version;
-}
 
 PostgresDatabase::PostgresDatabase(const Options& options) : options_(options) {
   if (options_.clock == nullptr) options_.clock = SystemClock::Default();
@@ -218,14 +154,16 @@ Result<std::unique_ptr<PostgresDatabase>> PostgresDatabase::Open(const Options& 
   ASSIGN_OR_RETURN(std::string where, DescribePostgresConninfo(options.conninfo));
   std::unique_ptr<PostgresDatabase> db(new PostgresDatabase(options));
   db->where_ = std::move(where);
-  ASSIGN_OR_RETURN(std::unique_ptr<PostgresConnection> conn, db->Acquire());
   std::vector<Migration> migrations = EmulatorPostgresMigrations();
   migrations.insert(migrations.end(), options.migrations.begin(),
                     options.migrations.end());
-  Result<int> version = ApplyPostgresMigrations(*conn, migrations, options.release);
-  db->Release(std::move(conn));
-  if (!version.ok()) return version.status();
-  db->schema_version_ = *version;
+  MigrationOptions migrating;
+  migrating.release = options.release;
+  migrating.faults = options.faults;
+  migrating.target_version = options.target_version;
+  migrating.database = "the PostgreSQL database at " + db->where_;
+  ASSIGN_OR_RETURN(db->schema_version_,
+                   ApplyMigrations(*db, std::move(migrations), migrating));
   return db;
 }
 
@@ -264,7 +202,8 @@ void PostgresDatabase::Release(std::unique_ptr<PostgresConnection> conn) {
 }
 
 Status PostgresDatabase::Run(const Work& work, const std::string& mode, bool write) {
-  // The node's clock travels with the transaction (sheetlog_now_micros()).
+  // The node's clock travels with the transaction (sheetlog_now_micros()): read for
+  // each run, so a Write run again sees the time of its own BEGIN.
   const std::string clock_setting = "SELECT set_config('sheetlog.now_micros', '" +
                                     std::to_string(options_.clock->NowMicros()) +
                                     "', true)";
@@ -304,7 +243,23 @@ Status PostgresDatabase::Run(const Work& work, const std::string& mode, bool wri
   return status;
 }
 
-Status PostgresDatabase::Write(const Work& work) { return Run(work, "", /*write=*/true); }
+Status PostgresDatabase::Write(const Work& work) {
+  const int attempts = std::max(1, options_.write_attempts);
+  for (int attempt = 1;; ++attempt) {
+    Status status = Run(work, "", /*write=*/true);
+    // Aborted: rolled back whole by concurrency (status.h), nothing written; the work
+    // decides again from what it reads. Any other error is the work's answer, and a
+    // commit whose outcome is unknown is Unavailable, never run twice.
+    if (!status.IsAborted() || attempt >= attempts) return status;
+    aborted_writes_retried_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::debug(
+        "postgres: a write was aborted ({}); running it again (attempt {} of {})",
+        status.message(), attempt + 1, attempts);
+    options_.clock->SleepForMicros(AbortBackoffMicros(attempt - 1,
+                                                      options_.abort_backoff_base_micros,
+                                                      options_.abort_backoff_cap_micros));
+  }
+}
 
 Status PostgresDatabase::Read(const Work& work) {
   return Run(work, "ISOLATION LEVEL REPEATABLE READ READ ONLY", /*write=*/false);

@@ -1,13 +1,22 @@
-// PostgresDatabase: the PostgreSQL implementation of Transactions (issue 25 stage 2;
-// docs/cluster.md "Stage 2"). Tables live in a PostgreSQL database that several
+// PostgresDatabase: the PostgreSQL implementation of Transactions (docs/cluster.md
+// "Tables on PostgreSQL"). Tables live in a PostgreSQL database that several
 // processes may share; table operations run on PostgresConnection, with PostgreSQL's
 // SQL.
 //
 // Writes run at READ COMMITTED, each on a connection of a pool, one transaction per
 // Write: conditional writes stay conditional across processes through ON CONFLICT and
-// row locks (table.h), with no transaction to retry. Concurrent commits share WAL
-// flushes inside PostgreSQL (its own group commit), so the node keeps no write queue.
-// Reads run as REPEATABLE READ READ ONLY: one consistent committed state.
+// row locks (table.h), with no transaction to retry for a lost condition. Concurrent
+// commits share WAL flushes inside PostgreSQL (its own group commit), so the node keeps
+// no write queue. Reads run as REPEATABLE READ READ ONLY: one consistent committed
+// state.
+//
+// A Write whose transaction is aborted by concurrency (Aborted, status.h: a deadlock
+// PostgreSQL broke by aborting it, a serialization failure, an item that kept changing
+// under Table's read-modify-write) is rolled back and run again from the start, up to
+// Options::write_attempts in all, after a short full-jitter backoff on the clock; then
+// it returns Aborted. Works are written for that (Transactions::Write). Reads are not
+// run again: a READ ONLY transaction at REPEATABLE READ takes no row locks and cannot
+// fail to serialize.
 //
 // The database unreachable: Write and Read return Unavailable naming it (a connection
 // is tried for at most `connect_timeout_seconds`), the broken connection is dropped and
@@ -15,9 +24,11 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,22 +36,14 @@
 
 #include "emulator/env/mutex.h"
 #include "emulator/postgres/postgres_connection.h"
-#include "emulator/sqlite/migrations.h"
 #include "emulator/status.h"
+#include "emulator/table/migrations.h"
 #include "emulator/table/transactions.h"
 
 namespace sheetlog {
 
 class Clock;
-
-// Brings the database to the newest version in `migrations` (PostgreSQL's SQL), as
-// ApplyMigrations does for SQLite: one `schema_version` table and version sequence,
-// FailedPrecondition (changing nothing) if the database records a version newer than
-// any known here. All pending migrations commit together with their versions, under a
-// transaction-scoped advisory lock, so processes starting at once migrate once.
-Result<int> ApplyPostgresMigrations(PostgresConnection& conn,
-                                    const std::vector<Migration>& migrations,
-                                    const std::string& release);
+class FaultInjector;
 
 class PostgresDatabase final : public Transactions {
  public:
@@ -56,15 +59,31 @@ class PostgresDatabase final : public Transactions {
     std::vector<Migration> migrations;
     // The application release applying migrations (see Database::Options).
     std::string release;
+    // Fault points of the migrations (ApplyMigrations). May be null.
+    FaultInjector* faults = nullptr;
+    // Tests: applies the migrations up to this version only (none: all;
+    // ApplyMigrations).
+    std::optional<int> target_version;
     // Time as SQL sees it: every transaction carries this clock's NowMicros() at its
     // BEGIN (the setting `sheetlog.now_micros`, sent in the same round trip), which
-    // `sheetlog_now_micros()` returns (emulator/postgres/schema/003_stream.sql): the
+    // `sheetlog_now_micros()` returns (emulator/schema/postgres/003_stream.sql): the
     // change-feed triggers stamp records with the node's clock, as on SQLite (a
-    // ManualClock in tests). Default: SystemClock.
+    // ManualClock in tests). Default: SystemClock. Also what the backoff between
+    // attempts of an aborted Write sleeps on.
     Clock* clock = nullptr;
+    // Runs of one Write's work, in all, while its transaction is aborted by
+    // concurrency (Aborted); the last one's Aborted is returned. 1: never run again.
+    int write_attempts = 5;
+    // The backoff before the Nth run again: uniform in [0, min(cap, base * 2^(N-1))]
+    // (full jitter, as seed 001's retry), so the transactions that collided do not
+    // collide again in step.
+    int64_t abort_backoff_base_micros = 2000;
+    int64_t abort_backoff_cap_micros = 50000;
   };
 
-  // Connects and applies `options.migrations`. Unavailable if the server cannot be
+  // Connects and applies the emulator's migrations and `options.migrations`
+  // (ApplyMigrations: each in a transaction of its own, under an advisory lock, so
+  // nodes starting together migrate once). Unavailable if the server cannot be
   // reached; FailedPrecondition if its schema is newer than this binary knows.
   static Result<std::unique_ptr<PostgresDatabase>> Open(const Options& options);
   // Stops the listening thread (if any) and closes the connections.
@@ -90,13 +109,17 @@ class PostgresDatabase final : public Transactions {
       EXCLUDES(listen_start_mu_, listeners_mu_);
 
   int schema_version() const { return schema_version_; }
+  // Works run again because their transaction was aborted by concurrency, since Open.
+  int64_t aborted_writes_retried() const {
+    return aborted_writes_retried_.load(std::memory_order_relaxed);
+  }
   // "host=... dbname=..." (no password), for messages.
   const std::string& where() const { return where_; }
 
  private:
   explicit PostgresDatabase(const Options& options);
-  // Runs `work` in a transaction begun with `mode` on a pooled connection; `write`:
-  // the commit listeners are told of a commit that fed the change feed.
+  // Runs `work` once in a transaction begun with `mode` on a pooled connection;
+  // `write`: the commit listeners are told of a commit that fed the change feed.
   Status Run(const Work& work, const std::string& mode, bool write)
       EXCLUDES(mu_, listeners_mu_);
   Result<std::unique_ptr<PostgresConnection>> Acquire() EXCLUDES(mu_);
@@ -127,6 +150,7 @@ class PostgresDatabase final : public Transactions {
       GUARDED_BY(listeners_mu_);
   std::thread listen_thread_ GUARDED_BY(listeners_mu_);
   std::atomic<bool> stop_listening_{false};
+  std::atomic<int64_t> aborted_writes_retried_{0};
   int stop_pipe_[2] = {-1, -1};  // written to stop the listening thread
 };
 

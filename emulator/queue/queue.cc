@@ -633,41 +633,64 @@ Result<std::vector<DeadLetterMessage>> QueueService::ListDeadLetters(
 Result<int64_t> QueueService::Redrive(const std::string& dead_letter_queue,
                                       std::optional<std::string> message_id) {
   int64_t moved = 0;
+  bool expired_one = false;
   RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
     moved = 0;
+    expired_one = false;
     // Locked: two nodes redriving one queue take turns instead of updating the same
     // messages in different orders (a deadlock).
     ASSIGN_OR_RETURN(bool exists, QueueExists(c, dead_letter_queue, /*lock=*/true));
     if (!exists) return MissingQueue(dead_letter_queue);
+    ASSIGN_OR_RETURN(QueueOptions dlq, LoadQueue(c, dead_letter_queue));
     const int64_t now = clock_->NowMicros();
+    // Messages past the dead-letter queue's own retention are expired: the retention
+    // purge removes them whenever it next runs, and no Receive delivers them. They are
+    // removed here, not moved and not counted, so a redrive never reports a message
+    // that is then dropped.
+    const int64_t expired_before = now - dlq.retention_s * kMicrosPerSecond;
     // Back to the recorded source queue, visible now, as if freshly sent (receive count
-    // and first receive cleared, so max_receive_count starts over); last_error stays.
+    // and first receive cleared, so max_receive_count starts over; sent time reset, so
+    // the source queue's retention starts over, as SQS's redrive does: its redriven
+    // messages are new messages with a new enqueue time); last_error and the id stay.
     // A message being received from the dead-letter queue elsewhere is waited for, then
     // moved (its receipt goes stale), as if the receive had come first.
     constexpr const char* kMove =
         "UPDATE queue_message SET queue = source_queue, source_queue = NULL, "
         "dead_lettered_micros = NULL, receive_count = 0, first_receive_micros = NULL, "
-        "receipt = NULL, visible_at_micros = ?2 "
+        "receipt = NULL, visible_at_micros = ?2, sent_micros = ?2 "
         "WHERE queue = ?1 AND source_queue IN (SELECT name FROM queue)";
     if (!message_id.has_value()) {
+      RETURN_IF_ERROR(c.RunSql("DELETE FROM queue_message WHERE queue = ?1 AND "
+                               "sent_micros < ?2",
+                               {dead_letter_queue, expired_before})
+                          .status());
       ASSIGN_OR_RETURN(moved, c.RunSql(kMove, {dead_letter_queue, now}));
+      if (moved > 0) c.WakeOtherProcessesAtCommit(RemoteChange::kQueue);
       return Status::OK();
     }
     bool found = false;
     std::optional<std::string> source;
+    int64_t sent_micros = 0;
     if (IsUuid(*message_id)) {
-      RETURN_IF_ERROR(c.RunSql("SELECT source_queue FROM queue_message "
+      RETURN_IF_ERROR(c.RunSql("SELECT source_queue, sent_micros FROM queue_message "
                                "WHERE id = ?1 AND queue = ?2",
                                {*message_id, dead_letter_queue},
                                [&](const SqlRow& row) {
                                  found = true;
                                  if (!row.IsNull(0)) source = row.Text(0);
+                                 sent_micros = row.Int(1);
                                  return false;
                                })
                           .status());
     }
     if (!found) {
       return NotFound("message " + *message_id + " is not in " + dead_letter_queue);
+    }
+    if (sent_micros < expired_before) {
+      RETURN_IF_ERROR(
+          c.RunSql("DELETE FROM queue_message WHERE id = ?1", {*message_id}).status());
+      expired_one = true;  // committed; reported as NotFound below
+      return Status::OK();
     }
     if (!source.has_value()) {
       return FailedPrecondition("message " + *message_id +
@@ -682,6 +705,10 @@ Result<int64_t> QueueService::Redrive(const std::string& dead_letter_queue,
     c.WakeOtherProcessesAtCommit(RemoteChange::kQueue);
     return Status::OK();
   }));
+  if (expired_one) {
+    return NotFound("message " + *message_id + " of " + dead_letter_queue +
+                    " was past the queue's retention: expired (removed), not redriven");
+  }
   if (moved > 0) Notify();
   return moved;
 }
@@ -700,6 +727,10 @@ Result<int64_t> QueueService::Purge(const std::string& queue) {
   }));
   if (deleted > 0) Notify();
   return deleted;
+}
+
+Result<int64_t> QueueService::DeleteAllMessages(Connection& conn) {
+  return conn.RunSql("DELETE FROM queue_message", {});
 }
 
 // ---------------------------------------------------------------------------

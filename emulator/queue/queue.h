@@ -1,77 +1,24 @@
-// emulator/queue: the SQS standard-queue stand-in, stored in the database (SQLite:
-// emulator/schema/002_queue.sql; PostgreSQL: emulator/postgres/schema/002_queue.sql,
-// the same tables) so that nothing is lost on restart: messages, in-flight state
-// (visibility deadlines and the latest receipt handle) and receive counts all survive
-// closing and reopening the database.
+// QueueService: the SQS standard-queue stand-in, stored in the database (the same
+// tables on SQLite and PostgreSQL: emulator/schema/*/002_queue.sql), so messages, their
+// in-flight state and receive counts survive a restart. As SQS standard queues:
+// delivery is at least once (a consumer must tolerate seeing a message again); Receive
+// hides each message it hands out for the visibility timeout; a message is removed only
+// by Delete or by retention expiry; with max_receive_count > 0 the next Receive moves a
+// message that reached it to the dead-letter queue, and Redrive moves it back.
 //
-// Semantics follow SQS standard queues where the seeds depend on them:
-//   - Send adds a message, hidden for `delay_s` (default: the queue's delay).
-//   - Receive hands out up to 10 visible messages, earliest visible first, and hides each
-//     for the visibility timeout. Every receive increments the message's receive count
-//     and issues a NEW receipt handle; only the newest handle may change the message's
-//     visibility or delete it (see "Receipt handles" below).
-//   - ChangeVisibility(0) makes a received message visible again at once (seed 000: hand
-//     the job to a fresh invocation); a longer timeout defers redelivery.
-//   - A message is removed only by Delete (the work is done) or by retention expiry.
-//   - Dead-letter queue: with max_receive_count > 0, a message whose receive count has
-//     reached max_receive_count is moved to the dead-letter queue by the next Receive
-//     instead of being delivered (as SQS does), keeping its id, body, sent time, receive
-//     count and last recorded error. ListDeadLetters inspects without receiving;
-//     Redrive moves messages back to the queue they came from.
-//   - Delivery is at least once: a consumer must tolerate seeing a message again.
+// Receipt handles: every receive issues a new one, opaque to callers, and only the
+// newest acts on the message (even after its visibility timeout, as long as nobody has
+// received the message since). An older handle is stale: ConditionFailed, nothing
+// changes; for Delete this is stricter than SQS, so a slow first consumer never removes
+// the message a second one is working on. Other errors: no such queue is NotFound, a
+// bad argument InvalidArgument, a body over 256 KiB ResourceExhausted, an armed fault
+// point Unavailable.
 //
-// Receipt handles. A handle is "<message id>#<random token>"; each receive replaces the
-// token. The handle is opaque to callers.
-//   - The newest handle of a message works for ChangeVisibility, Delete and
-//     RecordFailure even after its visibility timeout expired, as long as nobody has
-//     received the message since (SQS behaves the same way).
-//   - A handle that is NOT the newest (the message was received again since, moved to
-//     the dead-letter queue, or redriven) is STALE: ChangeVisibility, Delete and
-//     RecordFailure fail with ConditionFailed("receipt handle is stale: ...") and change
-//     nothing. For Delete this is deliberate and stricter than SQS (which may delete the
-//     message anyway): the message is now being worked on under the newer handle, and a
-//     slow first consumer must not remove the second consumer's lock. Whoever holds the
-//     newest handle deletes the message when its work is done. ConditionFailed is the
-//     code for "you lost the race; someone else owns this now" (see status.h).
-//   - A handle whose message no longer exists (deleted, or purged by retention):
-//     Delete returns OK (deleting twice is harmless, and duplicate deliveries mean two
-//     consumers may both finish the same work); ChangeVisibility and RecordFailure fail
-//     with NotFound("message ... not found").
-//   - A handle that is malformed or names a message of another (non-source) queue:
-//     InvalidArgument.
-//
-// Errors: a queue that does not exist is NotFound; a bad argument is InvalidArgument;
-// a body over 256 KiB is ResourceExhausted; an armed fault point returns Unavailable;
-// storage errors are passed through from the database.
-//
-// Fault points (emulator/env/fault_points.h): "queue.send", "queue.receive",
-// "queue.change_visibility", "queue.delete" fail the call before it changes anything;
-// "queue.receive.duplicate" (kDuplicate) delivers a received message but leaves it
-// visible, so the next Receive delivers it again: SQS's occasional duplicate delivery.
-//
-// Several processes (nodes) on one PostgreSQL database: each runs its own QueueService
-// on its own PostgresDatabase, and every promise above holds across them. Receive
-// locks the messages it picks (FOR UPDATE SKIP LOCKED) until its transaction commits,
-// passing over those another receiver holds: no message is handed to two receivers
-// inside its visibility timeout, and receivers never wait for each other.
-// ChangeVisibility, Delete and RecordFailure lock the message while they judge its
-// receipt handle, so a handle made stale by another node's receive is refused
-// (ConditionFailed) there too. Dead-lettering happens on the locked message; the
-// retention purge passes over messages a receiver holds (that receive, or the next
-// purge, drops them).
-// SQLite has a single writer: the same statements run one transaction at a time.
-//
-// Waking consumers: WaitForMessages blocks until a message of the queue is visible (a
-// Send, ChangeVisibility or Redrive through this QueueService notifies at once; a
-// visibility or delay deadline is awaited on the Clock), with no polling interval.
-// Notifications come from this QueueService object: use one per database handle.
-// Across nodes: those three commit with Connection::WakeOtherProcessesAtCommit, and
-// the service listens (Transactions::AddRemoteCommitListener, kQueue), so a message
-// another node made visible wakes this node's waiters at once on PostgreSQL
-// (LISTEN/NOTIFY), one channel for every queue: a waiter of another queue re-reads and
-// waits again.
-//
-// Thread-safe. All state lives in the database; the object itself only holds waiters.
+// Thread-safe. All state lives in the database; the object itself only holds waiters
+// (WaitForMessages), so use one per database handle. Several processes on one
+// PostgreSQL database keep every promise here. The semantics in full, errors, fault
+// points and wake-ups: docs/architecture.md "The queue (emulator/queue/)"; across
+// nodes: docs/cluster.md "The queue on PostgreSQL".
 #pragma once
 
 #include <cstdint>
@@ -112,9 +59,9 @@ struct QueueOptions {
 struct ReceivedMessage {
   std::string id;                    // UUID assigned by Send; stable across DLQ moves
   std::string body;                  // exactly the bytes sent
-  std::string receipt_handle;        // new on every receive; see "Receipt handles"
+  std::string receipt_handle;        // new on every receive; see the file comment
   int64_t receive_count = 0;         // including this receive (1 on the first)
-  int64_t sent_micros = 0;           // clock time of Send
+  int64_t sent_micros = 0;           // clock time of Send (or of the last Redrive)
   int64_t first_receive_micros = 0;  // clock time of the first receive ever
 };
 
@@ -207,9 +154,15 @@ class QueueService {
       const std::string& after_id = "");
 
   // Moves messages of `dead_letter_queue` back to the queue each came from, visible now
-  // with receive count 0, last error kept. With `message_id`, only that message
-  // (NotFound if it is not in this queue). Messages with no recorded source queue, or
-  // whose source queue no longer exists, stay. Returns how many moved.
+  // with receive count 0, last error and id kept, and a fresh retention start: the sent
+  // time becomes now, as SQS's redrive makes each redriven message a new message with a
+  // new enqueue time, so the source queue's retention never drops a message right after
+  // it was redriven. Messages already past the dead-letter queue's own retention
+  // (expired, only not purged yet) are removed instead, neither moved nor counted: a
+  // redrive never reports a message that is then dropped. With `message_id`, only that
+  // message (NotFound if it is not in this queue, or was expired and removed).
+  // Messages with no recorded source queue, or whose source queue no longer exists,
+  // stay. Returns how many moved.
   Result<int64_t> Redrive(const std::string& dead_letter_queue,
                           std::optional<std::string> message_id = std::nullopt);
 
@@ -218,6 +171,10 @@ class QueueService {
   // of them finds it gone: its Delete is OK, its ChangeVisibility NotFound. NotFound
   // if there is no such queue.
   Result<int64_t> Purge(const std::string& queue);
+  // Deletes every message of every queue (dead-letter queues included; the queues
+  // stay), inside the caller's transaction: the queues' part of an admin reset
+  // (App::Reset). Returns how many.
+  Result<int64_t> DeleteAllMessages(Connection& conn);
 
   // Deletes messages older than their queue's retention (by sent time), in every
   // queue. Returns how many. Receive also calls it, at most once a minute of clock time,

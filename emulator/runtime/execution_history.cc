@@ -1,13 +1,11 @@
 #include "emulator/runtime/execution_history.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <functional>
 
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
-#include "emulator/env/uuid.h"
+#include "emulator/runtime/cluster_membership.h"
 #include "emulator/table/connection.h"
 
 namespace sheetlog {
@@ -15,9 +13,10 @@ namespace sheetlog {
 namespace {
 
 // Every statement below is written once in SQL both SQLite and PostgreSQL accept
-// (Connection::RunSql); the tables are emulator/schema/004_history.sql and
-// emulator/postgres/schema/004_history.sql.
-// The columns ReadRow reads, with the expiry of the row's owner's lease.
+// (Connection::RunSql); the tables are emulator/schema/sqlite/004_history.sql and
+// emulator/schema/postgres/004_history.sql.
+// The columns ReadRow reads, with the expiry of the row's owner's lease (its lease
+// row, `execution_owner`, is ClusterMembership's: read here, judged there).
 #define SHEETLOG_HISTORY_COLUMNS                                                 \
   "h.partition_key, h.sequence, h.atomic_counter, h.exec_status, h.created_at, " \
   "h.error, h.source, h.invocation_id, h.detail, h.owner, "                      \
@@ -83,32 +82,6 @@ constexpr const char* kSelectInvocations =
     "ORDER BY h.created_at DESC, h.partition_key DESC, h.sequence DESC LIMIT ?6";
 
 #undef SHEETLOG_HISTORY_COLUMNS
-
-// The owners' leases (see "Liveness").
-constexpr const char* kUpsertLease =
-    "INSERT INTO execution_owner (owner, expires_at, node) VALUES (?1, ?2, ?3) "
-    "ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at";
-constexpr const char* kPruneLapsedLeases =
-    "DELETE FROM execution_owner WHERE expires_at <= ?1 AND owner <> ?2";
-constexpr const char* kReleaseOtherLeases =
-    "DELETE FROM execution_owner WHERE owner <> ?1";
-constexpr const char* kReleaseLease = "DELETE FROM execution_owner WHERE owner = ?1";
-// The same node's earlier owners: processes of this host and data directory, gone.
-constexpr const char* kReleasePredecessors =
-    "DELETE FROM execution_owner WHERE node = ?1 AND owner <> ?2";
-constexpr const char* kReleaseOwnersClaims = "DELETE FROM owner_claim WHERE owner = ?1";
-// Free, ours, or its holder's lease is gone (lapsed, pruned or released): no row comes
-// back when another owner's live lease holds it.
-constexpr const char* kClaim =
-    "INSERT INTO owner_claim (name, owner) VALUES (?1, ?2) "
-    "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner "
-    "WHERE owner_claim.owner = excluded.owner OR NOT EXISTS (SELECT 1 FROM "
-    "execution_owner o WHERE o.owner = owner_claim.owner AND o.expires_at > ?3) "
-    "RETURNING owner";
-constexpr const char* kReleaseClaim =
-    "DELETE FROM owner_claim WHERE name = ?1 AND owner = ?2";
-constexpr const char* kCountLiveOwners =
-    "SELECT COUNT(*) FROM execution_owner WHERE expires_at > ?1";
 
 // How often an append retries after another node took the sequence it computed.
 constexpr int kAppendRounds = 64;
@@ -295,155 +268,12 @@ LiveInvocation::~LiveInvocation() {
   if (set_ != nullptr) set_->Remove(id_);
 }
 
-ExecutionHistory::ExecutionHistory(Transactions* db, Clock* clock, FaultInjector* faults)
-    : db_(db), clock_(clock), faults_(faults) {}
-
-ExecutionHistory::~ExecutionHistory() { StopLease(); }
-
-Status ExecutionHistory::StartLease(const LeaseOptions& options) {
-  if (options.renew_every_micros <= 0 ||
-      options.ttl_micros <= options.renew_every_micros) {
-    return InvalidArgument(
-        "a lease must be renewed (renew_every_micros > 0) more often than it lasts");
-  }
-  {
-    MutexLock lock(&lease_mu_);
-    if (!owner_.empty()) return FailedPrecondition("this history holds a lease already");
-  }
-  const std::string owner = NewRandomUuid();
-  const int64_t now = clock_->NowMicros();
-  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
-    RETURN_IF_ERROR(
-        c.RunSql(kUpsertLease, {owner, now + options.ttl_micros, options.node}).status());
-    if (!options.node.empty()) {
-      RETURN_IF_ERROR(c.RunSql(kReleasePredecessors, {options.node, owner}).status());
-    }
-    // A SQLite file has one process (the data directory's): every other owner is a
-    // process that is gone. On PostgreSQL only a lapsed lease says so.
-    if (c.dialect() == SqlDialect::kSqlite) {
-      return c.RunSql(kReleaseOtherLeases, {owner}).status();
-    }
-    return c.RunSql(kPruneLapsedLeases, {now, owner}).status();
-  }));
-  MutexLock lock(&lease_mu_);
-  owner_ = owner;
-  lease_ = options;
-  stopping_lease_ = false;
-  if (options.renew_in_background) {
-    const int64_t next = now + options.renew_every_micros;
-    lease_thread_ = std::thread([this, next] { RenewLoop(next); });
-  }
-  return Status::OK();
-}
-
-Status ExecutionHistory::RenewLease() { return RenewLeaseAt(clock_->NowMicros()); }
-
-Status ExecutionHistory::RenewLeaseAt(int64_t now) {
-  std::string owner;
-  int64_t ttl = 0;
-  std::string node;
-  {
-    MutexLock lock(&lease_mu_);
-    if (owner_.empty()) return FailedPrecondition("this history holds no lease");
-    owner = owner_;
-    ttl = lease_.ttl_micros;
-    node = lease_.node;
-  }
-  return db_->Write([&](Connection& c) -> Status {
-    RETURN_IF_ERROR(c.RunSql(kUpsertLease, {owner, now + ttl, node}).status());
-    return c.RunSql(kPruneLapsedLeases, {now, owner}).status();
-  });
-}
-
-void ExecutionHistory::RenewLoop(int64_t next) {
-  MutexLock lock(&lease_mu_);
-  while (!stopping_lease_) {
-    if (clock_->NowMicros() < next) {
-      clock_->WaitUntil(lease_cv_, lease_mu_, next);
-      continue;
-    }
-    lock.Unlock();
-    // The next turn counts from the time this renewal writes, not from when it ends:
-    // time that passes meanwhile never delays it.
-    const int64_t now = clock_->NowMicros();
-    Status status = RenewLeaseAt(now);
-    if (!status.ok()) {
-      // Retried at the next turn; a lease that lapses meanwhile lets other nodes take
-      // over this node's running work (run twice, as at-least-once allows).
-      spdlog::warn("execution history: renewing the lease failed: {}", status.ToString());
-    }
-    lock.Lock();
-    next = now + lease_.renew_every_micros;
-  }
-}
-
-void ExecutionHistory::StopLease() {
-  std::string owner;
-  std::thread thread;
-  {
-    MutexLock lock(&lease_mu_);
-    if (owner_.empty()) return;
-    stopping_lease_ = true;
-    owner = owner_;
-    thread = std::move(lease_thread_);
-  }
-  lease_cv_.NotifyAll();
-  if (thread.joinable()) thread.join();
-  Status status = db_->Write([&](Connection& c) -> Status {
-    RETURN_IF_ERROR(c.RunSql(kReleaseOwnersClaims, {owner}).status());
-    return c.RunSql(kReleaseLease, {owner}).status();
-  });
-  if (!status.ok()) {
-    spdlog::warn(
-        "execution history: releasing the lease failed (it lapses by itself): {}",
-        status.ToString());
-  }
-  MutexLock lock(&lease_mu_);
-  owner_.clear();
-}
+ExecutionHistory::ExecutionHistory(Transactions* db, Clock* clock, FaultInjector* faults,
+                                   const ClusterMembership* membership)
+    : db_(db), clock_(clock), faults_(faults), membership_(membership) {}
 
 std::string ExecutionHistory::owner() const {
-  MutexLock lock(&lease_mu_);
-  return owner_;
-}
-
-Result<bool> ExecutionHistory::ClaimName(const std::string& name) {
-  const std::string owner = this->owner();
-  if (owner.empty()) return FailedPrecondition("a claim needs the history's lease");
-  bool held = false;
-  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
-    held = false;
-    return c
-        .RunSql(kClaim, {name, owner, clock_->NowMicros()},
-                [&](const SqlRow&) {
-                  held = true;
-                  return false;
-                })
-        .status();
-  }));
-  return held;
-}
-
-Status ExecutionHistory::ReleaseName(const std::string& name) {
-  const std::string owner = this->owner();
-  if (owner.empty()) return Status::OK();
-  return db_->Write([&](Connection& c) -> Status {
-    return c.RunSql(kReleaseClaim, {name, owner}).status();
-  });
-}
-
-Result<int> ExecutionHistory::LiveOwners() {
-  int live = 0;
-  RETURN_IF_ERROR(db_->Read([&](Connection& c) -> Status {
-    return c
-        .RunSql(kCountLiveOwners, {clock_->NowMicros()},
-                [&](const SqlRow& row) {
-                  live = static_cast<int>(row.Int(0));
-                  return false;
-                })
-        .status();
-  }));
-  return live;
+  return membership_ != nullptr ? membership_->owner() : std::string();
 }
 
 bool ExecutionHistory::IsAbandoned(const ExecutionRow& row, int64_t time_budget_micros,
@@ -452,8 +282,9 @@ bool ExecutionHistory::IsAbandoned(const ExecutionRow& row, int64_t time_budget_
   if (now_micros - row.created_at >= time_budget_micros) return true;
   const std::string owner = this->owner();
   if (!owner.empty() && !row.owner.empty() && row.owner != owner) {
-    // Another node's: running while its lease lasts.
-    return !row.owner_lease_expires_at || *row.owner_lease_expires_at <= now_micros;
+    // Another node's: running while its lease lasts (owner() is non-empty only with
+    // a membership).
+    return !membership_->IsLeaseLive(row.owner_lease_expires_at, now_micros);
   }
   // This process's, or written without an owner (before leases, or before this
   // process took its own): running while its invocation is live here.
@@ -513,6 +344,12 @@ Result<std::vector<Claim>> ExecutionHistory::BeginBatch(
     return std::string_view(claim.request.partition_key);
   });
   RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+    // A run aborted by concurrency is rolled back and run again: decide afresh.
+    for (Claim& claim : claims) {
+      if (claim.outcome == BeginOutcome::kLostRace) {
+        claim.outcome = BeginOutcome::kProceed;
+      }
+    }
     for (size_t i : order) {
       Claim& claim = claims[i];
       if (claim.outcome != BeginOutcome::kProceed) continue;
@@ -693,6 +530,10 @@ Result<std::vector<Invocation>> ExecutionHistory::ListInvocations(
     return Status::OK();
   }));
   return out;
+}
+
+Result<int64_t> ExecutionHistory::DeleteAll(Connection& conn) {
+  return conn.RunSql("DELETE FROM execution_history", {});
 }
 
 Result<int64_t> ExecutionHistory::DeleteBefore(int64_t before_micros) {

@@ -1,63 +1,27 @@
 // Execution history with an atomic counter (seed 002): exclusive control for
 // at-least-once delivery. Every unit of work (a stream record, a queue message) has a
-// partition key that is derived from the work itself, never generated per invocation,
-// so a redelivery or a replay finds the earlier attempts. Rows are immutable:
+// partition key derived from the work itself, never generated per invocation, so a
+// redelivery or a replay finds the earlier attempts. Rows are immutable: a key's
+// `started` rows and outcome rows (`succeeded`, `failed`, or `deferred`: ended
+// unfinished with its own redelivery arranged, run again like `failed` but not listed
+// by ListFailed).
 //
-//   key     seq  atomic_counter  exec_status  created_at
-//   job1    1    1               started      23:02
-//   job1    2    1               failed       23:13     <- replay re-runs only these
-//   job1    3    1               started      23:22
-//   job1    4    1               succeeded    23:26
+// Begin(key): 1. reads the key's rows, newest first; 2. the latest `succeeded` is a
+// duplicate (kAlreadySucceeded), a `started` one not abandoned runs elsewhere
+// (kRunningElsewhere); 3. adds 1 to the counter of row (key, latest + 1), created as
+// `started`: of invocations that both passed step 2 exactly one gets 1 and proceeds, any
+// other stops (kLostRace). Finish() appends the outcome row.
 //
-// Begin(key) follows the seed step by step:
-//   1. Query the key's rows, newest sequence first (an eventually consistent read).
-//   2. Latest is `succeeded`: a duplicate; do not run (kAlreadySucceeded).
-//      Latest is `started` by an invocation that is still running and younger than the
-//      invocation time budget: another invocation is running it (kRunningElsewhere).
-//      A `started` row of an invocation that died (its process is gone: see "Liveness")
-//      or ran out of time is ABANDONED: run again.
-//   3. "UpdateItem ADD atomic_counter 1" on (key, latest + 1), creating the row as
-//      `started`. Two invocations that both passed step 2 target the same row; exactly
-//      one gets 1 back and proceeds. Any other value: a concurrent duplicate won
-//      (kLostRace): stop.
-// Finish() appends the outcome row (latest + 1 at that moment: normally started + 1).
+// Liveness. A `started` row is abandoned once its invocation died or ran past the time
+// budget. This process's rows (and rows without an owner) are judged by the runtime's
+// LiveInvocations; another owner's rows run while its lease lives, as the
+// ClusterMembership given at construction judges it. Without either, a `started` row
+// counts as running for the whole time budget.
 //
-// Differences from the seed, on purpose:
-//   - Step 3's update only increments the counter of a row that exists; it does not
-//     SET exec_status/created_at again, so a row written by the winner (even a terminal
-//     row appended meanwhile) is never rewritten. The counter stays the only mutation.
-//   - A fourth status, `deferred`: the invocation ended without finishing and arranged
-//     its own redelivery (seed 000's snapshot worker changing the visibility timeout).
-//     Begin treats it like `failed` (run again); ListFailed does not list it.
-//   - created_at is microseconds since the epoch by the injected Clock.
-//
-// Liveness. Without a liveness oracle, a `started` row counts as running for the whole
-// time budget after it was written (all the seed has: a dead Lambda is not observable).
-// The runtime knows better, in two ways:
-//   - Its own invocations: it registers every invocation it runs in a LiveInvocations
-//     set, so a `started` row of this process whose invocation is not in the set is
-//     abandoned at once (the invocation ended without its outcome row).
-//   - Other processes' (issue 25: several nodes on one PostgreSQL): with StartLease,
-//     this history is an owner, a random id taken at start, written into every row it
-//     writes, with a lease row (`execution_owner`: owner, expires_at) renewed on the
-//     clock by a thread of its own. A `started` row of another owner counts as running
-//     while that owner's lease is unexpired (by this node's clock, so the lease's time
-//     to live must exceed the clocks' skew), and is abandoned once it has lapsed: a
-//     node killed -9 stops renewing and its work is taken over within the time to
-//     live, never judged by a process id or set of this machine. Rows without an
-//     owner (written before leases, schema 010, or by this process before it took
-//     its lease) are judged by the live set, as before.
-// A SQLite file belongs to one process (the data directory's), so on SQLite a new
-// owner releases every other lease at start: a redelivery after a restart never waits
-// for its own dead invocation. On PostgreSQL it releases only lapsed ones.
-//
-// Thread-safe; all state is in the database (Transactions: SQLite or PostgreSQL), in
-// emulator/schema/004_history.sql and its PostgreSQL form
-// emulator/postgres/schema/004_history.sql. Every statement is written once in SQL
-// both backends accept (Connection::RunSql). On PostgreSQL several processes may
-// share the history: the atomic counter and the appends hold across them (a racing
-// claim of the same row waits for the other's commit; an append whose sequence
-// another process took meanwhile takes the next one).
+// Thread-safe; all state is in the database, every statement in SQL both backends
+// accept; on PostgreSQL the counter and the appends hold across processes. The seed's
+// steps in full and the departures from it: docs/architecture.md "The execution
+// history"; across nodes: docs/cluster.md "Node leases and claims".
 #pragma once
 
 #include <cstdint>
@@ -66,7 +30,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "emulator/env/mutex.h"
@@ -76,6 +39,7 @@
 namespace sheetlog {
 
 class Clock;
+class ClusterMembership;
 class FaultInjector;
 
 enum class ExecStatus { kStarted, kSucceeded, kFailed, kDeferred };
@@ -175,62 +139,16 @@ class ExecutionHistory {
   // `db` and `clock` must outlive this object; `faults` may be null.
   // Fault points: "history.after_read_before_claim" (between steps 1 and 3; an error
   // fails Begin), "history.finish" (fails Finish before it writes).
-  ExecutionHistory(Transactions* db, Clock* clock, FaultInjector* faults = nullptr);
+  // `membership` (may be null; must outlive this object): this node's lease. Rows
+  // written while it holds one carry its owner id, and another owner's `started` rows
+  // are judged by its IsLeaseLive (see "Liveness"). Null: rows have no owner.
+  ExecutionHistory(Transactions* db, Clock* clock, FaultInjector* faults = nullptr,
+                   const ClusterMembership* membership = nullptr);
 
   // Makes `live` the liveness oracle (see "Liveness"); null: the time budget alone.
   // `live` must outlive this object. Call before any Begin.
   void set_live_invocations(const LiveInvocations* live) { live_ = live; }
 
-  struct LeaseOptions {
-    // How long a lease lasts after each renewal: how long a dead node's work waits
-    // before another takes it over. Must exceed renew_every_micros plus the skew
-    // between the nodes' clocks.
-    int64_t ttl_micros = 30LL * 1000000;
-    int64_t renew_every_micros = 10LL * 1000000;
-    // Renew from a thread of this object's, on the clock. false: only RenewLease
-    // renews (tests stand in for a node that stops renewing).
-    bool renew_in_background = true;
-    // A name of this node stable across its restarts (the host and data directory):
-    // a new owner with the same name releases its predecessors' leases at start
-    // (their process is gone), so their rows and claims are taken over at once rather
-    // than when the lease lapses. Two live processes must never share one. Empty: none.
-    std::string node;
-  };
-  // Makes this history an owner (see "Liveness"): takes a random owner id, writes its
-  // lease and renews it until StopLease. Releases other owners' leases as "Liveness"
-  // says. Call before any Begin. Errors: storage errors (no lease then);
-  // FailedPrecondition if a lease is held already.
-  Status StartLease(const LeaseOptions& options);
-  Status StartLease() { return StartLease(LeaseOptions()); }
-  // Extends the lease to now + ttl (re-creating it if another node pruned it after it
-  // lapsed), and prunes other owners' lapsed leases. FailedPrecondition without one.
-  Status RenewLease();
-  // Stops renewing and releases the lease (every row of this owner is then
-  // abandoned to the others: call when no invocation of this process runs). Also run
-  // by the destructor. Idempotent.
-  void StopLease();
-  // This owner's id; "" before StartLease.
-  std::string owner() const;
-
-  // Claims (schema 011, `owner_claim`): names this owner holds while its lease lives —
-  // a change-feed shard one node consumes, a job run once per cluster. A claim needs
-  // no renewal of its own: it is held exactly while the holder's lease is unexpired,
-  // so every claim of a node that dies comes free when its one lease lapses (ttl), and
-  // StopLease frees them at once.
-  //
-  // Takes `name` if it is free, held by this owner already, or held by an owner whose
-  // lease is gone (by this node's clock); true if this owner holds it now. Two nodes
-  // claiming at once: one gets it (a conditional upsert; on PostgreSQL the second
-  // waits for the first's commit and then sees its live lease). FailedPrecondition
-  // without a lease.
-  Result<bool> ClaimName(const std::string& name);
-  // Gives `name` up if this owner holds it (so another node may take it).
-  Status ReleaseName(const std::string& name);
-  // How many owners hold an unexpired lease now (this one included): the nodes the
-  // claimable work is shared among.
-  Result<int> LiveOwners();
-
-  ~ExecutionHistory();
   ExecutionHistory(const ExecutionHistory&) = delete;
   ExecutionHistory& operator=(const ExecutionHistory&) = delete;
 
@@ -298,29 +216,24 @@ class ExecutionHistory {
   // Deletes rows written before `before_micros`; returns how many. History is an
   // audit trail: callers choose the horizon (longer than any redelivery window).
   Result<int64_t> DeleteBefore(int64_t before_micros);
+  // Deletes every row, inside the caller's transaction: the history's part of an admin
+  // reset (App::Reset). The owners' leases and claims (ClusterMembership) stay: the
+  // running nodes keep them. Returns how many.
+  Result<int64_t> DeleteAll(Connection& conn);
 
  private:
   Result<std::vector<ExecutionRow>> ListLatestWithStatus(ExecStatus status,
                                                          int64_t since_micros,
                                                          int64_t until_micros, int limit);
 
-  // The lease thread: renews at `next` and every renew_every_micros after until
-  // StopLease.
-  void RenewLoop(int64_t next);
-  // RenewLease as of clock time `now`.
-  Status RenewLeaseAt(int64_t now);
+  // The owner id written into rows: the membership's, "" without one.
+  std::string owner() const;
 
   Transactions* db_;
   Clock* clock_;
   FaultInjector* faults_;
+  const ClusterMembership* membership_;
   const LiveInvocations* live_ = nullptr;
-
-  mutable Mutex lease_mu_;
-  CondVar lease_cv_;  // wakes the lease thread to stop
-  std::string owner_ GUARDED_BY(lease_mu_);
-  LeaseOptions lease_ GUARDED_BY(lease_mu_);
-  bool stopping_lease_ GUARDED_BY(lease_mu_) = false;
-  std::thread lease_thread_;
 };
 
 }  // namespace sheetlog

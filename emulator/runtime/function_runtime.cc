@@ -21,7 +21,8 @@ FunctionRuntime::FunctionRuntime(Transactions* db, Clock* clock, FaultInjector* 
       clock_(clock),
       faults_(faults),
       options_(std::move(options)),
-      history_(db, clock, faults) {
+      membership_(db, clock),
+      history_(db, clock, faults, &membership_) {
   history_.set_live_invocations(&live_);
 }
 
@@ -125,10 +126,10 @@ Status FunctionRuntime::Start() {
   }
 
   // This process's lease: other processes on the same database judge its `started`
-  // rows running while it lasts (ExecutionHistory "Liveness").
-  ExecutionHistory::LeaseOptions lease;
+  // rows running while it lasts, and its claims live as long (ClusterMembership).
+  ClusterMembership::LeaseOptions lease;
   lease.node = options_.node;
-  RETURN_IF_ERROR(history_.StartLease(lease));
+  RETURN_IF_ERROR(membership_.StartLease(lease));
 
   // Subscribed before taking mu_: the feed calls back under its own lock, then takes
   // mu_, so the opposite order here could deadlock with a concurrent commit.
@@ -193,7 +194,7 @@ void FunctionRuntime::Stop() {
   }
   for (auto& t : threads_) t.join();
   threads_.clear();
-  history_.StopLease();  // nothing of this process runs any more
+  membership_.StopLease();  // nothing of this process runs any more
 }
 
 std::vector<MappingStats> FunctionRuntime::Stats() const {

@@ -1,76 +1,21 @@
 // emulator/runtime: the Lambda stand-in. Event source mappings connect a change feed
-// (stream mapping) or a queue (queue mapping) to a handler, run it on bounded worker
-// threads with Lambda's delivery rules, and keep seed 002's execution history so that
-// duplicate deliveries are detected and failures can be replayed.
-//
-// Stream mappings (Lambda + DynamoDB Streams):
-//   - Per shard, at most one batch in flight per mapping, so a shard's records are
-//     handled in order; different shards (and mappings) run in parallel on
-//     `Options::stream_workers` threads.
-//   - Records that match no filter pattern are skipped; the checkpoint moves past them.
-//   - A failed batch is retried with exponential backoff by the Clock (the same batch),
-//     blocking only its own shard, until it succeeds, its oldest record is older than
-//     max_record_age (default: the stream's retention), or max_retry_attempts is spent.
-//     Then it is skipped: each record gets a `failed` history row naming the reason,
-//     and the checkpoint moves past it (nothing is lost for good: the history lists it
-//     for replay, and the event log is the source of truth).
-//   - bisect_on_error splits a failing batch in halves (without waiting) until the
-//     failing record is alone, so one poison record does not hold back its neighbours.
-//   - The checkpoint (ChangeFeed::SaveCheckpoint, consumer = mapping name) advances only
-//     after success or a skip. A crash in between means redelivery, which the history
-//     turns into a no-op.
-//   - New records wake the mapping at once (commit listener); there is no polling delay.
-//   - One consumer per shard across nodes (issue 25): a shard is processed only while
-//     this runtime holds its claim (ExecutionHistory::ClaimName,
-//     "stream/<mapping>/<shard>"), which lives as long as the runtime's lease. Runtimes
-//     on one database share the shards: each claims at most ceil(shards / live owners)
-//     per mapping and gives up the rest between steps, rechecking every
-//     kClaimRecheckMicros of the clock; a shard taken over starts from the checkpoint its
-//     previous holder saved. A runtime that dies frees its shards when its lease lapses
-//     (ttl: 30 s).
-//
-// Queue mappings (Lambda + SQS):
-//   - `concurrency` consumer threads each receive up to batch_size messages and invoke
-//     the handler. On success the runtime deletes each message; on failure it records
-//     the error (QueueService::RecordFailure) and leaves the message, which reappears
-//     after its visibility timeout (and reaches the dead-letter queue after the queue's
-//     max_receive_count). A handler can take over a message's fate with
-//     InvocationContext::MarkMessageHandled (it deleted it, or changed its visibility to
-//     defer it) or fail single messages with ReportItemFailure.
-//
-// Execution history (seed 002), for both kinds when keep_history is set: before the
-// handler sees a record/message, its key (default "<mapping>:<shard>:<sequence>" for a
-// record, "<mapping>:<message id>" for a message; a mapping may derive its own) goes
-// through ExecutionHistory::BeginBatch:
-//   - already succeeded: a duplicate. Stream: dropped from the batch (counts as done).
-//     Queue: the message is deleted without running the handler.
-//   - running elsewhere / lost the atomic-counter race: a concurrent duplicate.
-//     Stream: the batch is retried later (backoff). Queue: the message is left alone.
-//     "Running" means, for this process's own rows, running in this process: the
-//     runtime registers every invocation in a LiveInvocations set that the history
-//     consults, so a `started` row it left and no longer runs is abandoned at once.
-//     Another process's rows run while that process's lease lasts: Start() takes a
-//     lease (ExecutionHistory::StartLease, renewed on the clock) and Stop() releases
-//     it, so the work of a process that died (kill -9) is taken over once its lease
-//     lapses, never waited out for the time budget; on SQLite, whose file has one
-//     process, at once.
-// Configuration is coherent the way AWS enforces it: Start() refuses a queue mapping
-// whose visibility timeout is shorter than its time budget.
-// After the handler, one row per key records succeeded, failed (+ error) or deferred.
-// A process that dies after a handler disposed of its own message (MarkMessageHandled)
-// but before that row leaves a `started` row whose message is gone; ListAbandoned
-// resolves it (nothing is left to redeliver) instead of listing it for good.
-//
-// Fault points (FaultInjector): "runtime.before_handler" (error = the invocation
-// fails), "runtime.after_handler_before_history",
-// "runtime.after_handler_before_checkpoint", "runtime.queue.after_history_before_delete";
-// duplicate delivery (kDuplicate): "runtime.stream.duplicate" delivers a successful batch
-// a second time, "runtime.queue.duplicate" delivers received messages a second time.
+// (stream mapping) or a queue (queue mapping) to a handler and run it on bounded worker
+// threads with Lambda's delivery rules: at least once; a shard's records in order, a
+// failed batch retried with backoff and then skipped (its records get `failed` history
+// rows, for replay); a failed message left to reappear after its visibility timeout
+// (and to be dead-lettered). With keep_history, seed 002's execution history
+// (execution_history.h) turns duplicate deliveries into no-ops and lets failures be
+// replayed. On one database shared by several runtimes (nodes), each stream shard has
+// one consumer at a time, by a claim tied to the runtime's lease.
 //
 // Lifecycle: Add*Mapping(), then Start(); Stop() (also run by the destructor) lets every
 // handler already running finish (and its message delete or checkpoint complete),
 // starts no new invocation, and joins every thread. A message received but not finished
 // by an abandoned consumer simply reappears after its visibility timeout.
+//
+// The delivery rules in full, the history's part and the fault points:
+// docs/architecture.md "The function runtime (emulator/runtime/)"; the shard claims:
+// docs/cluster.md "One consumer per change-feed shard: claims".
 #pragma once
 
 #include <cstdint>
@@ -85,6 +30,7 @@
 
 #include "emulator/env/mutex.h"
 #include "emulator/queue/queue.h"
+#include "emulator/runtime/cluster_membership.h"
 #include "emulator/runtime/event_filter.h"
 #include "emulator/runtime/execution_history.h"
 #include "emulator/runtime/invocation_context.h"
@@ -206,7 +152,7 @@ struct ShardProgress {
 class FunctionRuntime {
  public:
   // How often (clock time) the dispatcher renews its shard claims and rebalances them
-  // over the live owners (see "One consumer per shard").
+  // over the live owners (docs/cluster.md "One consumer per change-feed shard").
   static constexpr int64_t kClaimRecheckMicros = 10LL * 1000000;
 
   struct Options {
@@ -228,7 +174,7 @@ class FunctionRuntime {
     Clock* batching_window_clock = nullptr;
     // Called after each step, on a worker thread, without locks held. Must be quick.
     std::function<void(const RuntimeEvent&)> observer;
-    // This node's stable name for its lease (ExecutionHistory::LeaseOptions::node).
+    // This node's stable name for its lease (ClusterMembership::LeaseOptions::node).
     std::string node;
   };
 
@@ -243,14 +189,19 @@ class FunctionRuntime {
   Status AddStreamMapping(StreamMapping mapping);
   Status AddQueueMapping(QueueMapping mapping);
 
-  // Loads checkpoints and starts the threads. FailedPrecondition if already started
-  // (a stopped runtime cannot be restarted: make a new one). Storage errors while
-  // loading checkpoints are returned and nothing starts.
+  // Loads checkpoints, takes this node's lease and starts the threads.
+  // FailedPrecondition if already started (a stopped runtime cannot be restarted: make
+  // a new one). InvalidArgument for a queue mapping whose visibility timeout is shorter
+  // than its time budget (AWS refuses one too). Storage errors while loading
+  // checkpoints are returned and nothing starts.
   Status Start();
-  // Drains and joins (see the file comment). Idempotent.
+  // Drains and joins (see "Lifecycle" in the file comment); releases the lease.
+  // Idempotent.
   void Stop();
 
   ExecutionHistory& history() { return history_; }
+  // This node's lease and claims (taken by Start, released by Stop).
+  ClusterMembership& membership() { return membership_; }
   // The invocations running now (tests register a stand-in for one).
   LiveInvocations& live_invocations() { return live_; }
   // Keys whose latest history row is `started` by an invocation that no longer runs
@@ -304,10 +255,10 @@ class FunctionRuntime {
   };
 
   void DispatchLoop(int64_t first_prune_micros);
-  // The claim round (see "One consumer per shard"), in three steps so that the
-  // database is never called under mu_: what each shard's claim is now (under mu_),
-  // the claims renewed, taken up to this runtime's share and given up past it
-  // (database only), and the outcome applied (under mu_; a shard taken starts from the
+  // The claim round (docs/cluster.md "One consumer per change-feed shard"), in three
+  // steps so that the database is never called under mu_: what each shard's claim is now
+  // (under mu_), the claims renewed, taken up to this runtime's share and given up past
+  // it (database only), and the outcome applied (under mu_; a shard taken starts from the
   // checkpoint read with its claim).
   struct ClaimRound;
   ClaimRound PlanClaimRound() REQUIRES(mu_);
@@ -340,7 +291,8 @@ class FunctionRuntime {
   Clock* clock_;
   FaultInjector* faults_;
   Options options_;
-  LiveInvocations live_;  // declared before history_, which points at it
+  LiveInvocations live_;          // declared before history_, which points at it
+  ClusterMembership membership_;  // likewise
   ExecutionHistory history_;
 
   mutable Mutex mu_;

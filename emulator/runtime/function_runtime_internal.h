@@ -27,8 +27,8 @@ struct FunctionRuntime::ShardState {
   int64_t cursor = 0;        // checkpointed sequence
   bool has_pending = false;  // a read batch is not finished
   int64_t next_attempt_micros = 0;
-  // This runtime holds the shard's claim (FunctionRuntime "One consumer per shard"):
-  // only then is it scheduled. Read and written by the dispatcher.
+  // This runtime holds the shard's claim (docs/cluster.md "One consumer per change-feed
+  // shard"): only then is it scheduled. Read and written by the dispatcher.
   bool claimed = false;
 
   // Owned by the shard's task.

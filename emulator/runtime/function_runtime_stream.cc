@@ -177,7 +177,7 @@ FunctionRuntime::ClaimRound FunctionRuntime::PlanClaimRound() {
 
 void FunctionRuntime::RunClaimRound(ClaimRound& round) {
   using Outcome = ClaimRound::Shard::Outcome;
-  Result<int> live = history_.LiveOwners();
+  Result<int> live = membership_.LiveOwners();
   if (!live.ok()) {
     spdlog::warn("runtime: counting live owners failed: {}", live.status().ToString());
   }
@@ -201,7 +201,7 @@ void FunctionRuntime::RunClaimRound(ClaimRound& round) {
     for (size_t i = end; i-- > begin && held > share;) {
       ClaimRound::Shard& sh = round.shards[i];
       if (!sh.claimed || sh.in_flight) continue;
-      Status released = history_.ReleaseName(claim_name(m, sh.shard));
+      Status released = membership_.ReleaseName(claim_name(m, sh.shard));
       if (!released.ok()) {
         spdlog::warn("runtime: {} shard {}: giving up the claim failed: {}",
                      m.config.name, sh.shard, released.ToString());
@@ -213,7 +213,7 @@ void FunctionRuntime::RunClaimRound(ClaimRound& round) {
       ClaimRound::Shard& sh = round.shards[i];
       if (sh.outcome == Outcome::kGivenUp) continue;
       if (!sh.claimed && (sh.in_flight || held >= share)) continue;
-      Result<bool> claimed = history_.ClaimName(claim_name(m, sh.shard));
+      Result<bool> claimed = membership_.ClaimName(claim_name(m, sh.shard));
       if (!claimed.ok()) {
         spdlog::warn("runtime: {} shard {}: claiming failed: {}", m.config.name, sh.shard,
                      claimed.status().ToString());
@@ -231,7 +231,7 @@ void FunctionRuntime::RunClaimRound(ClaimRound& round) {
         // Taken but not startable: give it back for now (the next round retries).
         spdlog::warn("runtime: {} shard {}: reading the checkpoint failed: {}",
                      m.config.name, sh.shard, checkpoint.status().ToString());
-        (void)history_.ReleaseName(claim_name(m, sh.shard));
+        (void)membership_.ReleaseName(claim_name(m, sh.shard));
         continue;
       }
       sh.outcome = Outcome::kTaken;

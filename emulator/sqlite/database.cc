@@ -12,7 +12,6 @@
 #include <exception>
 
 #include "emulator/env/clock.h"
-#include "emulator/sqlite/migrations.h"
 
 namespace sheetlog {
 
@@ -264,20 +263,18 @@ Result<std::unique_ptr<SqliteConnection>> Database::OpenConnection(bool writer) 
 
 Status Database::Init() {
   ASSIGN_OR_RETURN(writer_, OpenConnection(/*writer=*/true));
+  // Each migration a Write of its own: the group commit is ready (no reader is needed).
   std::vector<Migration> migrations = EmulatorMigrations();
   migrations.insert(migrations.end(), options_.migrations.begin(),
                     options_.migrations.end());
-  std::sort(migrations.begin(), migrations.end(),
-            [](const Migration& a, const Migration& b) { return a.version < b.version; });
-  for (size_t i = 1; i < migrations.size(); ++i) {
-    if (migrations[i].version == migrations[i - 1].version) {
-      return InvalidArgument(std::string("two migrations have version ") +
-                             std::to_string(migrations[i].version) + ": " +
-                             migrations[i - 1].name + " and " + migrations[i].name);
-    }
-  }
-  ASSIGN_OR_RETURN(schema_version_, ApplyMigrations(*writer_, migrations,
-                                                    options_.release, options_.faults));
+  MigrationOptions migrating;
+  migrating.release = options_.release;
+  migrating.faults = options_.faults;
+  migrating.target_version = options_.target_version;
+  migrating.database = "the database " + options_.path;
+  migrating.instead = "another --data-dir";
+  ASSIGN_OR_RETURN(schema_version_,
+                   ApplyMigrations(*this, std::move(migrations), migrating));
   for (int i = 0; i < std::max(1, options_.read_connections); ++i) {
     ASSIGN_OR_RETURN(auto reader, OpenConnection(/*writer=*/false));
     MutexLock lock(&read_mu_);  // not shared yet; the analysis wants it all the same

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -26,9 +27,9 @@
 #include <vector>
 
 #include "emulator/env/mutex.h"
-#include "emulator/sqlite/migrations.h"
 #include "emulator/status.h"
 #include "emulator/table/connection.h"
+#include "emulator/table/migrations.h"
 #include "emulator/table/transactions.h"
 
 namespace sheetlog {
@@ -79,9 +80,13 @@ class Statement {
 };
 
 // One SQLite connection with a cache of prepared statements: the SQLite backend's
-// Connection (emulator/table/connection.h; its row primitives in sqlite_rows.cc). Not
-// thread-safe: a connection is used by one thread at a time (the Database hands them
-// out).
+// Connection (emulator/table/connection.h; sqlite_statements.cc). RunSql takes the
+// shared `?N` SQL as it is (SQLite's own placeholders; TranslateSqlParams checks a text
+// once, when it is first prepared), binds each Value by its kind (table.h: Values <->
+// SQL), and hands rows typed by the values stored; every statement is prepared once
+// per connection and kept. A constraint conflict is ConditionFailed, a NOT NULL, CHECK,
+// type or foreign key violation InvalidArgument. Not thread-safe: a connection is used
+// by one thread at a time (the Database hands them out).
 class SqliteConnection final : public Connection {
  public:
   explicit SqliteConnection(sqlite3* db) : db_(db) {}
@@ -89,7 +94,8 @@ class SqliteConnection final : public Connection {
   SqliteConnection(const SqliteConnection&) = delete;
   SqliteConnection& operator=(const SqliteConnection&) = delete;
 
-  // Returns a cached prepared statement for `sql`.
+  // Returns a cached prepared statement for `sql`, in SQLite's own SQL (any of its
+  // placeholders; RunSql's are checked `?N`).
   Result<Statement> Prepare(std::string_view sql);
   // Runs one or more statements without results (DDL, PRAGMA, BEGIN...).
   Status Exec(std::string_view sql);
@@ -98,31 +104,19 @@ class SqliteConnection final : public Connection {
   int64_t LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
   sqlite3* raw() { return db_; }
 
-  // Connection: table rows in SQLite's SQL (sqlite_rows.cc).
+  // Connection (sqlite_statements.cc).
   SqlDialect dialect() const override { return SqlDialect::kSqlite; }
-  Result<std::optional<Item>> LoadRow(const Table& table, const Key& key,
-                                      bool for_write) override;
-  Result<bool> InsertIfAbsent(const Table& table, uint64_t mask,
-                              const Item& item) override;
-  Status Replace(const Table& table, uint64_t mask, const Item& item) override;
-  Result<std::optional<Item>> InsertReturning(const Table& table, uint64_t mask,
-                                              const Item& item) override;
-  Result<Item> UpdateReturning(const Table& table, uint64_t mask, const Item& values,
-                               const Key& key) override;
-  Result<std::optional<Item>> DeleteReturning(const Table& table,
-                                              const Key& key) override;
-  Status SelectRows(const Table& table, bool scan, uint64_t shape,
-                    const std::vector<const Value*>& binds, int limit,
-                    const std::function<bool(Item)>& row) override;
-  Result<int64_t> RunSql(std::string_view sql, const std::vector<Value>& params,
+  Result<int64_t> RunSql(std::string_view sql, const SqlParams& params,
                          const std::function<bool(const SqlRow&)>& row) override;
+  Status RunScript(std::string_view sql) override { return Exec(sql); }
   Status Savepoint(std::string_view name) override;
   Status ReleaseSavepoint(std::string_view name) override;
   Status RollbackToSavepoint(std::string_view name) override;
 
  private:
-  // A statement of `sql` with `binds` bound in order.
-  Result<Statement> Bound(const std::string& sql, const std::vector<const Value*>& binds);
+  // RunSql's statement of `sql`: the cached one, or TranslateSqlParams' check of the
+  // text and then Prepare.
+  Result<Statement> PrepareShared(std::string_view sql);
 
   // Looked up by string_view: no key copy per Prepare of a cached statement.
   struct SqlHash {
@@ -193,6 +187,9 @@ class Database final : public Transactions {
     std::string release;
     // Fault points of the migrations (ApplyMigrations). May be null.
     FaultInjector* faults = nullptr;
+    // Tests: applies the migrations up to this version only (none: all;
+    // ApplyMigrations).
+    std::optional<int> target_version;
     // Time as SQL sees it: `sheetlog_now_micros()` in triggers and statements returns
     // this clock's NowMicros(). Default: SystemClock.
     Clock* clock = nullptr;
@@ -226,8 +223,8 @@ class Database final : public Transactions {
   // consistent committed state, never the writer's uncommitted changes.
   Status Read(const WorkFn& work) override EXCLUDES(read_mu_);
 
-  // The same for work in SQLite's own SQL (the emulator's services not yet on other
-  // backends, migrations, tests): `work` takes the SqliteConnection itself.
+  // The same for work in SQLite's own SQL (tests and benchmarks: Prepare, Exec and
+  // Statement): `work` takes the SqliteConnection itself.
   template <SqliteOnly SqliteWork>
   Status Write(SqliteWork&& work) EXCLUDES(write_mu_) {
     return Write(WorkFn([&work](Connection& conn) {

@@ -236,6 +236,10 @@ Status ChangeFeed::ResetCheckpoints(const std::string& consumer) {
   });
 }
 
+Result<int64_t> ChangeFeed::DeleteAllRecords(Connection& conn) {
+  return conn.RunSql("DELETE FROM stream_record WHERE stream = ?1", {stream_});
+}
+
 Result<int64_t> ChangeFeed::Prune() {
   ASSIGN_OR_RETURN(StreamConfig config, Config());
   const int64_t horizon = clock_->NowMicros() - config.retention_micros;

@@ -1,8 +1,8 @@
 // emulator/stream: the change feed, sheetlog's DynamoDB Streams. Triggers
-// (stream_triggers.h; schema/003_stream.sql for `entry`) write one record per committed
-// change, in the change's own transaction; ChangeFeed reads them per shard in order,
-// keeps per-consumer durable checkpoints, prunes records past the retention window and
-// wakes readers as soon as a write commits.
+// (stream_triggers.h, on every table attached with AttachStream) write one record
+// per committed change, in the change's own transaction; ChangeFeed reads them per shard
+// in order, keeps per-consumer durable checkpoints, prunes records past the retention
+// window and wakes readers as soon as a write commits.
 //
 // Ordering: within a shard, records are in commit order and sequences increase by one
 // per record (a rolled-back change leaves neither a record nor a gap). Records of one
@@ -15,16 +15,11 @@
 // reprocess tool (seed 000's manual fallback) repairs missed side effects.
 //
 // Backends: any Transactions (SQLite's Database, PostgresDatabase); every statement is
-// the shared SQL of Connection::RunSql. The triggers are each backend's own
-// (stream_triggers.h).
-//
-// Wake-ups come from the database's commit listeners (Transactions::AddCommitListener)
-// for this process's commits, and from its remote commit listeners
-// (AddRemoteCommitListener, kChangeFeed) for other processes'. On PostgreSQL several
-// processes (nodes) write one database: a record another node commits is read by any
-// node (the feed's order and checkpoints hold across nodes:
-// emulator/postgres/schema/003_stream.sql), and its commit NOTIFYs every node, whose
-// listening connection wakes the readers as its own commits do (docs/cluster.md).
+// the shared SQL of Connection::RunSql, the triggers each backend's own
+// (stream_triggers.h). On PostgreSQL the order and the checkpoints hold across the nodes
+// writing one database, and a commit on any node wakes every node's readers (the
+// commit listeners, and the remote ones: docs/cluster.md "The change feed on
+// PostgreSQL", "Wake-ups between nodes: LISTEN/NOTIFY").
 //
 // Thread-safe. All state is in the database except the wake-up machinery.
 #pragma once
@@ -113,6 +108,11 @@ class ChangeFeed {
 
   // Deletes records older than the retention window by the Clock; returns how many.
   Result<int64_t> Prune();
+  // Deletes every record of the stream, inside the caller's transaction: the feed's
+  // part of an admin reset (App::Reset), run after the source table's rows are deleted
+  // (their delete triggers write records too). Sequence counters and checkpoints stay:
+  // sequences go on growing, so every consumer reads the next record. Returns how many.
+  Result<int64_t> DeleteAllRecords(Connection& conn);
 
   // Per shard, for 0..shard_count-1 and any higher shard that still has records.
   // `known_consumers` are listed too, with checkpoint 0 where they have none: a

@@ -4,29 +4,26 @@
 // SQLite triggers, PL/pgSQL on PostgreSQL (one function per table, `stream_<table>_
 // record`, run by three triggers), writing the same records.
 //
-// schema/003_stream.sql attaches `entry` with triggers of the same form as those
-// generated here; any other table can be attached at run time with AttachStream().
+// Tables are attached at run time with AttachStream() (the application attaches `entry`
+// at open: src/app/schema.h); triggers an older database got from
+// emulator/schema/sqlite/003_stream.sql have the same names and form.
 //
 // What a trigger does, per changed row:
 //   shard    = sheetlog_hash(partition key columns, in order) % stream_config.shard_count
 //   sequence = ++stream_shard.last_sequence of that shard (1 for the first record); on
 //              PostgreSQL the counter row stays locked until commit, so sequences are
-//              in commit order per shard (emulator/postgres/schema/003_stream.sql)
+//              in commit order per shard (emulator/schema/postgres/003_stream.sql)
 //   record   = (event name, keys JSON, new image JSON, old image JSON,
 //               created_micros = sheetlog_now_micros(), the injected clock)
 // An UPDATE that changes no column writes nothing (as DynamoDB). An UPDATE that changes
 // the partition key writes its MODIFY record to the new key's shard. NULL columns are
 // left out of keys and images; values of columns that may hold BLOBs (declared BLOB, or
-// with no declared type; bytea on PostgreSQL) appear as upper-case hex text. On
-// PostgreSQL a boolean appears as 1/0 and json/jsonb as its text, as SQLite stores
-// them; partition key columns must be text, varchar, an integer type or bytea there
-// (hashed as SQLite hashes them: the text, the decimal digits, the bytes).
+// with no declared type; bytea on PostgreSQL) appear as upper-case hex text.
 //
 // The SQLite triggers call sheetlog_hash() and sheetlog_now_micros(), which only
 // connections opened by Database have: a change made with another SQLite client fails.
-// The PostgreSQL ones call the SQL functions of emulator/postgres/schema/003_stream.sql
-// (any client may write; without PostgresDatabase's clock setting the server's clock
-// stamps the record, and its commit wakes no node's readers).
+// The PostgreSQL ones (their value encodings, the partition key types they hash, and
+// writes by other clients): docs/cluster.md "The change feed on PostgreSQL".
 #pragma once
 
 #include <cstdint>

@@ -89,7 +89,7 @@ Key Table::KeyOf(const Item& item) const {
 Result<std::optional<Item>> Table::Load(Connection& conn, const Key& key, bool for_write,
                                         int64_t* size) const {
   *size = 0;
-  ASSIGN_OR_RETURN(std::optional<Item> item, conn.LoadRow(*this, key, for_write));
+  ASSIGN_OR_RETURN(std::optional<Item> item, LoadRow(conn, key, for_write));
   if (item) *size = ItemSize(*item);
   return item;
 }
@@ -131,7 +131,7 @@ Status Table::PutUncharged(Connection& conn, const Item& item,
     // The seed's append: one statement, no read. A conflict on the primary key does
     // nothing; any other constraint (a unique index) fails the statement.
     *write_units = WriteUnitsForItem(new_size);
-    ASSIGN_OR_RETURN(bool inserted, conn.InsertIfAbsent(*this, mask, item));
+    ASSIGN_OR_RETURN(bool inserted, InsertIfAbsent(conn, mask, item));
     if (!inserted) return ConditionFailedStatus(conditions[0]);
     return Status::OK();
   }
@@ -145,8 +145,8 @@ Status Table::PutUncharged(Connection& conn, const Item& item,
     const Condition* failed = nullptr;
     if (!ConditionsHold(conditions, current, &failed))
       return ConditionFailedStatus(*failed);
-    if (current) return conn.Replace(*this, mask, item);  // the row is held
-    ASSIGN_OR_RETURN(bool inserted, conn.InsertIfAbsent(*this, mask, item));
+    if (current) return Replace(conn, mask, item);  // the row is held
+    ASSIGN_OR_RETURN(bool inserted, InsertIfAbsent(conn, mask, item));
     if (inserted) return Status::OK();
   }
   return TooMuchContention(name());
@@ -205,10 +205,10 @@ Result<Item> Table::UpdateUncharged(Connection& conn, const UpdateRequest& reque
 
     std::optional<Item> stored;
     if (current) {  // the row is held: the update cannot miss it
-      ASSIGN_OR_RETURN(stored, conn.UpdateReturning(*this, touched, next, request.key));
+      ASSIGN_OR_RETURN(stored, UpdateReturning(conn, touched, next, request.key));
     } else {
-      ASSIGN_OR_RETURN(
-          stored, conn.InsertReturning(*this, PresentMask(next, column_index_), next));
+      ASSIGN_OR_RETURN(stored,
+                       InsertReturning(conn, PresentMask(next, column_index_), next));
       if (!stored) continue;  // created meanwhile by another writer: judge again
     }
     *write_units = WriteUnitsForItem(std::max(old_size, ItemSize(*stored)));
@@ -275,7 +275,7 @@ Status Table::DeleteUncharged(Connection& conn, const Key& key,
       return ConditionFailedStatus(*failed);
     if (!current) return Status::OK();
   }
-  ASSIGN_OR_RETURN(std::optional<Item> deleted, conn.DeleteReturning(*this, key));
+  ASSIGN_OR_RETURN(std::optional<Item> deleted, DeleteReturning(conn, key));
   *write_units = WriteUnitsForItem(deleted ? ItemSize(*deleted) : 0);
   return Status::OK();
 }
@@ -337,6 +337,13 @@ Status Table::Delete(Connection& conn, const Key& key,
   return status.Annotate("delete on " + name());
 }
 
+Result<int64_t> Table::DeleteAll(Connection& conn) const {
+  RETURN_IF_ERROR(schema_status_);
+  Result<int64_t> deleted = conn.RunSql("DELETE FROM " + Quote(name()), {});
+  if (!deleted.ok()) return deleted.status().Annotate("delete all on " + name());
+  return deleted;
+}
+
 // ---------------------------------------------------------------------------
 // Table: reads
 
@@ -356,7 +363,12 @@ Result<QueryResult> Table::RunPage(Connection& conn, bool scan, uint64_t shape,
   QueryResult result;
   int64_t total = 0;
   bool cut = false;
-  RETURN_IF_ERROR(conn.SelectRows(*this, scan, shape, binds, limit, [&](Item item) {
+  std::vector<const Value*> params = binds;
+  const Value limit_value(static_cast<int64_t>(limit));
+  if (shape & kHasLimit) params.push_back(&limit_value);
+  const std::string& sql = SqlFor(conn.dialect(), scan ? Sql::kScan : Sql::kQuery, shape);
+  auto page_row = [&](const SqlRow& row) {
+    Item item = RowItem(row);
     int64_t size = ItemSize(item);
     // DynamoDB ends a page at 1 MB of item data; this page stops before the item that
     // would cross it (but always returns at least one item).
@@ -371,7 +383,8 @@ Result<QueryResult> Table::RunPage(Connection& conn, bool scan, uint64_t shape,
       return false;
     }
     return true;
-  }));
+  };
+  RETURN_IF_ERROR(conn.RunSql(sql, params, page_row).status());
   if (cut && !result.items.empty()) {
     Key last = KeyOf(result.items.back());
     if (scan) {  // a full key: partition values then sort values

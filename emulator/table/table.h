@@ -6,27 +6,19 @@
 //
 // A Table describes an existing SQL table (created by migrations): which columns form
 // the partition key and the sort key, and the short DynamoDB attribute name of every
-// column (seed 001 stores attributes under one-letter names to keep items small; sizes
-// are computed with those names).
+// column (sizes are computed with those names). Operations take a Connection already
+// inside a transaction: Transactions::Write for writes and strongly consistent reads,
+// Transactions::Read for eventually consistent reads, on either backend. A failed
+// operation changes nothing, and a condition is judged on an item that cannot change
+// before the write (TransactWrite runs in its own nested SAVEPOINT).
 //
-// Operations take a Connection that is already inside a transaction: Transactions::Write
-// for writes and strongly consistent reads, Transactions::Read for eventually
-// consistent reads. The Connection is a backend's (SQLite, PostgreSQL: connection.h);
-// what is DynamoDB's lives here, the same on every backend. A failed operation changes
-// nothing: every single-item write is one SQL statement, preceded, for conditions other
-// than put-if-absent, by a read of the current item that stays valid until the write
-// (SQLite: the single writer; PostgreSQL: the row is locked FOR UPDATE, and a write
-// judged on an absent item inserts only if the item is still absent, else is judged
-// again); TransactWrite runs in its own nested SAVEPOINT.
-//
-// Values <-> SQL: kNull = NULL, kInt = INTEGER (bigint), kDouble = REAL (double
-// precision), kString = TEXT, kBytes = BLOB (bytea), kBool = INTEGER 0/1. An integer
-// column does not remember that an integer was a bool, so a bool reads back as kInt
-// (AsBool() accepts kInt, and conditions compare kBool with kInt as 0/1). On SQLite
-// column affinity applies too: 3.0 written to an INTEGER column reads back as kInt 3.
-// An absent attribute is a NULL column: setting an attribute to Null() removes it, and
-// returned Items never contain kNull values. PostgreSQL's text holds no NUL byte: a
-// kString with one is InvalidArgument there (bytes belong in kBytes).
+// Values: an absent attribute is a NULL column (setting an attribute to Null() removes
+// it; returned Items never contain kNull). A bool reads back as kInt (AsBool() accepts
+// kInt; conditions compare kBool with kInt as 0/1); on SQLite column affinity applies
+// too (3.0 written to an INTEGER column reads back as kInt 3). PostgreSQL's text holds
+// no NUL byte: a kString with one is InvalidArgument there (bytes belong in kBytes).
+// How the statements are built and run, and each value's SQL type: docs/cluster.md
+// "The seam: one narrow `Connection`, one SQL text per statement".
 #pragma once
 
 #include <atomic>
@@ -46,8 +38,9 @@
 namespace sheetlog {
 
 class Connection;  // connection.h: a backend's transaction in progress
+class SqlRow;      // connection.h: a row of a statement's result
 
-// Which SQL a backend speaks (Table::SqlFor builds and keeps each one's text).
+// Which SQL a backend speaks (Connection::dialect).
 enum class SqlDialect { kSqlite, kPostgres };
 
 // A DynamoDB attribute value: NULL, N (integer or decimal), S, B, or BOOL.
@@ -288,6 +281,10 @@ class Table {
   // Units: the deleted (or existing) item's size rounded up to 1 KB, at least 1.
   Status Delete(Connection& conn, const Key& key,
                 const std::vector<Condition>& conditions, UnitMeter* meter) const;
+  // Deletes every item in one statement; returns how many. Not a DynamoDB operation
+  // (there: a Scan and a DeleteItem per item, or the table deleted and created
+  // again): an owner's part of the admin reset (App::Reset). Uncharged.
+  Result<int64_t> DeleteAll(Connection& conn) const;
 
   // Size of `item` in bytes by DynamoDB's rules, with the schema's attribute names:
   // sum of (dynamo_name length + value size). A Null() value is an absent attribute
@@ -297,23 +294,6 @@ class Table {
   // Units consumed through this table since start (for /metrics and cost).
   double total_read_units() const { return total_read_units_.load(); }
   double total_write_units() const { return total_write_units_.load(); }
-
-  // For the backends (connection.h): the SQL of an operation shape in `dialect`, built
-  // once and kept (the backend then prepares it once per connection). `shape` is the
-  // column mask for inserts and updates, the table_sql.h query bits for kQuery and
-  // kScan, 0 otherwise.
-  enum class Sql {
-    kGet,
-    kGetForUpdate,  // kGet that locks the row (PostgreSQL)
-    kDelete,        // RETURNING the row
-    kInsertIfAbsent,
-    kReplace,
-    kInsertReturning,  // if absent, RETURNING the row
-    kUpdate,           // RETURNING the row
-    kQuery,
-    kScan
-  };
-  const std::string& SqlFor(SqlDialect dialect, Sql kind, uint64_t shape) const;
 
  private:
   friend Status TransactWrite(Connection&, const std::vector<TransactItem>&, UnitMeter*);
@@ -338,7 +318,7 @@ class Table {
                         double* write_units) const;
 
   // Current item (nullopt if absent) and its size; no charge. `for_write`: see
-  // Connection::LoadRow.
+  // LoadRow.
   Result<std::optional<Item>> Load(Connection& conn, const Key& key, bool for_write,
                                    int64_t* size) const;
   Status ValidateKey(const Key& key) const;
@@ -346,17 +326,67 @@ class Table {
   Status ValidateConditions(const std::vector<Condition>& conditions) const;
   Key KeyOf(const Item& item) const;
   int ColumnIndex(const std::string& column) const;  // -1 if unknown
+  // A Query (`scan` false) or Scan page: the statement of the table_sql.h query
+  // `shape`, with `binds` in order and `limit` if the shape has one.
   Result<QueryResult> RunPage(Connection& conn, bool scan, uint64_t shape,
                               const std::vector<const Value*>& binds, int limit,
                               Consistency consistency, UnitMeter* meter) const;
+
+  // The statement shapes, each one statement of standard SQL that both backends run,
+  // with `?1`, `?2`, ... bound in the order the row primitives pass their values.
+  // `shape` is the column mask for inserts and updates, the table_sql.h query bits for
+  // kQuery and kScan, 0 otherwise.
+  enum class Sql {
+    kGet,
+    kGetForUpdate,  // kGet that locks the row (PostgreSQL; the same as kGet on SQLite)
+    kDelete,        // RETURNING the row
+    kInsertIfAbsent,
+    kReplace,
+    kInsertReturning,  // if absent, RETURNING the row
+    kUpdate,           // RETURNING the row
+    kQuery,
+    kScan
+  };
+  // The SQL of a shape in `dialect`, built once per table and kept (table_sql.cc).
+  const std::string& SqlFor(SqlDialect dialect, Sql kind, uint64_t shape) const;
   std::string BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const;
+
+  // The row primitives (table_rows.cc), each one statement of SqlFor run through
+  // Connection::RunSql in the connection's transaction. Rows come back as Items with
+  // every non-NULL column (RowItem); `mask` selects columns by attribute index (bit i =
+  // attribute i of the schema). A primitive that fails changes nothing.
+  //
+  // The row with `key`, or nullopt. `for_write`: the caller will judge conditions on it
+  // and write: the row must stay as read until the transaction ends (PostgreSQL locks
+  // it, FOR UPDATE; SQLite's single writer needs nothing).
+  Result<std::optional<Item>> LoadRow(Connection& conn, const Key& key,
+                                      bool for_write) const;
+  // Inserts the masked columns of `item` unless a row with its key exists: false then,
+  // and nothing is written (the conditional append).
+  Result<bool> InsertIfAbsent(Connection& conn, uint64_t mask, const Item& item) const;
+  // Inserts `item`, or replaces the whole row with its key (columns outside `mask` take
+  // their SQL DEFAULT).
+  Status Replace(Connection& conn, uint64_t mask, const Item& item) const;
+  // InsertIfAbsent returning the row as stored; nullopt if a row with the key exists.
+  Result<std::optional<Item>> InsertReturning(Connection& conn, uint64_t mask,
+                                              const Item& item) const;
+  // Sets the masked columns to `values`' (absent = NULL) on the row with `key`,
+  // returning the row as stored. NotFound if there is no such row.
+  Result<Item> UpdateReturning(Connection& conn, uint64_t mask, const Item& values,
+                               const Key& key) const;
+  // Deletes the row with `key`, returning it (nullopt if there was none).
+  Result<std::optional<Item>> DeleteReturning(Connection& conn, const Key& key) const;
+  // The first row `kind` returns (any others are dropped), or nullopt.
+  Result<std::optional<Item>> FirstRow(Connection& conn, Sql kind, uint64_t shape,
+                                       const std::vector<const Value*>& params) const;
+  // A row of every column, in schema order, as an Item (NULL columns left out).
+  Item RowItem(const SqlRow& row) const;
 
   TableSchema schema_;
   Status schema_status_;
   std::map<std::string, int> column_index_;
   std::vector<int> key_columns_;  // partition key then sort key, as attribute indexes
   std::string select_list_;       // every column, quoted, in schema order
-  std::string key_where_;         // "pk1" = ? AND ... AND "skN" = ?
   mutable Mutex sql_mu_;
   mutable std::map<std::tuple<int, int, uint64_t>, std::string> sql_ GUARDED_BY(sql_mu_);
   mutable std::atomic<double> total_read_units_{0};

@@ -21,42 +21,12 @@ std::string Quote(const std::string& identifier) {
   return out;
 }
 
-std::string NumberPlaceholders(const std::string& sql) {
-  std::string out;
-  out.reserve(sql.size() + 16);
-  int next = 1;
-  char quote = 0;  // the quote character of the identifier or literal we are inside
-  for (char c : sql) {
-    if (quote != 0) {
-      if (c == quote) quote = 0;  // a doubled quote closes and reopens: same effect
-      out.push_back(c);
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-      out.push_back(c);
-    } else if (c == '?') {
-      // Two appends, not "$" + to_string: GCC 12 at -O3 reports a false
-      // -Warray-bounds in the inlined operator+ (the Release build failed on it).
-      out.push_back('$');
-      out += std::to_string(next++);
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
-
 std::string Tuple(const std::vector<std::string>& columns, size_t n) {
   std::string out = "(";
   for (size_t i = 0; i < n; ++i) {
     if (i > 0) out += ", ";
     out += Quote(columns[i]);
   }
-  return out + ")";
-}
-
-std::string Placeholders(size_t n) {
-  std::string out = "(";
-  for (size_t i = 0; i < n; ++i) out += i > 0 ? ", ?" : "?";
   return out + ")";
 }
 
@@ -129,8 +99,6 @@ Table::Table(TableSchema schema) : schema_(std::move(schema)) {
       invalid("key column " + k + " is not among the attributes");
       continue;
     }
-    if (!key_where_.empty()) key_where_ += " AND ";
-    key_where_ += Quote(k) + " = ?";
     key_columns_.push_back(index);
   }
 }
@@ -145,50 +113,87 @@ const std::string& Table::SqlFor(SqlDialect dialect, Sql kind, uint64_t shape) c
   auto key = std::make_tuple(static_cast<int>(dialect), static_cast<int>(kind), shape);
   auto it = sql_.find(key);
   if (it == sql_.end()) {
-    std::string sql = BuildSql(dialect, kind, shape);
-    if (dialect == SqlDialect::kPostgres) sql = NumberPlaceholders(sql);
-    it = sql_.emplace(key, std::move(sql)).first;
+    it = sql_.emplace(key, BuildSql(dialect, kind, shape)).first;
   }
   return it->second;  // std::map: the reference stays valid as entries are added
 }
 
-// Standard SQL that SQLite and PostgreSQL both run (with `?` placeholders, numbered for
-// PostgreSQL by SqlFor); where they differ, `dialect` says which.
+// Standard SQL that SQLite and PostgreSQL both run, with `?1`, `?2`, ... numbered in the
+// order the row primitives bind their values (table_rows.cc: MaskedBinds, KeyBinds, a
+// query's bounds then its limit); where the dialects differ, `dialect` says which.
+// Placeholders are numbered as the text is built, one statement after another: never
+// two numbering calls in one expression, whose operands C++ may evaluate in any order.
 std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const {
   const std::string table = Quote(schema_.table);
   std::vector<std::string> keys = schema_.partition_key;
   keys.insert(keys.end(), schema_.sort_key.begin(), schema_.sort_key.end());
 
-  // For the column-mask shapes: the masked columns in schema order.
-  auto masked = [&](const std::string& separator, const std::string& suffix) {
+  int param = 0;
+  // The next placeholder. Not "?" + to_string: GCC 12 at -O3 reports a false
+  // -Warray-bounds in the inlined operator+ (the Release build failed on it).
+  auto next = [&param] {
+    std::string placeholder(1, '?');
+    placeholder += std::to_string(++param);
+    return placeholder;
+  };
+  // "(?a, ?b, ...)": `n` placeholders.
+  auto placeholders = [&](size_t n) {
+    std::string out = "(";
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0) out += ", ";
+      out += next();
+    }
+    return out + ")";
+  };
+  // "pk1" = ?a AND ... AND "skN" = ?b: the key's columns.
+  auto key_where = [&] {
+    std::string out;
+    for (const std::string& k : keys) {
+      if (!out.empty()) out += " AND ";
+      out += Quote(k);
+      out += " = ";
+      out += next();
+    }
+    return out;
+  };
+  // For the column-mask shapes: the masked columns in schema order, each followed by
+  // " = ?n" if `assign`.
+  auto masked = [&](bool assign) {
     std::string out;
     for (size_t i = 0; i < schema_.attributes.size(); ++i) {
       if ((shape & (uint64_t{1} << i)) == 0) continue;
-      if (!out.empty()) out += separator;
-      out += Quote(schema_.attributes[i].column) + suffix;
+      if (!out.empty()) out += ", ";
+      out += Quote(schema_.attributes[i].column);
+      if (assign) {
+        out += " = ";
+        out += next();
+      }
     }
     return out;
   };
   auto insert_head = [&] {
-    std::string columns = masked(", ", "");
-    std::string values;
+    std::string sql = "INSERT INTO " + table + " (" + masked(/*assign=*/false) + ")";
+    sql += " VALUES (";
+    bool first = true;
     for (size_t i = 0; i < schema_.attributes.size(); ++i) {
       if ((shape & (uint64_t{1} << i)) == 0) continue;
-      values += values.empty() ? "?" : ", ?";
+      if (!first) sql += ", ";
+      first = false;
+      sql += next();
     }
-    return "INSERT INTO " + table + " (" + columns + ") VALUES (" + values + ")";
+    return sql + ")";
   };
   const std::string conflict_target = " ON CONFLICT " + Tuple(keys, keys.size());
 
   switch (kind) {
     case Sql::kGet:
-      return "SELECT " + select_list_ + " FROM " + table + " WHERE " + key_where_;
+      return "SELECT " + select_list_ + " FROM " + table + " WHERE " + key_where();
     case Sql::kGetForUpdate:
       // SQLite has no row locks (and needs none: one writer).
-      return "SELECT " + select_list_ + " FROM " + table + " WHERE " + key_where_ +
+      return "SELECT " + select_list_ + " FROM " + table + " WHERE " + key_where() +
              (dialect == SqlDialect::kPostgres ? " FOR UPDATE" : "");
     case Sql::kDelete:
-      return "DELETE FROM " + table + " WHERE " + key_where_ + " RETURNING " +
+      return "DELETE FROM " + table + " WHERE " + key_where() + " RETURNING " +
              select_list_;
     case Sql::kInsertIfAbsent:
       return insert_head() + conflict_target + " DO NOTHING";
@@ -206,25 +211,28 @@ std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const 
     }
     case Sql::kInsertReturning:
       return insert_head() + conflict_target + " DO NOTHING RETURNING " + select_list_;
-    case Sql::kUpdate:
-      return "UPDATE " + table + " SET " + masked(", ", " = ?") + " WHERE " + key_where_ +
-             " RETURNING " + select_list_;
+    case Sql::kUpdate: {
+      std::string sql = "UPDATE " + table + " SET " + masked(/*assign=*/true);
+      sql += " WHERE " + key_where();  // the key's numbers after the columns'
+      return sql + " RETURNING " + select_list_;
+    }
     case Sql::kQuery: {
       std::string sql = "SELECT " + select_list_ + " FROM " + table + " WHERE ";
       for (size_t i = 0; i < schema_.partition_key.size(); ++i) {
         if (i > 0) sql += " AND ";
-        sql += Quote(schema_.partition_key[i]) + " = ?";
+        sql += Quote(schema_.partition_key[i]) + " = " + next();
       }
       const auto& sk = schema_.sort_key;
       size_t from_len = (shape >> kFromLenShift) & 0xff;
       size_t to_len = (shape >> kToLenShift) & 0xff;
-      if (from_len > 0)
-        sql += " AND " + Tuple(sk, from_len) + " >= " + Placeholders(from_len);
-      if (to_len > 0) sql += " AND " + Tuple(sk, to_len) + " <= " + Placeholders(to_len);
+      if (from_len > 0) {
+        sql += " AND " + Tuple(sk, from_len) + " >= " + placeholders(from_len);
+      }
+      if (to_len > 0) sql += " AND " + Tuple(sk, to_len) + " <= " + placeholders(to_len);
       bool reverse = (shape & kReverse) != 0;
       if (shape & kHasStart) {
         sql += " AND " + Tuple(sk, sk.size()) + (reverse ? " < " : " > ") +
-               Placeholders(sk.size());
+               placeholders(sk.size());
       }
       if (!sk.empty()) {
         sql += " ORDER BY ";
@@ -233,20 +241,20 @@ std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const 
           sql += Quote(sk[i]) + (reverse ? " DESC" : " ASC");
         }
       }
-      if (shape & kHasLimit) sql += " LIMIT ?";
+      if (shape & kHasLimit) sql += " LIMIT " + next();
       return sql;
     }
     case Sql::kScan: {
       std::string sql = "SELECT " + select_list_ + " FROM " + table;
       if (shape & kHasStart) {
-        sql += " WHERE " + Tuple(keys, keys.size()) + " > " + Placeholders(keys.size());
+        sql += " WHERE " + Tuple(keys, keys.size()) + " > " + placeholders(keys.size());
       }
       sql += " ORDER BY ";
       for (size_t i = 0; i < keys.size(); ++i) {
         if (i > 0) sql += ", ";
         sql += Quote(keys[i]);
       }
-      if (shape & kHasLimit) sql += " LIMIT ?";
+      if (shape & kHasLimit) sql += " LIMIT " + next();
       return sql;
     }
   }

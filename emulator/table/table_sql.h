@@ -26,13 +26,8 @@ inline constexpr int kToLenShift = 12;
 
 // `identifier` as a quoted SQL identifier.
 std::string Quote(const std::string& identifier);
-// `sql` with its `?` placeholders numbered $1, $2, ... (PostgreSQL's), outside quoted
-// identifiers and string literals.
-std::string NumberPlaceholders(const std::string& sql);
 // "(a, b)" for the first `n` of `columns`.
 std::string Tuple(const std::vector<std::string>& columns, size_t n);
-// "(?, ?, ...)" with `n` placeholders.
-std::string Placeholders(size_t n);
 
 // Bit i set for each non-null attribute of `item` at column index i.
 uint64_t PresentMask(const Item& item, const std::map<std::string, int>& column_index);

@@ -2,9 +2,9 @@
 // operations (emulator/table/table.h) inside these and never sees SQL: the Connection a
 // Work receives is opaque outside emulator/ (a backend's transaction in progress:
 // emulator/table/connection.h, implemented by SQLite's Database and by
-// PostgresDatabase, each with its own SQL), and only the composition root (src/app/)
-// opens one. On DynamoDB the same calls become TransactWriteItems /
-// strongly and eventually consistent reads; scripts/check-layers keeps src/ on this side.
+// PostgresDatabase), and only the composition root (src/app/) opens one. On DynamoDB
+// the same calls become TransactWriteItems / strongly and eventually consistent reads;
+// scripts/check-layers keeps src/ on this side.
 #pragma once
 
 #include <functional>
@@ -35,6 +35,17 @@ class Transactions {
   // If `work` returns an error its changes are rolled back and that error is returned;
   // otherwise returns OK once the transaction is durable. Reads inside it are strongly
   // consistent. `work` may run on another caller's thread.
+  //
+  // `work` may run more than once: a transaction aborted by concurrency (Aborted,
+  // status.h: a deadlock or serialization failure, an item that kept changing under a
+  // read-modify-write) is rolled back and `work` run again from the start, a bounded
+  // number of times, before Aborted is returned (PostgreSQL; SQLite's single writer is
+  // never aborted so). So a work decides only from what it reads in its transaction:
+  // what it hands back through captures it assigns afresh on every run (a list it
+  // fills is cleared first), and it has no effect outside the transaction (no blob
+  // written, no message sent, no callback run) that a second run would repeat. The
+  // request units of its table operations are charged for every run (each did the
+  // reads and writes).
   virtual Status Write(const Work& work) = 0;
 
   // Write without waiting: queues `work` for the same group commit and returns; `done`
@@ -48,7 +59,8 @@ class Transactions {
   }
 
   // Runs `work` in a read transaction: it sees one consistent committed state, never
-  // a writer's uncommitted changes (eventually consistent reads).
+  // a writer's uncommitted changes (eventually consistent reads). Run once: a read
+  // transaction takes no locks and is never aborted by concurrency.
   virtual Status Read(const Work& work) = 0;
 
   // Calls `listener` after committed writes of this process that may have written a

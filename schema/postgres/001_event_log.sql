@@ -1,4 +1,4 @@
--- 001 in PostgreSQL's SQL: the same tables as schema/001_event_log.sql (columns
+-- 001 in PostgreSQL's SQL: the same tables as schema/sqlite/001_event_log.sql (columns
 -- documented in schema/README.md). Text keys are COLLATE "C" (bytewise, as SQLite's
 -- BINARY), so keys sort the same on both backends whatever the database's collation.
 CREATE TABLE sheet (

@@ -1,4 +1,4 @@
--- 006 in PostgreSQL's SQL: schema/006_upload.sql's table (schema/README.md).
+-- 006 in PostgreSQL's SQL: schema/sqlite/006_upload.sql's table (schema/README.md).
 CREATE TABLE upload (
   upload_id    text COLLATE "C" NOT NULL PRIMARY KEY,
   sheet_id     text   NOT NULL,

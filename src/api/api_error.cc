@@ -28,10 +28,12 @@ ApiError ApiError::FromStatus(const Status& status, nlohmann::json extra) {
     case StatusCode::kResourceExhausted:
       return {413, "PayloadTooLarge", m, extra};
     case StatusCode::kUnavailable:
+    // A transaction aborted by concurrency that its runner's retries did not get
+    // through (status.h): nothing was written, the request is safe to retry.
+    case StatusCode::kAborted:
       return {503, "Unavailable", m, extra};
     case StatusCode::kInsufficientStorage:
       return {507, "InsufficientStorage", m, extra};
-    case StatusCode::kAborted:
     case StatusCode::kInternal:
       return {500, "InternalError", m, extra};
   }

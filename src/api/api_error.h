@@ -3,6 +3,8 @@
 // for deferred replies too) and writes `{"error": {"code", "message", ...extra}}` with
 // the status of api.md's error table. Any other exception becomes a 500 InternalError
 // whose message says what failed, never a stack dump. Exceptions stay inside src/api.
+// Every 503 (Unavailable, and Aborted: a transaction aborted by concurrency) is
+// written with Retry-After, as the HTTP server's own 503s are (WriteError).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "emulator/blob/blob_lifecycle.h"
+#include "emulator/blob/blob_presigner.h"
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/uuid.h"
 #include "src/api/byte_range.h"
@@ -81,15 +82,11 @@ void ReadPutConditions(Call& call, BlobStore& blobs, const std::string& key,
     }
     options->if_match = etag;
   }
-  if (!options->if_none_match && !options->if_match) return;
+  if (!HasBlobPutConditions(*options)) return;
   Result<BlobInfo> current = blobs.Head(key);
-  if (options->if_none_match && current.ok()) {
-    throw PreconditionFailed("put on " + key + ": an object exists (If-None-Match: *)");
-  }
-  if (options->if_match && (!current.ok() || current->etag != *options->if_match)) {
-    throw PreconditionFailed("put on " + key + ": the object's etag is not " +
-                             *options->if_match + " (If-Match)");
-  }
+  Status held = CheckBlobPutConditions(
+      key, *options, current.ok() ? std::optional(current->etag) : std::nullopt);
+  if (!held.ok()) throw PreconditionFailed(held.message());
 }
 
 }  // namespace
@@ -127,7 +124,14 @@ bool BlobRoutes::CheckAccess(Call& call, const std::string& method,
   if (!signature || !expiry) {
     throw ApiError::Forbidden("a presigned URL needs both expires and signature");
   }
-  Check(blobs_.VerifyPresigned(method, key, *expiry, *signature));
+  // A store that mints its own presigned URLs (S3) has no presigner here: its URLs
+  // point at the store, so none that reaches this server is one of them.
+  const BlobPresigner* presigner = blobs_.server_presigner();
+  Check(presigner != nullptr
+            ? presigner->Verify(method, key, *expiry, *signature)
+            : PermissionDenied("signature does not match: presigned URLs of this "
+                               "server's blobs are minted by its S3 store and point at "
+                               "it"));
   return true;
 }
 
@@ -158,7 +162,7 @@ void BlobRoutes::PutBlob(Call& call, const http::ContentReader& reader) {
     return;
   }
   RefuseServerArea(key, presigned, "overwrite");
-  // An upload's payload may be PUT until the upload completes (issue 13 item 8);
+  // An upload's payload may be PUT until the upload completes;
   // refused here before the body is read, and again atomically at the commit.
   const bool upload_payload = presigned && ServerBlobArea(key) == "uploads/";
   if (upload_payload) Check(uploads_.CheckOpenForPayload(key));

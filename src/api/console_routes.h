@@ -1,4 +1,4 @@
-// The web console (issue 16): its embedded files under /console/, with client-side
+// The web console: its embedded files under /console/, with client-side
 // routing (every page path without a file extension is the same index.html), and "/"
 // redirecting there. The files need no token: the console asks for one and sends it
 // with its own API calls, like any other client.

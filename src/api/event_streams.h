@@ -1,12 +1,11 @@
 // Internal to src/api: the event streams (Server-Sent Events) behind
-// GET /v1/sheets/{id}/events (issue 16, seed 004's event-carried state transfer): a
-// sheet's committed entries from a seq on, then live; and behind GET /v1/admin/events:
-// the pipeline's journal (src/effects/pipeline_events.h) — "job" (a stream batch failed
-// or skipped, a queue message failed), "snapshot" (every snapshot worker outcome with its
-// job), "queues" (depths and dead letters when they change, checked every 5 s of the
-// clock) — from `from` / after `after` / Last-Event-ID, then live. Admin ids are
-// "<epoch>-<n>", the epoch random per server start: an id of another start gets a `gap`
-// (reason "restart") and everything kept.
+// GET /v1/sheets/{id}/events (seed 004's event-carried state transfer): a sheet's
+// committed entries from a seq on, then live; and behind GET /v1/admin/events: the
+// pipeline's journal (src/effects/pipeline_events.h: "job", "snapshot", and "queues"
+// when depths or dead letters change, checked every 5 s of the clock) from `from` /
+// after `after` / Last-Event-ID, then live, with ids "<epoch>-<n>" (the epoch random per
+// server start: an id of another start gets a `gap`, reason "restart", and everything
+// kept).
 //
 //   id: <seq>            event: entry      data: the entry as GET .../entries shows it
 //                        event: metadata   data: the entry, after a PATCH of its metadata
@@ -18,18 +17,13 @@
 //   : heartbeat          every 15 s of the (injected) clock, so proxies keep idle
 //                        streams open
 //
-// A reconnect's Last-Event-ID + 1, else `from` (default: the next seq, live only) says
-// where to start — the header wins because a browser's EventSource reconnects with its
-// original URL; entries are read from the log in seq order, so a resume neither skips
-// nor repeats one. The id-less events cannot be resumed by id, so every stream, once
-// caught up with the entries that existed when it opened, sends the current state
-// they convey (SendState). The change feed only wakes a stream (SheetChangeHub): an
-// entry is sent after it committed and is read back. Each stream buffers at most
-// 256 KiB unsent; a consumer that falls behind is closed with `overflow` naming where
-// to resume (`resume_from`, in both streams: the `from` to reconnect with, i.e. the
-// first thing not delivered), so memory never grows with a slow client. Streams never
-// hold a request thread: writes are queued on the connection (http::StreamWriter) by
-// one pump thread, which runs between Start and Stop.
+// A resume (Last-Event-ID + 1, which wins over `from`) neither skips nor repeats an
+// entry, and once caught up a stream sends the current state the id-less events convey
+// (SendState). Entries are sent only after they committed (the change feed only wakes a
+// stream; entries are read back from the log). A stream with 256 KiB unsent is closed
+// with `overflow` naming where to resume, so memory never grows with a slow client; no
+// stream holds a request thread (one pump thread writes them, between Start and Stop).
+// The rules and their reasons: README.md "Live updates".
 #pragma once
 
 #include <cstdint>

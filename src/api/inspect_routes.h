@@ -1,5 +1,5 @@
-// Beyond api.md: what the other emulators' UIs let a developer look at and poke
-// (issue 23), each handler small and on its own:
+// Beyond api.md: what the other emulators' UIs let a developer look at and poke, each
+// handler small and on its own:
 //   queue messages   peek without receiving (ElasticMQ UI), send one (a test control:
 //                    --enable-faults, as it can feed a worker a malformed job), purge
 //                    (destructive: --allow-reset, like reset)

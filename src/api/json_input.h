@@ -2,12 +2,12 @@
 // UTF-8 checks for every other piece of request text (path captures, query values,
 // header-derived strings) that can end up in a stored row or a response.
 //
-// Why this exists (issue 13 items 4 and 11): nlohmann::json parses iteratively and
-// frees iteratively, but copying and dump() recurse once per nesting level, so a body
-// nested 100,000 levels deep overflowed the handler thread's stack. A number that does
-// not fit a double (1e400, a 400-digit integer) raised json::out_of_range, which the
-// route wrapper turned into a 500. Bytes that are not UTF-8 made dump() throw while the
-// error response itself was being written (a 500 with an empty body). Everything here
+// Why this exists: nlohmann::json parses iteratively and frees iteratively, but
+// copying and dump() recurse once per nesting level, so a body nested 100,000 levels
+// deep overflowed the handler thread's stack. A number that does not fit a double
+// (1e400, a 400-digit integer) raised json::out_of_range, which the route wrapper
+// turned into a 500. Bytes that are not UTF-8 made dump() throw while the error
+// response itself was being written (a 500 with an empty body). Everything here
 // answers those with a Status the route turns into a 400 ValidationError instead.
 //
 // None of these functions throws (except std::bad_alloc), and none recurses on the

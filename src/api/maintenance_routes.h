@@ -29,17 +29,21 @@ class MaintenanceRoutes : public RouteGroup {
   using PipelineViolations = std::function<Result<std::vector<Violation>>(
       const std::optional<std::string>& sheet, int64_t stall_after_micros)>;
   using BackupTo = std::function<Result<BackupReport>(const std::string& to)>;
+  // A fresh explainer of pending findings for one verify run (App::PendingExplainer:
+  // what the change feed and the snapshot queues still hold); null: none.
+  using PendingExplainer = std::function<decltype(VerifyOptions::explain_pending)()>;
 
   MaintenanceRoutes(EventLog* log, BlobStore* blobs, Clock* clock, SheetUsage* usage,
                     Prices prices, PipelineViolations pipeline_violations,
-                    BackupTo backup)
+                    BackupTo backup, PendingExplainer pending_explainer = {})
       : log_(log),
         blobs_(blobs),
         clock_(*clock),
         usage_(*usage),
         prices_(prices),
         pipeline_violations_(std::move(pipeline_violations)),
-        backup_(std::move(backup)) {}
+        backup_(std::move(backup)),
+        pending_explainer_(std::move(pending_explainer)) {}
 
   void AddTo(Router& router) override;
 
@@ -60,6 +64,7 @@ class MaintenanceRoutes : public RouteGroup {
   const Prices prices_;
   PipelineViolations pipeline_violations_;
   BackupTo backup_;
+  PendingExplainer pending_explainer_;
 };
 
 // Charges a request on a sheet's routes (or one that created a sheet) to that sheet's

@@ -1,5 +1,5 @@
 // Internal to src/api: refuses requests a web page could make a browser send to this
-// server (issue 13 item 9). Two checks, on every request head before its route runs:
+// server. Two checks, on every request head before its route runs:
 //  - Host (DNS rebinding: a foreign name re-pointed at this machine): the Host header
 //    must name this server: an IP literal or "localhost" (or *.localhost), which DNS
 //    cannot re-point, the listen host, or an --allowed-host entry ("name" any port,

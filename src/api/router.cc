@@ -182,6 +182,9 @@ ApiError CaughtError(const http::Request& request) {
 
 void WriteError(http::Response& res, const ApiError& error) {
   res.status = error.http_status();
+  // api.md: a 503 is safe to retry; say when, as the server's own 503s do
+  // (http_server.cc, RespondError).
+  if (error.http_status() == 503) res.set_header("Retry-After", http::kRetryAfterSeconds);
   // Safely: the message may quote client bytes that are not UTF-8.
   res.set_content(DumpJsonSafely(error.ToJson()), "application/json");
 }

@@ -103,7 +103,8 @@ void ApiServer::RegisterRoutes() {
       [&app](const std::optional<std::string>& sheet, int64_t stall_after_micros) {
         return app.PipelineViolations(sheet, stall_after_micros);
       },
-      [&app](const std::string& to) { return app.Backup(to); }));
+      [&app](const std::string& to) { return app.Backup(to); },
+      [&app] { return app.PendingExplainer(); }));
   route_groups_.push_back(std::make_unique<InspectRoutes>(app.queues(), app.runtime(),
                                                           app.tables(), controls));
   route_groups_.push_back(std::make_unique<LiveUpdateRoutes>(

@@ -29,6 +29,11 @@ constexpr int64_t kMaxRangeCells = int64_t{1} << 20;
 constexpr int64_t kExportBandCells = int64_t{1} << 16;
 // Bytes per read of an exported XLSX file while it is sent.
 constexpr int64_t kXlsxReadBytes = int64_t{1} << 20;
+// Most positions (rows x columns of the used range, empty ones included) an export
+// may span: a CSV writes every position (an empty one is still a comma), and both
+// formats read the range in bands. The most cells an import may hold, so a sheet
+// imported whole exports whole. README, "GET .../export".
+constexpr int64_t kMaxExportPositions = 100'000'000;
 
 json ValueRows(const std::vector<std::vector<CellValue>>& rows) {
   json out = json::array();
@@ -68,34 +73,49 @@ class BandWalker {
   int64_t next_row_ = 1;
 };
 
-// The exact last row and column holding a cell (pass one of the export: cells only,
-// nothing kept).
-CellRef UsedExtent(const std::shared_ptr<const SheetView>& view) {
-  const CellRef bound = Check(view->Bound());
-  CellRef used{0, 0};
-  if (bound.row == 0 || bound.col == 0) return used;
-  BandWalker walker(view, bound.row, bound.col);
-  while (!walker.done()) {
-    std::vector<PlacedCell> cells = Check(view->Cells(walker.NextBand()));
-    for (const PlacedCell& cell : cells) {
-      used.row = std::max(used.row, cell.ref.row);
-      used.col = std::max(used.col, cell.ref.col);
-    }
+// Refuses an export past its bound before anything is sent or written: 422
+// ExportTooLarge, carrying the used range (and the limit it passes).
+void CheckExportBound(const std::string& format, const CellRef& used) {
+  if (used.row == 0 || used.col == 0) return;
+  const std::string range = "A1:" + FormatCellRef(used);
+  if (used.row > kMaxExportPositions / used.col) {
+    throw ApiError(422, "ExportTooLarge",
+                   "the sheet's used range " + range + " spans " +
+                       std::to_string(used.row * used.col) +
+                       " positions (rows x columns), more than an export's limit of " +
+                       std::to_string(kMaxExportPositions) +
+                       "; read it in parts with GET .../cells",
+                   json{{"used_range", range}, {"limit", kMaxExportPositions}});
   }
-  return used;
+  if (format == "xlsx" && (used.row > kXlsxMaxRows || used.col > kXlsxMaxColumns)) {
+    throw ApiError(
+        422, "ExportTooLarge",
+        "the sheet's used range " + range +
+            " is larger than XLSX's grid (1048576 rows, 16384 columns); export it as csv",
+        json{{"used_range", range},
+             {"max_rows", kXlsxMaxRows},
+             {"max_columns", kXlsxMaxColumns}});
+  }
 }
 
-// CSV of one band: every row of it, `cols` fields each.
+// CSV of one band: every row of it, `cols` fields each. Written from the band's cells
+// (an empty field is just its comma), so memory is the band's cells and text, not a
+// record as wide as the range.
 Status AppendBandCsv(const SheetView& view, const CellRange& band, std::string* out) {
   ASSIGN_OR_RETURN(std::vector<PlacedCell> cells, view.Cells(band));
-  std::vector<CellValue> record(static_cast<size_t>(band.columns()));
+  const int64_t cols = band.columns();
   size_t next = 0;
   for (int64_t row = band.first.row; row <= band.last.row; ++row) {
-    std::fill(record.begin(), record.end(), CellValue());
+    int64_t separators = 0;  // commas written in this row: one before each field but
+                             // the first
     for (; next < cells.size() && cells[next].ref.row == row; ++next) {
-      record[static_cast<size_t>(cells[next].ref.col - 1)] = cells[next].cell.value;
+      const int64_t field = cells[next].ref.col - band.first.col;  // 0-based
+      out->append(static_cast<size_t>(field - separators), ',');
+      separators = field;
+      AppendCsvField(cells[next].cell.value, out);
     }
-    AppendCsvRecord(record, out);
+    out->append(static_cast<size_t>(cols - 1 - separators), ',');
+    out->append("\r\n");
   }
   return Status::OK();
 }
@@ -106,11 +126,6 @@ Status AppendBandCsv(const SheetView& view, const CellRange& band, std::string* 
 // error response. The file goes when the response is done with it.
 void ReplyXlsx(Call& call, const std::shared_ptr<const SheetView>& view,
                const CellRef& used) {
-  if (used.row > kXlsxMaxRows || used.col > kXlsxMaxColumns) {
-    throw ApiError::Validation(
-        "the sheet's used range A1:" + FormatCellRef(used) +
-        " is larger than XLSX's grid (1048576 rows, 16384 columns); export it as csv");
-  }
   std::shared_ptr<ScratchFile> file(Check(ScratchFile::Create(".xlsx")).release());
   std::unique_ptr<XlsxFileWriter> writer = Check(XlsxFileWriter::Create(file->path()));
   BandWalker walker(view, used.row, used.col);
@@ -221,11 +236,12 @@ void SpreadsheetRoutes::ReadCells(Call& call) {
 }
 
 // Beyond api.md: the used range (the last row and column holding a cell), for a
-// client's Ctrl+End and data edges. Reads the sheet once, keeping nothing.
+// client's Ctrl+End and data edges. Costs what the sheet's cells do, never its grid
+// area (SheetView::UsedExtent).
 void SpreadsheetRoutes::UsedRange(Call& call) {
   std::string id = SheetId(call);
   std::shared_ptr<const SheetView> view = OpenView(id, QuerySeq(call, "at"), &call.meter);
-  const CellRef used = UsedExtent(view);
+  const CellRef used = Check(view->UsedExtent());
   const bool empty = used.row == 0 || used.col == 0;
   call.Reply(200,
              json{{"range", empty ? json(nullptr) : json("A1:" + FormatCellRef(used))},
@@ -243,8 +259,9 @@ void SpreadsheetRoutes::Export(Call& call) {
   }
   std::shared_ptr<const SheetView> view = OpenView(id, QuerySeq(call, "at"), &call.meter);
   // Pass one finds the exact extent, so the export is a rectangle of the used range
-  // with nothing trailing.
-  const CellRef used = UsedExtent(view);
+  // with nothing trailing; one past the bound is refused before any header is set.
+  const CellRef used = Check(view->UsedExtent());
+  CheckExportBound(format, used);
   call.res.set_header("Content-Disposition",
                       "attachment; filename=\"" + id + "." + format + "\"");
   call.res.set_header("X-At-Seq", std::to_string(view->at_seq()));

@@ -11,10 +11,12 @@
 #include <system_error>
 
 #include "emulator/blob/blob_lifecycle.h"
+#include "emulator/blob/blob_tag_mirror.h"
 #include "emulator/blob/directory_blob_store.h"
 #include "emulator/blob/s3_blob_store.h"
 #include "emulator/env/periodic_worker.h"
 #include "emulator/queue/queue.h"
+#include "emulator/runtime/execution_history.h"
 #include "emulator/runtime/function_runtime.h"
 #include "emulator/stream/change_feed.h"
 #include "src/app/schema.h"
@@ -22,6 +24,7 @@
 #include "src/effects/entry_effects.h"
 #include "src/effects/pipeline_events.h"
 #include "src/effects/sheet_changes.h"
+#include "src/effects/snapshot_healing.h"
 #include "src/log/event_log.h"
 #include "src/log/sheet_deletion.h"
 #include "src/log/uploads.h"
@@ -106,6 +109,8 @@ App::App(const AppOptions& options) : options_(options) {}
 
 App::~App() {
   Stop();
+  heal_worker_.reset();
+  healer_.reset();
   purge_worker_.reset();
   purger_.reset();
   // Reverse order of construction: workers before the services they use.
@@ -183,6 +188,7 @@ Status App::Init() {
     db_options.conninfo = options_.postgres_store;
     db_options.clock = clock_;
     db_options.release = Version();
+    db_options.faults = faults_.get();
     ASSIGN_OR_RETURN(std::unique_ptr<PostgresDatabase> postgres,
                      OpenSheetlogPostgresDatabase(db_options));
     postgres_ = postgres.get();
@@ -267,6 +273,14 @@ Status App::Init() {
   retention_ =
       std::make_unique<RetentionWorker>(log_.get(), blobs_.get(), clock_, retention);
 
+  SnapshotHealingOptions healing;
+  healing.queue = kSnapshotQueue;
+  healing.dead_letter_queue = kSnapshotDeadLetterQueue;
+  healing.min_age_seconds = options_.heal_min_age_seconds;
+  healing.stale_seconds = SnapshotWorker::Options{}.stale_seconds;
+  healer_ = std::make_unique<SnapshotHealer>(log_.get(), queues_.get(), clock_, healing);
+  heal_worker_ = std::make_unique<PeriodicWorker>(clock_);
+
   pipeline_events_ = std::make_unique<PipelineEvents>();
   FunctionRuntime::Options runtime_options;
   runtime_options.batching_window_micros = options_.batching_window_micros;
@@ -284,7 +298,7 @@ Status App::Init() {
 
 Status App::AddMappings() {
   StreamMapping effects;
-  effects.name = "entry-effects";
+  effects.name = kEntryEffectsMapping;
   effects.feed = feed_.get();
   effects.filter = EntryEffectsFilter();
   effects.handler = MakeEntryEffectsHandler(queues_.get(), kSnapshotQueue, uploads_.get(),
@@ -437,6 +451,10 @@ void App::AddCollectors() {
         .Set({}, retention.segments_dropped);
     m.Gauge("sheetlog_retention_errors", "Sheets retention failed to truncate.")
         .Set({}, retention.errors);
+    m.Gauge("sheetlog_snapshot_jobs_healed",
+            "Snapshot jobs the pipeline's self-healing enqueued again since start (a "
+            "Snapshot entry left with no job: lost, or dropped by a queue's retention).")
+        .Set({}, healed_jobs_.load());
   });
 }
 
@@ -516,21 +534,43 @@ Result<std::vector<Violation>> App::PipelineViolations(
   return out;
 }
 
+std::function<Result<std::optional<std::string>>(const Violation&)>
+App::PendingExplainer() {
+  auto backlog =
+      std::make_shared<PipelineBacklog>(feed_.get(), kEntryEffectsMapping, queues_.get(),
+                                        kSnapshotQueue, kSnapshotDeadLetterQueue);
+  return [backlog](const Violation& v) -> Result<std::optional<std::string>> {
+    if (v.invariant == "blob-auto-delete" && v.blob) {
+      return backlog->UntagPending(*v.blob);
+    }
+    if (v.invariant == "snapshot-stalled" && v.segment && v.num) {
+      return backlog->SnapshotPending({v.sheet, *v.segment, *v.num});
+    }
+    return std::optional<std::string>();
+  };
+}
+
+Result<SnapshotHealingReport> App::HealSnapshots(const std::atomic<bool>* stopping) {
+  ASSIGN_OR_RETURN(SnapshotHealingReport report, healer_->RunOnce(stopping));
+  healed_jobs_ += report.enqueued;
+  for (const std::string& action : report.actions) {
+    spdlog::warn("self-healing: {}", action);
+  }
+  return report;
+}
+
 Result<App::ResetReport> App::Reset() {
   ResetReport report;
+  // Each table's owner empties its own tables, all in one transaction (what survives
+  // and why: app.h).
   RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
-    RETURN_IF_ERROR(conn.RunSql("SELECT COUNT(*) FROM sheet", {},
-                                [&](const SqlRow& row) {
-                                  report.sheets = row.Int(0);
-                                  return false;
-                                })
-                        .status());
-    // Entries go before the stream records their delete triggers write.
-    for (const char* table :
-         {"pending_snapshot", "entry", "segment", "sheet", "upload", "sheet_deletion",
-          "queue_message", "execution_history", "stream_record"}) {
-      RETURN_IF_ERROR(conn.RunSql(std::string("DELETE FROM ") + table, {}).status());
-    }
+    ASSIGN_OR_RETURN(report.sheets, log_->DeleteAll(conn));
+    RETURN_IF_ERROR(uploads_->DeleteAll(conn));
+    RETURN_IF_ERROR(DeleteAllSheetDeletions(conn));
+    RETURN_IF_ERROR(queues_->DeleteAllMessages(conn).status());
+    RETURN_IF_ERROR(runtime_->history().DeleteAll(conn).status());
+    // After the log: the entries' delete triggers write stream records.
+    RETURN_IF_ERROR(feed_->DeleteAllRecords(conn).status());
     return Status::OK();
   }));
   usage_.Clear();
@@ -543,6 +583,10 @@ Result<App::ResetReport> App::Reset() {
       ++report.blobs;
     }
   }
+  // After the objects (deleting one removes its row): what is left of the S3 store's
+  // tag mirror belongs to no object (upload URLs never used). Empty on the directory
+  // store.
+  RETURN_IF_ERROR(BlobTagMirror(db_.get()).DeleteAll().status());
   return report;
 }
 
@@ -607,7 +651,7 @@ std::string App::NodeName() const {
 bool App::HoldsClusterJob(const std::string& job) {
   // The claim lives as long as this node's runtime lease: the first node to run the
   // job keeps it until it stops or dies, then the next to try takes it over.
-  Result<bool> held = runtime_->history().ClaimName("job/" + job);
+  Result<bool> held = runtime_->membership().ClaimName("job/" + job);
   if (!held.ok()) {
     spdlog::warn("{}: claiming the cluster job failed, skipping this run: {}", job,
                  held.status().ToString());
@@ -636,6 +680,20 @@ Status App::Start() {
     RETURN_IF_ERROR(changes_->Start());
     queue_watch_->Start(kQueueWatchPeriodMicros, /*run_at_start=*/true,
                         [this](const std::atomic<bool>&) { PublishQueueChanges(); });
+    // At start (what a stop, a crash or the queues' retention lost while the server
+    // was down gets a job at once), then every period; once per cluster.
+    if (options_.heal_period_seconds > 0) {
+      heal_worker_->Start(options_.heal_period_seconds * 1000000, /*run_at_start=*/true,
+                          [this](const std::atomic<bool>& stopping) {
+                            if (!HoldsClusterJob("heal")) return;
+                            Result<SnapshotHealingReport> healed =
+                                HealSnapshots(&stopping);
+                            if (!healed.ok()) {
+                              spdlog::warn("self-healing of snapshots failed: {}",
+                                           healed.status().ToString());
+                            }
+                          });
+    }
   }
   started_ = true;
   ready_ = true;
@@ -645,6 +703,7 @@ Status App::Start() {
 void App::Stop() {
   if (!started_) return;
   ready_ = false;
+  if (heal_worker_) heal_worker_->Stop();
   if (queue_watch_) queue_watch_->Stop();
   if (changes_) changes_->Stop();
   if (retention_) retention_->Stop();

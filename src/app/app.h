@@ -6,8 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "emulator/backup/backup.h"
@@ -18,6 +20,7 @@
 #include "emulator/postgres/postgres_database.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/status.h"
+#include "src/effects/snapshot_healing.h"
 #include "src/ops/cost.h"
 #include "src/ops/verify.h"
 
@@ -32,6 +35,7 @@ class PeriodicWorker;
 class PipelineEvents;
 class SheetChangeHub;
 class SheetPurger;
+class SnapshotHealer;
 class PeriodicWorker;
 class LifecycleSweeper;
 class QueueService;
@@ -94,6 +98,15 @@ struct AppOptions {
   // appends committed within one window share one invocation instead of waking the
   // runtime each. Real time. Default: 5 ms.
   int64_t batching_window_micros = 5000;
+  // The pipeline's self-healing (src/effects/snapshot_healing.h): at start and then
+  // every this many seconds of clock, a Snapshot entry that is not complete and has no
+  // live job (no message in the snapshot queue or its dead-letter queue, no invocation
+  // on it) gets a job again. Each run reads every sheet's segments and the entries
+  // after its newest completed snapshot. 0: off. Default: 600.
+  int64_t heal_period_seconds = 600;
+  // Only Snapshot entries written at least this long ago (clock seconds): a younger
+  // one's job may still be on its way through the change feed. Default: 300.
+  int64_t heal_min_age_seconds = 300;
 };
 
 // Thread-safe once Start returned: the routes call its getters and Reset,
@@ -114,11 +127,17 @@ class App {
     int64_t blobs = 0;   // blob store objects deleted
   };
   // POST /v1/admin/reset (tests): drops every sheet with its entries, segments and
-  // pending snapshots, every upload, queued message, unprocessed change-feed record and
-  // execution-history row, and every blob. Queue and stream definitions (and the feed's
-  // sequence counters and checkpoints) stay, so the workers keep running and the next
-  // sheet works as on a fresh install. Work in flight at that moment may leave a blob
-  // behind; nothing references it. The caller checks options().allow_reset.
+  // pending snapshots, every upload, tombstone of a deleted sheet, queued message,
+  // unprocessed change-feed record and execution-history row, and every blob (with
+  // what the S3 store's tag mirror holds). Each table's owner empties its own tables
+  // (EventLog::DeleteAll and the like). What survives, so the workers keep running and
+  // the next sheet works as on a fresh install: queue definitions (`queue`), stream
+  // definitions, the feed's sequence counters and checkpoints (`stream_config`,
+  // `stream_shard`, `stream_checkpoint`), the running nodes' leases and claims
+  // (`execution_owner`, `owner_claim`) and the schema's version (`schema_version`);
+  // tests/unit/app_reset_test.cc holds every other table of the schema to empty. Work
+  // in flight at that moment may leave a blob behind; nothing references it. The
+  // caller checks options().allow_reset.
   Result<ResetReport> Reset();
 
   // POST /v1/admin/backup: a consistent backup of the database and of every object to
@@ -141,6 +160,15 @@ class App {
   // The change feed's consumers that have worked on a shard in this process, for
   // ChangeFeed::Stats: one whose first batch keeps failing has no checkpoint yet.
   std::vector<std::string> StreamConsumers() const;
+  // For one verify run (VerifyOptions::explain_pending): explains a blob-auto-delete
+  // finding by an untag the change feed has not delivered yet, a snapshot-stalled one
+  // by a job still on its way or queued without a failure; reads the feed and the
+  // queues once, on its first question.
+  std::function<Result<std::optional<std::string>>(const Violation&)> PendingExplainer();
+  // One run of the pipeline's self-healing (the periodic worker's, or an operator's):
+  // what it re-enqueued, each job also logged. Not once per cluster by itself.
+  Result<SnapshotHealingReport> HealSnapshots(
+      const std::atomic<bool>* stopping = nullptr);
   // Migrations applied and workers running.
   bool ready() const { return ready_.load(); }
 
@@ -170,6 +198,7 @@ class App {
   LifecycleSweeper* sweeper() { return sweeper_.get(); }
   SnapshotWorker* snapshot_worker() { return snapshot_worker_.get(); }
   RetentionWorker* retention() { return retention_.get(); }
+  SnapshotHealer* healer() { return healer_.get(); }
   SheetUsage* usage() { return &usage_; }
   // Deletes the blobs of deleted sheets (src/log/sheet_deletion.h).
   SheetPurger* purger() { return purger_.get(); }
@@ -185,7 +214,7 @@ class App {
   Status Init();
   Status AddMappings();
   // Whether this node runs `job` (the sweep, retention) now: once per cluster, by
-  // whoever holds its claim (ExecutionHistory::ClaimName "job/<job>"). On SQLite, one
+  // whoever holds its claim (ClusterMembership::ClaimName "job/<job>"). On SQLite, one
   // node: always.
   bool HoldsClusterJob(const std::string& job);
   // This node's stable name for its runtime lease: "<host>:<data directory>".
@@ -224,6 +253,10 @@ class App {
   std::unique_ptr<SheetPurger> purger_;
   // Resumes and repeats purges of deleted sheets: at start, then every period.
   std::unique_ptr<PeriodicWorker> purge_worker_;
+  // The pipeline's self-healing: at start, then every heal_period_seconds.
+  std::unique_ptr<SnapshotHealer> healer_;
+  std::unique_ptr<PeriodicWorker> heal_worker_;
+  std::atomic<int64_t> healed_jobs_{0};  // jobs the self-healing enqueued since start
   std::atomic<bool> ready_{false};
   bool started_ = false;
 };

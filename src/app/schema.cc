@@ -4,6 +4,11 @@
 
 namespace sheetlog {
 
+const std::vector<Migration>& SheetlogMigrations(SqlDialect dialect) {
+  return dialect == SqlDialect::kPostgres ? SheetlogPostgresMigrations()
+                                          : SheetlogMigrations();
+}
+
 Status AttachEntryStream(Connection& conn) {
   StreamSource entry;
   entry.table = "entry";

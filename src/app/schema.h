@@ -1,8 +1,8 @@
 // The application's schema, handed to the emulator's Database by the composition root:
-// the migrations of schema/ (the event log's tables, uploads, sheet deletion; the
-// emulator applies its own from emulator/schema/ in the same version order) and the
-// change-feed attachment of `entry`, the stream seed 000's snapshot pipeline and the
-// live updates read.
+// the migrations of schema/sqlite/ and schema/postgres/ (the event log's tables,
+// uploads, sheet deletion; the emulator applies its own from emulator/schema/ in the
+// same version order: emulator/table/migrations.h) and the change-feed attachment of
+// `entry`, the stream seed 000's snapshot pipeline and the live updates read.
 #pragma once
 
 #include <memory>
@@ -10,15 +10,19 @@
 
 #include "emulator/postgres/postgres_database.h"
 #include "emulator/sqlite/database.h"
-#include "emulator/sqlite/migrations.h"
 #include "emulator/status.h"
+#include "emulator/table/migrations.h"
 
 namespace sheetlog {
 
-// schema/*.sql in version order. Defined in generated code (cmake/embed_schema.cmake).
+// schema/sqlite/*.sql in version order. Defined in generated code
+// (cmake/embed_schema.cmake). The application's, so declared here rather than beside
+// the emulator's lists (emulator/ never names src/).
 const std::vector<Migration>& SheetlogMigrations();
 // The same tables in PostgreSQL's SQL (schema/postgres/*.sql), the same versions.
 const std::vector<Migration>& SheetlogPostgresMigrations();
+// The one of the two in `dialect`'s SQL.
+const std::vector<Migration>& SheetlogMigrations(SqlDialect dialect);
 
 // Attaches the `entry` table to the change feed (4 shards by (sheet_id, segment), so a
 // segment's entries are in one shard in order; 24 hours of retention; every column in

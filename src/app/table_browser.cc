@@ -10,8 +10,9 @@ namespace sheetlog {
 
 namespace {
 
-// The runtime's execution history (emulator/schema/004_history.sql) as emulator/table
-// sees a table: ExecutionHistory itself runs its own SQL; this descriptor only reads.
+// The runtime's execution history (emulator/schema/sqlite/004_history.sql) as
+// emulator/table sees a table: ExecutionHistory itself runs its own SQL; this descriptor
+// only reads.
 const Table& ExecutionHistoryTable() {
   static const Table table(TableSchema{"execution_history",
                                        {"partition_key"},

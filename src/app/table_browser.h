@@ -1,6 +1,6 @@
-// Read-only browsing of the tables behind the API, as dynamodb-admin browses DynamoDB's
-// (issue 23): the event log's Sheet, Segment and Entry tables, Pending Snapshots,
-// uploads, sheet deletions and the runtime's execution history. A page is a Query of one
+// Read-only browsing of the tables behind the API, as dynamodb-admin browses DynamoDB's:
+// the event log's Sheet, Segment and Entry tables, Pending Snapshots, uploads, sheet
+// deletions and the runtime's execution history. A page is a Query of one
 // partition (a sort-key range, either direction) or a Scan of the whole table, read with
 // DynamoDB's eventual consistency through emulator/table, so each page is bounded
 // (limit, and 1 MB as on DynamoDB) and charged its read units. Items come back as stored

@@ -57,6 +57,22 @@ std::string Flags::Unused() const {
   return "";
 }
 
+bool WantsHelp(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") return true;
+  }
+  return false;
+}
+
+std::string CommandHelp(const Command& command) {
+  return std::string(command.help) +
+         "  --server URL       the server (default $SHEETLOG_URL, else "
+         "http://127.0.0.1:8787)\n"
+         "  --token TOKEN      its token (default $SHEETLOG_TOKEN)\n"
+         "  -h, --help         this text\n";
+}
+
 int Fail(const std::string& message) {
   std::fprintf(stderr, "sheetlog: %s\n", message.c_str());
   return 2;

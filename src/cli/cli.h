@@ -89,11 +89,22 @@ struct Command {
   const char* name;
   const char* usage;                  // one line: "name ARGS   what it does"
   int (*run)(int argc, char** argv);  // argv[1] is the command name
+  // `sheetlog NAME --help`: "Usage: sheetlog NAME ARGS" and a line per argument and
+  // flag of its own (CommandHelp adds --server and --token).
+  const char* help;
 };
 
-// Issue 7's operations: reprocess, verify, rebuild-snapshots, ... (cli_ops.cc).
+// True if an argument after the command name (argv[2...]) is --help or -h: the command
+// answers with its own usage, runs nothing and exits 0, whatever else was given.
+bool WantsHelp(int argc, char** argv);
+
+// What `sheetlog NAME --help` prints for a client command: its help and the flags every
+// client command takes.
+std::string CommandHelp(const Command& command);
+
+// The operations commands: reprocess, verify, rebuild-snapshots, ... (cli_ops.cc).
 std::vector<Command> OpsCommands();
-// Issue 8's file transfers: import, export (cli_transfer.cc).
+// The file transfers: import, export (cli_transfer.cc).
 std::vector<Command> TransferCommands();
 
 }  // namespace sheetlog::cli

@@ -1,4 +1,4 @@
-// Issue 8's file transfers over HTTP: see cli.h.
+// The file transfers over HTTP: see cli.h.
 //
 //   sheetlog import FILE [--sheet ID] [--at A1] [--mode replace|merge]
 //                        [--format csv|xlsx] [--worksheet NAME]
@@ -220,9 +220,35 @@ std::vector<Command> TransferCommands() {
       {"import",
        "import FILE [--sheet ID] [--at A1] [--mode replace|merge]   import a CSV or XLSX "
        "file",
-       &RunImport},
+       &RunImport,
+       "Usage: sheetlog import FILE [--sheet ID] [--at A1] [--mode replace|merge]\n"
+       "                       [--format csv|xlsx] [--worksheet NAME]\n"
+       "\n"
+       "Uploads FILE as an Import entry and prints the sheet's id and the entry. Exit "
+       "1:\n"
+       "the server refused the file (its message is printed); 2: a usage error or no\n"
+       "server.\n"
+       "\n"
+       "  FILE               a .csv or .xlsx file\n"
+       "  --sheet ID         import into this sheet (default: a new sheet named after\n"
+       "                     the file)\n"
+       "  --at A1            where the file's first cell goes (default A1)\n"
+       "  --mode MODE        replace (the sheet becomes the file; the default) or merge\n"
+       "                     (the file's cells written over the sheet)\n"
+       "  --format FORMAT    csv or xlsx (default: from FILE's extension)\n"
+       "  --worksheet NAME   XLSX: the worksheet to import (default: the first)\n"},
       {"export", "export SHEET --format csv|xlsx [-o FILE]   export a sheet to a file",
-       &RunExport},
+       &RunExport,
+       "Usage: sheetlog export SHEET [--format csv|xlsx] [-o FILE] [--at SEQ]\n"
+       "\n"
+       "Streams the sheet's used range as CSV or XLSX to FILE (or standard output).\n"
+       "Exit 1: the server refused (its message is printed); 2: a usage error or no\n"
+       "server.\n"
+       "\n"
+       "  SHEET              the sheet's id\n"
+       "  --format FORMAT    csv (the default) or xlsx\n"
+       "  -o, --output FILE  write to FILE (default, or -: standard output)\n"
+       "  --at SEQ           the sheet as of entry SEQ (default: the head)\n"},
   };
 }
 

@@ -15,6 +15,10 @@
 
 namespace sheetlog {
 
+// The stream mapping that runs these effects (also the name of its change-feed
+// checkpoints).
+inline constexpr const char* kEntryEffectsMapping = "entry-effects";
+
 // INSERTs of Snapshot entries, and INSERTs of entries with `external`.
 EventFilter EntryEffectsFilter();
 

@@ -345,11 +345,12 @@ Result<std::vector<std::string>> EventLog::DeleteSheet(const std::string& sheet_
                                                        UnitMeter* meter) {
   std::vector<std::string> blobs;
   Status status = db_->Write([&](Connection& conn) -> Status {
+    blobs.clear();  // filled afresh on every run of the transaction
     ASSIGN_OR_RETURN(
         std::optional<Item> sheet,
         SheetTable().Get(conn, Key{{sheet_id}, {}}, Consistency::kStrong, meter));
     if (!sheet) return NotFound("no sheet " + sheet_id);
-    // An exact truncation's base snapshot (issue 14).
+    // An exact truncation's base snapshot.
     if (std::optional<std::string> base = OptionalString(*sheet, "base_root")) {
       blobs.push_back(*base);
     }
@@ -370,8 +371,8 @@ Result<std::vector<std::string>> EventLog::DeleteSheet(const std::string& sheet_
       RETURN_IF_ERROR(SegmentTable().Delete(conn, Key{{sheet_id}, {seg.num}}, {}, meter));
     }
     RETURN_IF_ERROR(DeleteAllPendingSnapshots(conn, sheet_id, meter));
-    // Upload rows and the tombstone that makes the blob purge crash-safe (issue 13
-    // item 13): committed with the rest, or not at all.
+    // Upload rows and the tombstone that makes the blob purge crash-safe: committed
+    // with the rest, or not at all.
     RETURN_IF_ERROR(RecordSheetDeletion(conn, sheet_id, clock_->NowSeconds()));
     return SheetTable().Delete(conn, Key{{sheet_id}, {}}, {}, meter);
   });
@@ -379,6 +380,13 @@ Result<std::vector<std::string>> EventLog::DeleteSheet(const std::string& sheet_
   MutexLock lock(&cache_mu_);
   configs_.erase(sheet_id);
   return blobs;
+}
+
+Result<int64_t> EventLog::DeleteAll(Connection& conn) {
+  RETURN_IF_ERROR(DeleteEveryPendingSnapshot(conn));
+  RETURN_IF_ERROR(EntryTable().DeleteAll(conn).status());
+  RETURN_IF_ERROR(SegmentTable().DeleteAll(conn).status());
+  return SheetTable().DeleteAll(conn);
 }
 
 }  // namespace sheetlog

@@ -88,6 +88,12 @@ class EventLog {
   // deletes those and every other object of the sheet. NotFound if no such sheet.
   Result<std::vector<std::string>> DeleteSheet(const std::string& sheet_id,
                                                UnitMeter* meter);
+  // The log's part of an admin reset (App::Reset), inside the caller's transaction:
+  // deletes every sheet with its segments, entries and pending snapshots, and returns
+  // how many sheets there were. No tombstones, no blobs: upload rows and tombstones are
+  // their owners' (Uploads::DeleteAll, DeleteAllSheetDeletions), and the caller deletes
+  // every object. The entries' deletes reach the change feed as any delete does.
+  Result<int64_t> DeleteAll(Connection& conn);
 
   // Truncate (seed 003's checkpoint-based expiry): drops the entries of whole segments
   // that end before `before_seq` and lie behind a completed snapshot (a later segment

@@ -79,8 +79,13 @@ struct EventLog::AppendTxn {
 
   // Steps 1-2 (and the checks that depend on the head): decide what to write. A
   // refusal is returned as an error only to roll the transaction back; `attempt`
-  // carries what happened.
+  // carries what happened. Decides afresh on every run: a transaction aborted by
+  // concurrency runs it again (Transactions::Write).
   Status Plan(Connection& conn, Consistency consistency) {
+    attempt = AppendAttempt();
+    attempt.outcome = Outcome::kWritten;
+    sheet_read.reset();
+    head_segment.reset();
     const bool is_snapshot = request->type == kSnapshotType;
     ASSIGN_OR_RETURN(
         std::optional<Item> sheet,
@@ -103,8 +108,9 @@ struct EventLog::AppendTxn {
     if (is_snapshot && request->allow_reserved && request->only_if_due &&
         (snapshot_every <= 0 || next - snapshot_entry_seq <= snapshot_every)) {
       // Policy append: another writer already added the Snapshot entry that was due.
+      // Not Aborted: nothing to run again until more entries are appended.
       attempt.outcome = Outcome::kNotDue;
-      return Aborted("snapshot not due");
+      return FailedPrecondition("snapshot not due");
     }
     EntryRecord& entry = attempt.result.entry;
     entry.seq = next;
@@ -350,6 +356,7 @@ Result<SegmentInfo> EventLog::CreateNewSegment(const std::string& sheet_id,
     SegmentInfo created;
     bool lost_race = false;
     Status status = db_->Write([&](Connection& conn) -> Status {
+      lost_race = false;  // decided afresh on every run of the transaction
       // Step 1: the current segment must have a completed snapshot.
       ASSIGN_OR_RETURN(Head head, ReadHead(conn, sheet_id, Consistency::kStrong, meter));
       if (!head.segment.last_snapshot) {

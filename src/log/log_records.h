@@ -88,7 +88,8 @@ struct AppendRequest {
   bool allow_reserved = false;
   // For a Snapshot entry: write it only if the sheet's snapshot_every says one is due
   // (the snapshot policy's append, so that concurrent writers add one, not several);
-  // Aborted("snapshot not due") otherwise. False: append one now (on demand).
+  // FailedPrecondition("snapshot not due") otherwise. False: append one now (on
+  // demand).
   bool only_if_due = false;
   // More writes that must commit atomically with the entry (e.g. marking an upload as
   // referenced). Runs in the entry's transaction right after its put; an error undoes

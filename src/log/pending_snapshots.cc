@@ -155,6 +155,10 @@ Status DeleteAllPendingSnapshots(Connection& conn, const std::string& sheet_id,
   return Status::OK();
 }
 
+Status DeleteEveryPendingSnapshot(Connection& conn) {
+  return PendingSnapshotTable().DeleteAll(conn).status();
+}
+
 Status DeletePendingSnapshotsBefore(Connection& conn, const std::string& sheet_id,
                                     int64_t segment, int64_t entry, UnitMeter* meter) {
   // The query bounds the segment only (a prefix of the sort key); entries of `segment`

@@ -1,8 +1,8 @@
-// Seed 000's Pending Snapshots table (schema/001_event_log.sql `pending_snapshot`): one
-// item per snapshot in progress, keyed by the sheet (Log Id) and the ordered pair
-// (segment, entry) of its Snapshot entry, so a sheet's items list in the order their
-// snapshots must be made. This file is the table's only owner: everything else reads
-// and writes it through the typed record and the operations below.
+// Seed 000's Pending Snapshots table (schema/sqlite/001_event_log.sql
+// `pending_snapshot`): one item per snapshot in progress, keyed by the sheet (Log Id) and
+// the ordered pair (segment, entry) of its Snapshot entry, so a sheet's items list in the
+// order their snapshots must be made. This file is the table's only owner: everything
+// else reads and writes it through the typed record and the operations below.
 //
 // The snapshot worker (src/snapshot/worker.h) drives the orchestration: a conditional
 // create starts a snapshot, every later write is conditional on Increment (which it
@@ -100,6 +100,9 @@ Status DeletePendingSnapshot(Connection& conn, const PendingSnapshotKey& key,
 // Deletes every item of the sheet (a deleted sheet).
 Status DeleteAllPendingSnapshots(Connection& conn, const std::string& sheet_id,
                                  UnitMeter* meter);
+
+// Deletes every item of every sheet (the admin reset: EventLog::DeleteAll). Uncharged.
+Status DeleteEveryPendingSnapshot(Connection& conn);
 
 // Deletes every item of the sheet whose (segment, entry) is before (`segment`, `entry`):
 // the Snapshot entries a truncation to that position drops. Items at or after it stay.

@@ -21,6 +21,10 @@ Status RecordSheetDeletion(Connection& conn, const std::string& sheet_id,
   return tombstone.IsConditionFailed() ? Status::OK() : tombstone;
 }
 
+Status DeleteAllSheetDeletions(Connection& conn) {
+  return SheetDeletionTable().DeleteAll(conn).status();
+}
+
 SheetPurger::SheetPurger(Transactions* db, BlobStore* blobs, Clock* clock,
                          FaultInjector* faults, int64_t grace_seconds)
     : db_(db),

@@ -1,4 +1,4 @@
-// Deleting a sheet leaves nothing behind, crash or not (issue 13 item 13).
+// Deleting a sheet leaves nothing behind, crash or not.
 //
 // 1. One transaction (EventLog::DeleteSheet) removes the sheet's rows — entries,
 //    segments, pending snapshots, and its `upload` rows (RecordSheetDeletion) — and
@@ -33,6 +33,9 @@ namespace sheetlog {
 // and objects go in SheetPurger::Purge.
 Status RecordSheetDeletion(Connection& conn, const std::string& sheet_id,
                            int64_t now_seconds);
+// Inside the caller's transaction: drops every tombstone, the admin reset's part of
+// this table (App::Reset, which deletes every object itself: nothing is left to purge).
+Status DeleteAllSheetDeletions(Connection& conn);
 
 struct PurgeReport {
   int64_t sheets = 0;  // tombstones looked at

@@ -1,6 +1,6 @@
 // The event log's DynamoDB tables (seed 001), as emulator/table sees them: key columns
 // and the one-letter attribute names the seed uses to keep items small. The SQL lives
-// in schema/001_event_log.sql; schema/README.md documents every column.
+// in schema/sqlite/001_event_log.sql; schema/README.md documents every column.
 #pragma once
 
 #include "emulator/table/table.h"

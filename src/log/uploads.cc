@@ -1,5 +1,6 @@
 #include "src/log/uploads.h"
 
+#include "emulator/blob/blob_presigner.h"
 #include "emulator/env/faults.h"
 #include "emulator/env/uuid.h"
 
@@ -215,11 +216,18 @@ Result<EntryRecord> Uploads::Complete(const std::string& sheet_id,
     update.set = {{"entry_seq", entry.seq}, {"blob_key", referenced_key}};
     update.conditions = {Condition::NotExists("entry_seq")};
     update.create_if_missing = false;
+    raced_seq.reset();  // decided afresh on every run of the transaction
     Result<Item> updated = UploadTable().Update(conn, update, m);
     if (updated.status().IsConditionFailed()) {
       ASSIGN_OR_RETURN(std::optional<UploadInfo> now, Lookup(conn, upload_id, m));
-      if (now && now->entry_seq) raced_seq = now->entry_seq;
-      return Aborted("upload already completed");
+      // Either way the entry is rolled back with this error (a lost condition, not a
+      // transaction to run again).
+      if (!now) {
+        return NotFound("upload " + upload_id +
+                        " no longer exists (its sheet was deleted)");
+      }
+      if (now->entry_seq) raced_seq = now->entry_seq;
+      return ConditionFailed("upload " + upload_id + " was completed concurrently");
     }
     return updated.status();
   };
@@ -348,6 +356,10 @@ bool Uploads::KeepForSweep(const std::string& key) {
 
 Result<std::string> Uploads::ReadBody(const std::string& key) { return blobs_->Get(key); }
 
+Status Uploads::DeleteAll(Connection& conn) {
+  return UploadTable().DeleteAll(conn).status();
+}
+
 Result<std::string> Uploads::PresignedPath(const std::string& method,
                                            const std::string& key, int64_t expires) {
   BlobTags put_tags;
@@ -355,8 +367,14 @@ Result<std::string> Uploads::PresignedPath(const std::string& method,
   ASSIGN_OR_RETURN(std::optional<std::string> url,
                    blobs_->PresignUrl(method, key, expires, put_tags));
   if (url) return *url;
+  // The store has the server serve its presigned requests (directory).
+  const BlobPresigner* presigner = blobs_->server_presigner();
+  if (presigner == nullptr) {
+    return Internal("the " + std::string(blobs_->kind()) +
+                    " blob store gave no presigned URL and has no server presigner");
+  }
   return "/v1/blobs/" + key + "?expires=" + std::to_string(expires) +
-         "&signature=" + blobs_->Sign(method, key, expires);
+         "&signature=" + presigner->Sign(method, key, expires);
 }
 
 }  // namespace sheetlog

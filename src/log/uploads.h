@@ -66,7 +66,8 @@ class Uploads {
     Validator validate_payload;
   };
 
-  // `db` holds the Upload table (schema/006_upload.sql); `log` the sheets and entries.
+  // `db` holds the Upload table (schema/sqlite/006_upload.sql); `log` the sheets and
+  // entries.
   Uploads(Transactions* db, EventLog* log, BlobStore* blobs, Clock* clock,
           FaultInjector* faults, Options options);
 
@@ -129,6 +130,10 @@ class Uploads {
   // The payload of an external entry.
   Result<std::string> ReadBody(const std::string& key);
 
+  // Deletes every upload row, inside the caller's transaction: the uploads' part of an
+  // admin reset (App::Reset, which deletes every object itself).
+  Status DeleteAll(Connection& conn);
+
   // A presigned URL for `method` on `key` valid until `expires`: the blob store's own
   // (absolute: an S3 store's SigV4 URL) or the server's path+query (starting with '/',
   // for a store whose presigned requests the server serves). A PUT URL's object is
@@ -156,7 +161,7 @@ class Uploads {
   std::set<std::string> condemned_ GUARDED_BY(reference_mu_);
 };
 
-// Table of schema/006_upload.sql.
+// Table of schema/sqlite/006_upload.sql.
 const Table& UploadTable();
 
 }  // namespace sheetlog

@@ -1,5 +1,5 @@
-// GET /v1/sheets/{id}/cost (issue 7 item 6): what the same workload would cost on AWS,
-// priced with seed 001's on-demand prices, so a developer sees it without an account.
+// GET /v1/sheets/{id}/cost: what the same workload would cost on AWS, priced with
+// seed 001's on-demand prices, so a developer sees it without an account.
 //
 // What is counted, and how exactly:
 //   - DynamoDB request units: exact, by DynamoDB's rules (emulator/table), for every

@@ -1,6 +1,6 @@
-// Retention (seed 003's checkpoint-based expiry, issue 7 item 5): a background worker
-// that, every period of the injected Clock, truncates each sheet's log to what the
-// policy keeps. EventLog::Truncate decides what may go (whole segments behind a
+// Retention (seed 003's checkpoint-based expiry): a background worker that, every
+// period of the injected Clock, truncates each sheet's log to what the policy keeps.
+// EventLog::Truncate decides what may go (whole segments behind a
 // completed snapshot, never the newest); the policy only says how far back to keep:
 //   - retain_segments N: the newest N segments;
 //   - retain_days D: every segment holding an entry written in the last D days (a

@@ -100,6 +100,7 @@ class SheetVerifier {
               PlaceText(segment.num, e.num) + ") was written " + std::to_string(age_s) +
               " s ago and is still not complete (see GET /v1/sheets/" + sheet_.id +
               "/snapshots and /v1/admin/queues)");
+    report_->violations.back().num = e.num;
   }
 
   Status CheckSegment(const SegmentInfo& segment, const std::vector<EntryRecord>& entries,
@@ -270,14 +271,18 @@ class SheetVerifier {
   }
   void AddAt(std::string invariant, std::optional<int64_t> segment,
              std::optional<int64_t> seq, std::string detail) {
-    report_->violations.push_back(
-        Violation{sheet_.id, std::move(invariant), std::move(detail), segment, seq, {}});
+    Violation v;
+    v.sheet = sheet_.id;
+    v.invariant = std::move(invariant);
+    v.detail = std::move(detail);
+    v.segment = segment;
+    v.seq = seq;
+    report_->violations.push_back(std::move(v));
   }
   void AddBlob(std::string invariant, int64_t segment, int64_t seq, std::string key,
                std::string detail) {
-    report_->violations.push_back(Violation{sheet_.id, std::move(invariant),
-                                            std::move(detail), segment, seq,
-                                            std::move(key)});
+    AddAt(std::move(invariant), segment, seq, std::move(detail));
+    report_->violations.back().blob = std::move(key);
   }
 
   const SheetInfo& sheet_;
@@ -290,6 +295,52 @@ class SheetVerifier {
   std::optional<int64_t> first_retained_seq_;
 };
 
+// Whether the finding no longer holds when looked at again: the blob was untagged, or
+// the snapshot completed, while the pass ran.
+Result<bool> GoneMeanwhile(const Violation& v, EventLog* log, BlobStore* blobs) {
+  if (v.invariant == "blob-auto-delete" && v.blob) {
+    Result<BlobTags> tags = blobs->GetTags(*v.blob);
+    if (tags.status().IsNotFound()) return false;  // blob-missing's matter, not this one
+    RETURN_IF_ERROR(tags.status());
+    return tags->count(kAutoDeleteTag) == 0;
+  }
+  if (v.invariant == "snapshot-stalled" && v.seq) {
+    Result<EntryRecord> entry = log->GetEntry(v.sheet, *v.seq, nullptr);
+    if (!entry.ok()) return false;  // truncated or deleted meanwhile: as it was seen
+    return entry->snapshot_root.has_value();
+  }
+  return false;
+}
+
+// Moves the findings that work still queued or in flight explains to `pending` (see
+// "Pending vs violated"). Each is explained first and looked at again second: a side
+// effect that ran before the pipeline was read is seen done by the second look, one
+// still to run is seen in the pipeline.
+Status SeparatePending(const VerifyOptions& options, EventLog* log, BlobStore* blobs,
+                       VerifyReport* report) {
+  std::vector<Violation> violations;
+  for (Violation& v : report->violations) {
+    if (v.invariant != "blob-auto-delete" && v.invariant != "snapshot-stalled") {
+      violations.push_back(std::move(v));
+      continue;
+    }
+    std::optional<std::string> why;
+    if (options.explain_pending) {
+      ASSIGN_OR_RETURN(why, options.explain_pending(v));
+    }
+    ASSIGN_OR_RETURN(bool gone, GoneMeanwhile(v, log, blobs));
+    if (gone) continue;
+    if (why) {
+      v.detail += "; pending: " + *why;
+      report->pending.push_back(std::move(v));
+    } else {
+      violations.push_back(std::move(v));
+    }
+  }
+  report->violations = std::move(violations);
+  return Status::OK();
+}
+
 }  // namespace
 
 Result<VerifyReport> Verify(const VerifyOptions& options, EventLog* log,
@@ -300,6 +351,7 @@ Result<VerifyReport> Verify(const VerifyOptions& options, EventLog* log,
     if (options.on_sheet_done) options.on_sheet_done(report.sheets);
     return Status::OK();
   }));
+  RETURN_IF_ERROR(SeparatePending(options, log, blobs, &report));
   return report;
 }
 

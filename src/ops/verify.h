@@ -8,6 +8,15 @@
 // completed snapshot with the replay, and checks every referenced blob in the blob
 // store. Read-only: safe while the server runs (a snapshot completing or an entry
 // appended during the run is seen or not, never reported as a violation by itself).
+//
+// Pending vs violated: on a busy server some findings are only work the pipeline has
+// not done yet — an external body still tagged auto-delete while the change feed has
+// not delivered its entry to the handler that untags it, a Snapshot entry past the
+// stall threshold while its job is still on its way or queued without a failure.
+// VerifyOptions::explain_pending (the server's view of its queues and change feed)
+// says which; those go to VerifyReport::pending instead of `violations`, and do not
+// make the report fail. Every such finding is looked at again after the pass (the
+// untag, or the snapshot, may have happened meanwhile: then it is not reported).
 #pragma once
 
 #include <cstdint>
@@ -55,6 +64,8 @@ struct Violation {
   std::optional<int64_t> segment;
   std::optional<int64_t> seq;
   std::optional<std::string> blob;
+  // The entry's num in `segment` (snapshot-stalled: with segment, its snapshot job).
+  std::optional<int64_t> num;
 };
 
 struct VerifyReport {
@@ -64,6 +75,10 @@ struct VerifyReport {
   int64_t snapshots_compared = 0;  // completed snapshots compared with the replay
   int64_t blobs_checked = 0;
   std::vector<Violation> violations;
+  // Findings explained by work still queued or in flight (see "Pending vs violated"),
+  // each with why appended to its detail. Not failures: they clear as the pipeline
+  // drains.
+  std::vector<Violation> pending;
 };
 
 struct VerifyOptions {
@@ -74,6 +89,10 @@ struct VerifyOptions {
   int64_t stall_after_micros = 0;
   // Called after each sheet with the number of sheets done (for a progress display).
   std::function<void(int64_t sheets_done)> on_sheet_done;
+  // Asked after the pass about each blob-auto-delete and snapshot-stalled finding:
+  // why work still queued or in flight explains it (the finding is then pending), or
+  // nullopt (it stays a violation). Null: nothing is pending.
+  std::function<Result<std::optional<std::string>>(const Violation&)> explain_pending;
 };
 
 // NotFound if `options.sheet` names no sheet. Storage errors stop the run; broken

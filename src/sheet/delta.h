@@ -1,5 +1,5 @@
 // What a sequence of edits did, in a form that can be applied to any older sheet:
-// the streaming-snapshot half of issue 6.
+// what lets a snapshot be built by streaming the previous one (snapshot_builder.h).
 //
 // A SheetDelta is
 //   - transform: where every old row and column went (RowColumnTransform), composed from

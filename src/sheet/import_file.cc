@@ -125,12 +125,14 @@ class ImportCursor : public CellCursor {
     Status read = ReadImportPayload(
         edit_, *source_,
         [&](const CellRef& ref, const Cell&) -> Status {
+          // Both stop the read and never leave this class: the first is answered
+          // with `false`, the second is dropped by Parse (the cursor is gone).
           if (!order.Follows(ref)) {
             in_order = false;
-            return Aborted("out of order");
+            return FailedPrecondition("the file does not list its cells in row order");
           }
           if (stopping_.load(std::memory_order_relaxed)) {
-            return Aborted("the import cursor was closed");
+            return Unavailable("the import cursor was closed");
           }
           return Status::OK();
         },
@@ -149,11 +151,12 @@ class ImportCursor : public CellCursor {
     return Hand(std::exchange(pending_, {}));
   }
 
-  // Waits for room, then hands a batch over. Aborted once the cursor is gone.
+  // Waits for room, then hands a batch over. Unavailable once the cursor is gone (a
+  // status Parse drops: nobody reads it).
   Status Hand(std::vector<PlacedCell> batch) {
     MutexLock lock(&mu_);
     while (ready_.size() >= kImportBatchesAhead && !cancelled_) changed_.Wait(mu_);
-    if (cancelled_) return Aborted("the import cursor was closed");
+    if (cancelled_) return Unavailable("the import cursor was closed");
     ready_.push_back(std::move(batch));
     changed_.NotifyAll();
     return Status::OK();

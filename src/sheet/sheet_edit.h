@@ -11,15 +11,20 @@
 //
 // Bodies (v = a cell value; a cell spec is v or {"value": v, "format"?: str}):
 //   SetCell               {"ref": "C2", "value": v, "format"?: str}
-//   SetCells              {"cells": {"A1": spec, ...}}  or  {"at"?: "A1", "rows":
-//   [[spec]]} InsertRows            {"after": int >= 0, "count"?: int = 1, "values"?:
-//   {"A": spec}} DeleteRows            {"at": int >= 1, "count"?: int = 1} InsertColumns
-//   {"after": "C" | 0, "count"?: int = 1} DeleteColumns         {"at": "C", "count"?: int
-//   = 1} Import                {"format": "csv"|"xlsx", "at"?: "A1", "mode"?:
-//   "replace"|"merge"}
-//                         (default mode: replace; the payload travels as an upload)
-//   SetCellValueAndFormat {"row": int >= 0, "column": int >= 0, "value"?: v, "format"?:
-//   str | null} (infinisheet's own entry: a missing value is its undefined, like null)
+//   SetCells              {"cells": {"A1": spec, ...}}
+//                         or {"at"?: "A1", "rows": [[spec]]}
+//   InsertRows            {"after": int >= 0, "count"?: int = 1, "values"?: {"A": spec}}
+//   DeleteRows            {"at": int >= 1, "count"?: int = 1}
+//   InsertColumns         {"after": "C" | 0, "count"?: int = 1}
+//   DeleteColumns         {"at": "C", "count"?: int = 1}
+//   Import                {"format": "csv"|"xlsx", "at"?: "A1",
+//                          "mode"?: "replace"|"merge", "sheet"?: str}
+//                         (default mode: replace; "sheet": an xlsx worksheet by name,
+//                         default the first; the payload travels as an upload)
+//   SetCellValueAndFormat {"row": int >= 0, "column": int >= 0, "value"?: v,
+//                          "format"?: str | null}
+//                         (infinisheet's own entry: a missing value is its undefined,
+//                         like null)
 // A cell write replaces the whole cell: writing a value without "format" leaves the cell
 // unformatted; a null value without a format clears the cell.
 #pragma once

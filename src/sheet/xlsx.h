@@ -19,7 +19,9 @@
 // shared-string index.
 //
 // Writing (XlsxFileWriter): libxlsxwriter in constant_memory mode, one row at a time;
-// a formula with a cached number or string result is written with it.
+// a formula with a cached number or string result is written with it, any other
+// formula with no cached result at all (no <v>, not libxlsxwriter's 0), so the reader
+// computes it.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +44,8 @@ inline constexpr int64_t kXlsxMaxColumns = 16384;
 Status ReadXlsx(const PayloadSource& source, const std::string& worksheet,
                 const ImportLimits& limits, const ImportCellSink& sink);
 
-// Writes one worksheet named "Sheet1" to a file. Cells must come in row-major order
-// (constant_memory mode flushes a row when the next one starts).
+// Writes one worksheet named "Sheet1" to a file. Cells must come in row-major order,
+// each position once (constant_memory mode flushes a row when the next one starts).
 class XlsxFileWriter {
  public:
   static Result<std::unique_ptr<XlsxFileWriter>> Create(const std::string& path);

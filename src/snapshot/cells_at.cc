@@ -127,6 +127,11 @@ Result<CellRef> StreamRegionReader::Extent() const {
   return extent;
 }
 
+Result<std::unique_ptr<CellCursor>> StreamRegionReader::Scan() const {
+  MutexLock lock(&mu_);
+  return source_(std::nullopt);
+}
+
 Result<Sheet::RangeValues> RangeValuesOf(const CellRange& range,
                                          const std::vector<PlacedCell>& cells,
                                          int64_t max_cells) {

@@ -44,6 +44,10 @@ class StreamRegionReader : public RegionReader {
   // call reads the whole stream.
   Result<CellRef> Extent() const;
 
+  // A cursor over every cell of the stream from its start, independent of the regions
+  // read.
+  Result<std::unique_ptr<CellCursor>> Scan() const;
+
  private:
   const CellSource source_;
   mutable Mutex mu_;

@@ -32,10 +32,10 @@ Result<std::vector<SheetEdit>> EditsOfEntries(const std::vector<EntryRecord>& en
 
 // A sheet as a snapshot (or nothing) plus entries after it, in the shape a streaming
 // build or read takes: a base and the delta of the edits after it (seed 001's
-// merge-import design, issue 8 "bounded memory"). Without an Import among the entries
-// the base is the snapshot itself. With one, the base is the sheet just after the
-// last Import, streamed: a `replace` import's cells as the file lists them; a `merge`
-// import's over the sheet before it (that sheet streamed through the edits between).
+// merge-import design). Without an Import among the entries the base is the snapshot
+// itself. With one, the base is the sheet just after the last Import, streamed: a
+// `replace` import's cells as the file lists them; a `merge` import's over the sheet
+// before it (that sheet streamed through the edits between).
 // Nothing is parsed here; every cursor opened from the base reads the files again, in
 // memory bounded by a batch of cells per import.
 struct SheetPlan {

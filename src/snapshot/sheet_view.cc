@@ -25,6 +25,18 @@ int64_t ForwardBound(const AxisMap& map, int64_t old_max) {
   return bound;
 }
 
+// True if `map` keeps every old position 1..old_max: none deleted, none pushed off
+// the grid by an insert.
+bool KeepsAll(const AxisMap& map, int64_t old_max) {
+  int64_t next = 1;  // the first old position not yet known to be kept
+  for (const AxisMap::Piece& piece : map.pieces()) {
+    if (next > old_max) return true;
+    if (piece.old_begin > next) return false;  // `next` was deleted
+    next = std::max(next, piece.old_begin + piece.length);
+  }
+  return next > old_max;
+}
+
 }  // namespace
 
 Result<SheetHistory> ReadSheetHistory(EventLog* log, const std::string& sheet_id,
@@ -189,6 +201,61 @@ Result<CellRef> SheetView::Bound() const {
     bound.col = std::max(bound.col, cells.back().first);
   }
   return bound;
+}
+
+Result<CellRef> SheetView::UsedExtent() const {
+  // The overlay's own cells, and whether it clears any position.
+  CellRef written{0, 0};
+  bool clears = false;
+  delta_.overlay().ForEach([&](const CellRef& ref, const Cell& cell) {
+    if (cell.empty()) {
+      clears = true;
+      return;
+    }
+    written.row = std::max(written.row, ref.row);
+    written.col = std::max(written.col, ref.col);
+  });
+  // Nothing of the base survives a replacing import; there is no base to survive.
+  if (delta_.replaced() || (!stream_ && !snapshot_)) return written;
+  if (!clears) {
+    CellRef base{0, 0};
+    if (stream_) {
+      ASSIGN_OR_RETURN(base, stream_->Extent());
+    } else {
+      base = CellRef{snapshot_->manifest().rows, snapshot_->manifest().cols};
+    }
+    if (base.row == 0 || base.col == 0) return written;
+    const AxisMap& rows = delta_.transform().rows();
+    const AxisMap& cols = delta_.transform().columns();
+    if (KeepsAll(rows, base.row) && KeepsAll(cols, base.col)) {
+      // Every base cell survives, each where the transform put it (and the overlay
+      // only adds or replaces cells): a cell in the base's last row and one in its
+      // last column are still cells, in the rows and columns they moved to.
+      return CellRef{std::max(written.row, *rows.Forward(base.row)),
+                     std::max(written.col, *cols.Forward(base.col))};
+    }
+  }
+  // Something may have removed the base's outermost cells: one ordered pass over the
+  // cells (never over empty positions).
+  std::unique_ptr<CellCursor> cursor;
+  if (stream_) {
+    ASSIGN_OR_RETURN(cursor, stream_->Scan());
+  } else {
+    cursor = snapshot_->Scan();
+  }
+  CellRef used{0, 0};
+  DeltaMerger merger(delta_, [&](const CellRef& ref, const Cell&) {
+    used.row = std::max(used.row, ref.row);
+    used.col = std::max(used.col, ref.col);
+  });
+  PlacedCell cell;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, cursor->Next(&cell));
+    if (!more) break;
+    merger.Add(cell.ref, cell.cell);
+  }
+  merger.Finish();
+  return used;
 }
 
 }  // namespace sheetlog

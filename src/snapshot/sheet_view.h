@@ -87,6 +87,15 @@ class SheetView {
   // after the snapshot, the first call reads the imported file once.
   Result<CellRef> Bound() const;
 
+  // The largest row and the largest column holding a cell ({0, 0}: the sheet is
+  // empty): exact, and never a walk over the grid (a single cell at XFD2147483647
+  // costs what one at A1 does). When no clear and no delete can have removed a cell of
+  // the base, it is the base's extent (the snapshot's manifest, or the imported
+  // stream's, read once) pushed through the inserts, with the overlay's writes; else
+  // one ordered pass over the cells of the base through the delta, in memory bounded
+  // by one chunk.
+  Result<CellRef> UsedExtent() const;
+
  private:
   SheetView() = default;
 

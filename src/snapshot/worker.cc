@@ -53,6 +53,8 @@ const char* SnapshotWorker::OutcomeName(Outcome outcome) {
       return "sheet_gone";
     case Outcome::kMessageLost:
       return "message_lost";
+    case Outcome::kTruncated:
+      return "truncated";
   }
   return "unknown";
 }
@@ -112,6 +114,27 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     Status deferred = message.Defer(seconds);
     return deferred.ok() ? outcome : fail(deferred.Annotate("deferring the message"));
   };
+  // Once the job's seq is known: whether its Snapshot entry lies before the sheet's
+  // first_seq now (an exact truncation committed after this invocation found the entry
+  // retained and incomplete). Such a job is obsolete: nothing will ever read its
+  // snapshot, and its entries may be gone. It finishes as kTruncated (pending item and
+  // message deleted) instead of failing, so its item holds back no later snapshot of
+  // the sheet until the message comes back after its visibility timeout.
+  std::optional<int64_t> job_seq_known;
+  auto truncated_away = [&]() {
+    if (!job_seq_known) return false;
+    Result<SheetInfo> now_sheet = log_->GetSheet(job.sheet_id, meter);
+    return now_sheet.ok() && *job_seq_known < now_sheet->first_seq;
+  };
+  auto finish_truncated = [&]() {
+    Status removed = pending.Delete(key, std::nullopt, meter);
+    if (!removed.ok()) return fail(removed.Annotate("deleting an obsolete pending item"));
+    return done_with_message(Outcome::kTruncated);
+  };
+  // A failure once the job's item exists: obsolete if truncated away meanwhile.
+  auto fail_unless_truncated = [&](const Status& status) {
+    return truncated_away() ? finish_truncated() : fail(status);
+  };
   // A conditional write lost to another invocation. Seed 000 deletes the message here
   // ("this must be a duplicate message"), but the winner may hold no live message: an
   // invocation that overran its time budget while its message was redelivered to us
@@ -119,8 +142,10 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   // snapshot (and its pending item would hold back every later one). So the job waits
   // out the stale timeout instead: by then the winner has completed (a late
   // duplicate, deleted), is still checkpointing (deferred again), or has died (its
-  // claim is stale: taken over).
+  // claim is stale: taken over). A job truncated away meanwhile has nothing to wait
+  // for: it finishes as kTruncated.
   auto wait_for_winner = [&](Outcome outcome) {
+    if (truncated_away()) return finish_truncated();
     return defer(outcome, options_.stale_seconds);
   };
 
@@ -157,7 +182,12 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   if (first_pending) {
     std::pair<int64_t, int64_t> first{first_pending->segment, first_pending->entry};
     if (first < std::make_pair(job.segment, job.entry)) {
-      return defer(Outcome::kDeferredEarlierPending, options_.defer_seconds);
+      // Unless every earlier item is obsolete (truncated away): those are deleted.
+      Result<bool> earlier = EarlierLivePending(job, meter);
+      if (!earlier.ok()) return fail(earlier.status());
+      if (*earlier) {
+        return defer(Outcome::kDeferredEarlierPending, options_.defer_seconds);
+      }
     }
   }
 
@@ -203,11 +233,12 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     return fail(NotFound("sheet " + job.sheet_id + " has no segment " +
                          std::to_string(job.segment)));
   }
-  // A Snapshot entry truncated away (issue 14's exact truncation) is as good as done.
+  // A Snapshot entry truncated away (by an exact truncation) is as good as done.
   Result<SheetInfo> sheet = log_->GetSheet(job.sheet_id, meter);
   if (!sheet.ok()) return fail(sheet.status());
   const int64_t job_seq = job_segment->first_seq + job.entry;
   if (job_seq < sheet->first_seq) already_complete = true;
+  job_seq_known = job_seq;
 
   if (!existing) {
     // 3. No pending entry, and the snapshot is already done: a late duplicate.
@@ -225,7 +256,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     Status created = pending.Create(started, meter);
     if (created.IsConditionFailed())
       return wait_for_winner(Outcome::kDuplicateCreateFailed);
-    if (!created.ok()) return fail(created);
+    if (!created.ok()) return fail_unless_truncated(created);
     increment = 1;
   } else if (already_complete) {
     // A previous invocation completed the snapshot but died before cleaning up.
@@ -238,8 +269,8 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   }
 
   // 5. Read every entry since the previous completed snapshot. After an exact
-  // truncation (issue 14) snapshots before first_seq are gone, and the sheet's
-  // base_root holds every entry before first_seq.
+  // truncation snapshots before first_seq are gone, and the sheet's base_root holds
+  // every entry before first_seq.
   std::optional<EntryRecord> previous;
   for (auto it = segments->rbegin(); it != segments->rend() && !previous; ++it) {
     if (it->num > job.segment || !it->last_snapshot) continue;
@@ -247,7 +278,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     if (it->num == job.segment && num >= job.entry) continue;
     if (it->first_seq + num < sheet->first_seq) break;
     Result<EntryRecord> entry = log_->GetEntry(job.sheet_id, it->first_seq + num, meter);
-    if (!entry.ok()) return fail(entry.status());
+    if (!entry.ok()) return fail_unless_truncated(entry.status());
     previous = *entry;
   }
   if (!previous && sheet->base_root) {
@@ -259,7 +290,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   std::vector<EntryRecord> entries;
   for (int64_t next = from; next < job_seq;) {
     Result<ReadRange> page = log_->Read(job.sheet_id, next, job_seq, 1000, meter);
-    if (!page.ok()) return fail(page.status());
+    if (!page.ok()) return fail_unless_truncated(page.status());
     if (page->entries.empty()) break;
     for (EntryRecord& e : page->entries) entries.push_back(std::move(e));
     next = entries.back().seq + 1;
@@ -278,10 +309,11 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   if (previous) previous_root = previous->snapshot_root;
   Result<std::unique_ptr<SnapshotBuild>> build =
       build_factory_(job, job_seq, previous_root, entries, checkpoint);
-  if (!build.ok()) return fail(build.status());
+  if (!build.ok()) return fail_unless_truncated(build.status());
   while (true) {
     Result<bool> done = (*build)->WriteNextChunk();
     if (!done.ok()) {
+      if (truncated_away()) return finish_truncated();
       // Let a retry claim it at once instead of waiting out the stale timeout.
       (void)pending.Update(key, increment, SetActive(false, std::nullopt), meter);
       return fail(done.status());
@@ -294,7 +326,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     checkpointed.modified = clock_->NowSeconds();
     Status saved = pending.Update(key, increment, checkpointed, meter);
     if (saved.IsConditionFailed()) return wait_for_winner(Outcome::kLostCheckpoint);
-    if (!saved.ok()) return fail(saved);
+    if (!saved.ok()) return fail_unless_truncated(saved);
     ++increment;
     if (*done) break;
     if (deadline_micros - clock_->NowMicros() < options_.handoff_margin_micros) {
@@ -310,13 +342,14 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   // 7. Complete: root onto the entry and the segment, pending entry removed, message
   // deleted — in that order, so a crash between any two is repaired by a redelivery.
   Result<std::string> root = (*build)->Finish();
-  if (!root.ok()) return fail(root.status());
+  if (!root.ok()) return fail_unless_truncated(root.status());
   Status fault = faults_->Hit(FaultPoint::kSnapshotBeforeComplete);
   if (!fault.ok()) return fail(fault);
   if (Status stop = may_write("complete"); !stop.ok()) return fail(stop);
   Status completed =
       log_->CompleteSnapshot(job.sheet_id, job.segment, job.entry, *root, meter);
-  if (!completed.ok()) return fail(completed);
+  // The entry it completes was truncated away meanwhile: no root is written.
+  if (!completed.ok()) return fail_unless_truncated(completed);
   fault = faults_->Hit(FaultPoint::kSnapshotAfterComplete);
   if (!fault.ok()) return fail(fault);
   Status removed = pending.Delete(key, increment, meter);
@@ -324,6 +357,35 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   if (!removed.ok()) return fail(removed);
   SendNextJob(job, job_seq, meter);
   return done_with_message(Outcome::kCompleted);
+}
+
+Result<bool> SnapshotWorker::EarlierLivePending(const SnapshotJob& job,
+                                                UnitMeter* meter) {
+  PendingSnapshots& pending = *log_->pending_snapshots();
+  // The sheet before the items: first_seq only grows, so an item created after this
+  // read is judged against an older cut, never wrongly obsolete.
+  ASSIGN_OR_RETURN(SheetInfo sheet, log_->GetSheet(job.sheet_id, meter));
+  ASSIGN_OR_RETURN(std::vector<SegmentInfo> segments,
+                   log_->ListSegments(job.sheet_id, meter));
+  ASSIGN_OR_RETURN(std::vector<PendingSnapshot> items, pending.List(job.sheet_id, meter));
+  for (const PendingSnapshot& item : items) {
+    if (std::make_pair(item.segment, item.entry) >=
+        std::make_pair(job.segment, job.entry)) {
+      return false;
+    }
+    auto segment =
+        std::find_if(segments.begin(), segments.end(),
+                     [&](const SegmentInfo& s) { return s.num == item.segment; });
+    const bool obsolete =
+        segment != segments.end() && segment->first_seq + item.entry < sheet.first_seq;
+    if (!obsolete) return true;
+    // The truncation removes the items of the entries it drops in its own transaction;
+    // this one was created after it by an invocation that had passed its check before
+    // the cut. Whoever still holds it loses its next conditional write and finishes
+    // as kTruncated.
+    RETURN_IF_ERROR(pending.Delete(item.key(), std::nullopt, meter));
+  }
+  return false;
 }
 
 void SnapshotWorker::SendNextJob(const SnapshotJob& job, int64_t job_seq,

@@ -1,49 +1,18 @@
-// The snapshot worker: seed 000's "Snapshot Creation" and "Checkpoints", step by step.
+// SnapshotWorker: the snapshot queue's consumer, seed 000's "Snapshot Creation" and
+// "Checkpoints". Each message names one Snapshot entry (sheet, segment, entry num);
+// HandleMessage builds that snapshot from the previous one and the entries since,
+// checkpointing into the entry's Pending Snapshots item, and completes it (root key onto
+// the Snapshot entry, the segment's last snapshot forward, pending item and message
+// deleted). Each delivery ends in one Outcome (below).
 //
-// It consumes the snapshot queue. Each message names one Snapshot entry (sheet,
-// segment, entry num). Messages may be duplicated, late, reordered, or delivered to two
-// invocations at once; invocations may crash between any two writes or run out of
-// time. The Pending Snapshots table orchestrates: one item per snapshot in progress,
-// with Active, Modified, Increment (optimistic concurrency) and State (checkpoint).
-//
-// HandleMessage walks the seed's cases in its order; each case is a named outcome:
-//   kDeferredEarlierPending  an earlier pending snapshot exists for the log: wait
-//                            (visibility timeout = defer_seconds), exit
-//   kDuplicateLostClaim      the pending entry exists and our conditional claim on
-//                            Increment lost: another invocation has it: wait for it
-//                            (defer by stale_seconds; see "Losers wait" below)
-//   kDeferredActive          the pending entry is Active and not timed out: visibility =
-//                            time remaining before it times out, exit
-//   kLateDuplicate           no pending entry and the segment's last snapshot is
-//                            already at or past this one: delete message
-//   kDuplicateCreateFailed   the conditional create of the pending entry failed: wait
-//                            for the creator (defer by stale_seconds)
-//   kDeferredEarlierUnprocessed  an earlier Snapshot entry in the log is not complete:
-//                            clear Active, defer, exit
-//   kLostCheckpoint          a forward-only checkpoint write failed: another invocation
-//                            is active: wait for it (defer by stale_seconds), exit
-//   kHandedOff               near the end of the time budget after a checkpoint: clear
-//                            Active, redeliver now, exit; the next invocation resumes
-//                            from the checkpoint
-// Losers wait: seed 000 deletes the message of an invocation that loses a conditional
-// write ("this must be a duplicate message"), but the same message can be in two
-// invocations at once (one overran its budget while the message was redelivered), and
-// then the winner may hold only a stale receipt: if it fails, no message is left and
-// the pending item holds back every later snapshot of the sheet for good. So a loser
-// defers the job by stale_seconds instead; when it comes back the winner has
-// completed (kLateDuplicate: deleted), is still checkpointing (kDeferredActive) or
-// died (its claim is stale: taken over). Until its snapshot completes, a job always
-// has a message in the queue.
-// Every "defer"/"redeliver" goes through MessageControl::Defer, which never counts
-// against the queue's maxReceiveCount: only kFailed does.
-//   kCompleted               root key onto the Snapshot entry, segment last snapshot,
-//                            pending entry deleted, message deleted
-//   kSheetGone               the sheet was deleted meanwhile: delete the message
-//   kFailed                  an error, or the deadline passed before a conditional
-//                            write (Lambda would have killed the invocation: it stops
-//                            and writes nothing more); the message stays and reappears
-//                            after its visibility timeout (the runtime retries; the DLQ
-//                            catches poison messages)
+// Messages may be duplicated, late, reordered or delivered to two invocations at once,
+// and invocations may crash between any two writes or run out of time: conditional
+// writes on the pending item decide who builds, and a loser waits (defers) instead of
+// deleting the message, so until its snapshot completes a job always has a message in
+// the queue (unless a queue's retention drops it: src/effects/snapshot_healing.h).
+// Deferring never counts against the queue's maxReceiveCount; only kFailed does.
+// The seed's cases step by step, and why losers wait: docs/architecture.md "The
+// snapshot worker".
 #pragma once
 
 #include <cstdint>
@@ -133,16 +102,39 @@ class SnapshotWorker {
     std::function<void(const std::string& step)> test_before_conditional_write;
   };
 
+  // How a delivery ended. Every "defer" goes through MessageControl::Defer.
   enum class Outcome {
+    // An earlier pending snapshot exists for the log: deferred by defer_seconds. An
+    // earlier item whose Snapshot entry lies before the sheet's first_seq (truncated
+    // away) is obsolete, not waited for: deleted.
     kDeferredEarlierPending,
+    // The pending item exists and our conditional claim on Increment lost: another
+    // invocation has it: deferred by stale_seconds (losers wait).
     kDuplicateLostClaim,
+    // The pending item is Active and not timed out: deferred by the time remaining
+    // before it times out.
     kDeferredActive,
+    // No pending item, and the segment's last snapshot is already at or past this one:
+    // the message is deleted.
     kLateDuplicate,
+    // The conditional create of the pending item failed: deferred by stale_seconds, to
+    // wait for the creator.
     kDuplicateCreateFailed,
+    // An earlier Snapshot entry in the log is not complete: Active cleared, deferred.
     kDeferredEarlierUnprocessed,
+    // A forward-only checkpoint write failed: another invocation is active: deferred by
+    // stale_seconds.
     kLostCheckpoint,
+    // Near the end of the time budget after a checkpoint: Active cleared, redelivered
+    // at once; the next invocation resumes from the checkpoint.
     kHandedOff,
+    // Root key onto the Snapshot entry, segment's last snapshot forward, pending item
+    // deleted, message deleted.
     kCompleted,
+    // An error, or the deadline passed before a conditional write (Lambda would have
+    // killed the invocation: it stops and writes nothing more). The message stays and
+    // reappears after its visibility timeout (the runtime retries; the DLQ catches
+    // poison messages).
     kFailed,
     // Only with the fault point "snapshot.message_lost" armed: the message was deleted
     // before any work, as if lost (tests of the manual fallback).
@@ -150,6 +142,11 @@ class SnapshotWorker {
     // The sheet no longer exists (deleted while its job waited): nothing to build;
     // the message is deleted rather than failed until it is dead-lettered.
     kSheetGone,
+    // The job's Snapshot entry was truncated away while it ran (an exact truncation
+    // committed after its "already complete?" check, and its reads, build or completion
+    // failed on what the cut removed): obsolete, so its pending item and message are
+    // deleted rather than left to hold back later snapshots until a redelivery.
+    kTruncated,
   };
   static const char* OutcomeName(Outcome outcome);
 
@@ -166,6 +163,10 @@ class SnapshotWorker {
   // After a completion: a message for the next unfinished Snapshot entry (see
   // Options::send_job).
   void SendNextJob(const SnapshotJob& job, int64_t job_seq, UnitMeter* meter);
+  // Step 1's wait: whether a pending item before `job` that is not obsolete exists.
+  // Obsolete items (their Snapshot entry lies before the sheet's first_seq) are
+  // deleted on the way.
+  Result<bool> EarlierLivePending(const SnapshotJob& job, UnitMeter* meter);
 
   EventLog* log_;
   Clock* clock_;

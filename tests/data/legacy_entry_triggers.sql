@@ -1,7 +1,7 @@
--- The entry stream's triggers as schema/007_entry_metadata.sql created them before the
--- application attached its streams with AttachStream (src/app/schema.h). Databases
--- created then keep these; stream_change_feed_test checks they write the same records
--- as the attached ones.
+-- The entry stream's triggers as schema/sqlite/007_entry_metadata.sql created them
+-- before the application attached its streams with AttachStream (src/app/schema.h).
+-- Databases created then keep these; stream_change_feed_test checks they write the same
+-- records as the attached ones.
 
 -- NULL columns are left out of the images (json_patch drops null members), as
 -- DynamoDB leaves out attributes that are not present.

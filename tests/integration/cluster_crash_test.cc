@@ -1,4 +1,4 @@
-// Issue 25 stage 3's multi-node crash test. Three `sheetlog serve` nodes on one
+// The multi-node crash test (docs/cluster.md). Three `sheetlog serve` nodes on one
 // PostgreSQL database and one S3 bucket (tests/support/test_cluster.h) take, through all
 // three at once, contended appends to one sheet (with and without expect_seq), uploads
 // (presigned PUT straight to the store, complete on another node), CSV imports and the
@@ -512,7 +512,8 @@ void ClusterCrashTest::CheckPipeline(int round, std::mt19937& rng) {
   EXPECT_TRUE(Eventually(
       [&] {
         verified = Get(client, "/v1/admin/verify");
-        return verified.status == 200 && verified.body.value("ok", false);
+        return verified.status == 200 && verified.body.value("ok", false) &&
+               verified.body.value("pending", json::array()).empty();
       },
       [&] { return verified.raw + "\n" + Diagnostics(client); }, kRecoverySeconds));
   const int other = (watcher + 1) % kNodes;

@@ -1,9 +1,9 @@
-// Issue 25 stage 3, "caches and live updates across nodes": three nodes on one
+// Reads, caches and live updates across nodes (docs/cluster.md): three nodes on one
 // PostgreSQL database and one bucket (tests/support/test_cluster.h). A read on one node
 // right after another node acknowledged an append sees it (the entry, the cells at the
 // head through the head-view cache), and the live event stream of every node carries
 // every entry, whichever node wrote it (the shared change feed, woken across nodes by
-// LISTEN/NOTIFY: docs/cluster.md "Stage 3").
+// LISTEN/NOTIFY: docs/cluster.md "Wake-ups between nodes: LISTEN/NOTIFY").
 #include <gtest/gtest.h>
 
 #include <memory>

@@ -1,4 +1,4 @@
-// GET /v1/sheets/{id}/cost (issue 7 item 6): a scripted workload, and the bill worked
+// GET /v1/sheets/{id}/cost: a scripted workload, and the bill worked
 // out by hand in the test from what each response reported (X-Request-Units) and the
 // stored objects, at seed 001's prices with two of them overridden by --prices.
 #include <gtest/gtest.h>
@@ -116,7 +116,7 @@ TEST_F(CostHttpTest, MatchesAHandComputation) {
             404);
 }
 
-// Issue 23 item 8: an imported file is stored under the sheet's uploads/ prefix and
+// An imported file is stored under the sheet's uploads/ prefix and
 // is billed like the sheet's other objects (it was left out: 286 B for a sheet holding
 // a 6 MiB import).
 TEST_F(CostHttpTest, CountsTheSheetsUploadedFiles) {
@@ -129,7 +129,7 @@ TEST_F(CostHttpTest, CountsTheSheetsUploadedFiles) {
            {{"type", "Import"}, {"body", {{"format", "csv"}}}, {"size", csv.size()}});
   ASSERT_EQ(upload.status, 201) << upload.raw;
   const std::string url = upload.body["url"];
-  ASSERT_EQ(Request(*client_, "PUT", url.substr(url.find("/v1/")), csv).status, 200);
+  ASSERT_EQ(RequestUrl(*client_, "PUT", url, csv).status, 200);
   ASSERT_EQ(Post(*client_,
                  "/v1/sheets/" + id + "/uploads/" +
                      upload.body["upload_id"].get<std::string>() + "/complete",

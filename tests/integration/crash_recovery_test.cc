@@ -1,4 +1,4 @@
-// Randomized crash recovery (issue 13, "Done when"): the real binary runs a random mix
+// Randomized crash recovery: the real binary runs a random mix
 // of appends on several sheets (snapshot_every 10), snapshot requests, uploads, CSV
 // imports, truncates and sheet deletions, and dies at a random moment: SIGKILL from the
 // test, or a crash fault (SIGKILL from inside) at a named point of the snapshot worker,
@@ -93,8 +93,8 @@ struct Scenario {
   double probability = 1.0;  // kFault: chance that an eligible hit fires
   Op op = Op::kAppend;       // kTestDuringOp: the op the kill lands in
   std::vector<uint32_t> seeds;
-  // Whether the workload deletes sheets (the deletion cases; issue 13 item 13 keeps
-  // deletion apart until a deleted sheet's queued snapshot work is dropped).
+  // Whether the workload deletes sheets (the deletion cases; deletion is kept apart
+  // until a deleted sheet's queued snapshot work is dropped).
   bool deletes = false;
   // Whether truncates cut anywhere (api.md: exact) or only at segment starts (as
   // retention does). Until verify learned truncated segments it reported a log cut
@@ -753,8 +753,8 @@ std::string ScenarioName(const ::testing::TestParamInfo<Scenario>& info) {
 }
 
 // A case that fails on today's code, kept in the suite (gtest skips a parameter named
-// DISABLED_*; run it with --gtest_also_run_disabled_tests). Each use names the issue
-// item whose fix enables it.
+// DISABLED_*; run it with --gtest_also_run_disabled_tests). Each use says which fix
+// enables it.
 [[maybe_unused]] Scenario Disabled(Scenario s) {
   s.name = "DISABLED_" + s.name;
   return s;
@@ -810,7 +810,7 @@ INSTANTIATE_TEST_SUITE_P(RequestPath, CrashRecoveryTest,
                                            Fault("blob.put.after_commit", 36, 0.3)),
                          ScenarioName);
 
-// Crash faults in the snapshot worker and around the queue handler (issue 13 item 1).
+// Crash faults in the snapshot worker and around the queue handler.
 // Two queue-side points are not reached by the running server and have no case:
 // queue.change_visibility (a deferral sends a delayed copy and deletes the original:
 // queue.send and queue.delete cover the crash between them) and
@@ -826,7 +826,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Crashes(2, Fault("snapshot.before_complete", 49))),
     ScenarioName);
 
-// Crash faults in the change feed's handler and the runtime around it (issue 13 item 1).
+// Crash faults in the change feed's handler and the runtime around it.
 INSTANTIATE_TEST_SUITE_P(
     ChangeFeed, CrashRecoveryTest,
     ::testing::Values(Fault("effects.after_snapshot_send", 51),
@@ -840,7 +840,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Fault("blob.put_tags", 59)),
     ScenarioName);
 
-// Sheet deletion (issue 13 item 13): random kills with deletions in the mix, SIGKILL
+// Sheet deletion: random kills with deletions in the mix, SIGKILL
 // right after a DELETE reached the server, a crash between its blob deletions.
 INSTANTIATE_TEST_SUITE_P(
     SheetDeletion, CrashRecoveryTest,
@@ -853,7 +853,7 @@ INSTANTIATE_TEST_SUITE_P(
         // after a restart.
         WithDeletes(Fault("blob.delete", 62)),
         WithDeletes(Fault("sheet.purge.before", 63)),
-        // Issue 13 item 13: a Pending Snapshots row of a deleted sheet (created by a
+        // A Pending Snapshots row of a deleted sheet (created by a
         // build racing the delete) once outlived its job with no queue message left
         // to remove it (1 of 4 runs on 76dadfa); since 880a67b the job of a deleted
         // sheet removes its own pending row first (12 runs green).

@@ -1,4 +1,4 @@
-// Hostile request text against the real binary (issue 13 items 4 and 11): bodies nested
+// Hostile request text against the real binary: bodies nested
 // far too deep, bytes that are not UTF-8 in every place a request carries text, and
 // numbers beyond a double. Each answers a 400 in api.md's error shape, writes nothing,
 // and leaves the server serving.

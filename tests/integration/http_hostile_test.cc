@@ -1,5 +1,5 @@
-// Hostile and unlucky HTTP clients against the real binary (issue 13 items 5, 6, 7, 9,
-// 15-19): bodies that are too large however they are framed or compressed, floods of
+// Hostile and unlucky HTTP clients against the real binary: bodies that are too large
+// however they are framed or compressed, floods of
 // idle and trickling connections, pipelining, half-closed sockets, SIGTERM with a slow
 // client, cross-site requests and foreign Host headers, blank tokens. Raw sockets over
 // loopback (httplib's client cannot send most of these); no sleeps: a test that waits
@@ -147,7 +147,7 @@ class HttpHostileTest : public ::testing::Test {
   std::unique_ptr<ServerProcess> server_;
 };
 
-// Item 6: a chunked body is held to --max-request like a Content-Length one, and
+// A chunked body is held to --max-request like a Content-Length one, and
 // nothing of it is buffered beyond the limit.
 TEST_F(HttpHostileTest, ChunkedBodyOverTheLimitIs413WithoutBeingBuffered) {
   StartServer();
@@ -174,7 +174,7 @@ TEST_F(HttpHostileTest, ChunkedBodyOverTheLimitIs413WithoutBeingBuffered) {
   EXPECT_EQ(Get(client, "/healthz").status, 200);
 }
 
-// Item 6: a chunked body within the limit is read like any other.
+// A chunked body within the limit is read like any other.
 TEST_F(HttpHostileTest, ChunkedBodyWithinTheLimitIsServed) {
   StartServer();
   RawConnection conn(server_->port());
@@ -188,7 +188,7 @@ TEST_F(HttpHostileTest, ChunkedBodyWithinTheLimitIsServed) {
   EXPECT_EQ(BodyOf(response)["name"], "chunked") << response;
 }
 
-// Item 5: a gzip body is inflated with its inflated size counted against the limit:
+// A gzip body is inflated with its inflated size counted against the limit:
 // a bomb (64 MiB of zeros in ~64 KiB) is a 413 and the server's memory stays small.
 TEST_F(HttpHostileTest, GzipBombIs413AndMemoryStaysSmall) {
   StartServer();
@@ -210,7 +210,7 @@ TEST_F(HttpHostileTest, GzipBombIs413AndMemoryStaysSmall) {
   EXPECT_EQ(Get(client, "/v1/sheets/" + sheet).body["next_seq"], 1);
 }
 
-// Item 5: a small gzip body is inflated and served.
+// A small gzip body is inflated and served.
 TEST_F(HttpHostileTest, GzipBodyWithinTheLimitIsInflated) {
   StartServer();
   std::string body = Gzip(R"({"name":"zipped"})");
@@ -223,7 +223,7 @@ TEST_F(HttpHostileTest, GzipBodyWithinTheLimitIsInflated) {
   EXPECT_EQ(BodyOf(response)["name"], "zipped") << response;
 }
 
-// Items 5, 6: without the token, the 401 comes from the head alone: the body is never
+// Without the token, the 401 comes from the head alone: the body is never
 // sent here, and the server answers and closes anyway.
 TEST_F(HttpHostileTest, UnauthenticatedBodyIsRefusedWithoutBeingRead) {
   StartServer({}, "secret-token");
@@ -240,7 +240,7 @@ TEST_F(HttpHostileTest, UnauthenticatedBodyIsRefusedWithoutBeingRead) {
   EXPECT_EQ(StatusOf(chunked.ReadToEnd()), 401);
 }
 
-// Item 7: 10,000 idle connections do not stop the server answering a new client.
+// 10,000 idle connections do not stop the server answering a new client.
 TEST_F(HttpHostileTest, TenThousandIdleConnectionsAndHealthzIsAnswered) {
   RaiseFileLimit();
   StartServer();
@@ -267,7 +267,7 @@ TEST_F(HttpHostileTest, TenThousandIdleConnectionsAndHealthzIsAnswered) {
   EXPECT_EQ(StatusOf(idle[5000]->ReadResponseText()), 200);
 }
 
-// Item 7: when the connection bound is reached, the oldest idle connection makes room.
+// When the connection bound is reached, the oldest idle connection makes room.
 TEST_F(HttpHostileTest, FullServerEvictsTheOldestIdleConnection) {
   StartServer({"--max-connections", "8"});
   std::vector<std::unique_ptr<RawConnection>> idle;
@@ -283,7 +283,7 @@ TEST_F(HttpHostileTest, FullServerEvictsTheOldestIdleConnection) {
   EXPECT_TRUE(idle[0]->ClosedByServer());  // the oldest idle one made room
 }
 
-// Item 7: 256 connections trickling header bytes do not stop the server answering,
+// 256 connections trickling header bytes do not stop the server answering,
 // and the header timeout closes them (408).
 TEST_F(HttpHostileTest, TricklingHeadersDoNotStarveOthersAndTimeOut) {
   StartServer({"--header-timeout", "1"});
@@ -306,7 +306,7 @@ TEST_F(HttpHostileTest, TricklingHeadersDoNotStarveOthersAndTimeOut) {
   EXPECT_EQ(StatusOf(slow[255]->ReadToEnd()), 408);
 }
 
-// Item 7: an idle keep-alive connection and a stalled body are closed after their
+// An idle keep-alive connection and a stalled body are closed after their
 // timeouts (the stalled body with a 408), so neither holds the server for ever.
 TEST_F(HttpHostileTest, IdleConnectionsAndStalledBodiesTimeOut) {
   StartServer({"--idle-timeout", "0.5", "--body-timeout", "0.5"});
@@ -323,7 +323,7 @@ TEST_F(HttpHostileTest, IdleConnectionsAndStalledBodiesTimeOut) {
   EXPECT_EQ(SheetCount(), 0);
 }
 
-// Item 7 (audit): a streamed body (a blob or presigned upload, read by its handler on a
+// A streamed body (a blob or presigned upload, read by its handler on a
 // worker) holds that worker while it arrives, so as many trickling uploads as workers
 // took every worker and nothing else was answered. At most half the workers read
 // streamed bodies; the other uploads wait, unread, for a turn. With --threads 4 and
@@ -373,7 +373,7 @@ TEST_F(HttpHostileTest, TricklingUploadsDoNotTakeEveryWorker) {
   EXPECT_EQ(stored->body, body);
 }
 
-// Item 7: the head is bounded in size too.
+// The head is bounded in size too.
 TEST_F(HttpHostileTest, OversizedHeadIs431) {
   StartServer();
   RawConnection conn(server_->port());
@@ -382,7 +382,7 @@ TEST_F(HttpHostileTest, OversizedHeadIs431) {
   EXPECT_EQ(StatusOf(conn.ReadToEnd()), 431);
 }
 
-// Item 15: pipelined requests are all answered, in order.
+// Pipelined requests are all answered, in order.
 TEST_F(HttpHostileTest, PipelinedRequestsAreAnsweredInOrder) {
   StartServer();
   const std::string sheet = NewSheet();
@@ -403,7 +403,7 @@ TEST_F(HttpHostileTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_TRUE(conn.ClosedByServer());  // then the server closes, as asked
 }
 
-// Item 18: a client that half-closes after its request still gets the response.
+// A client that half-closes after its request still gets the response.
 TEST_F(HttpHostileTest, HalfClosedClientGetsItsResponse) {
   StartServer();
   RawConnection conn(server_->port());
@@ -415,7 +415,7 @@ TEST_F(HttpHostileTest, HalfClosedClientGetsItsResponse) {
   EXPECT_EQ(BodyOf(response)["name"], "half") << response;
 }
 
-// Item 16: the body's content type does not matter: curl -d's form-urlencoded body is
+// The body's content type does not matter: curl -d's form-urlencoded body is
 // read as JSON up to --max-request.
 TEST_F(HttpHostileTest, FormUrlencodedBodyIsReadUpToMaxRequest) {
   StartServer();
@@ -429,7 +429,7 @@ TEST_F(HttpHostileTest, FormUrlencodedBodyIsReadUpToMaxRequest) {
   EXPECT_EQ(result->status, 201) << result->body;
 }
 
-// Item 9: a cross-site page cannot change anything; the server's own origin can.
+// A cross-site page cannot change anything; the server's own origin can.
 TEST_F(HttpHostileTest, CrossSiteStateChangesAreRefused) {
   StartServer();
   httplib::Client client = server_->Client();
@@ -464,7 +464,7 @@ TEST_F(HttpHostileTest, CrossSiteStateChangesAreRefused) {
   EXPECT_EQ(SheetCount(), 2);
 }
 
-// Item 9: DNS rebinding: a Host that is not this server's is refused; --allowed-host
+// DNS rebinding: a Host that is not this server's is refused; --allowed-host
 // adds names.
 TEST_F(HttpHostileTest, ForeignHostIsRefusedUnlessAllowed) {
   StartServer({"--allowed-host", "sheets.internal,proxy.example:8443"});
@@ -493,7 +493,7 @@ TEST_F(HttpHostileTest, ForeignHostIsRefusedUnlessAllowed) {
       << refused;
 }
 
-// Item 19: an empty or blank token is refused at start.
+// An empty or blank token is refused at start.
 TEST_F(HttpHostileTest, BlankTokenIsRefusedAtStart) {
   for (const std::string& token : {std::string(" "), std::string("\t "), std::string()}) {
     ServerOptions options = ServerOptions::InMemory({"--token", token});
@@ -508,7 +508,7 @@ TEST_F(HttpHostileTest, BlankTokenIsRefusedAtStart) {
   EXPECT_NE(server.Log().find("SHEETLOG_TOKEN"), std::string::npos) << server.Log();
 }
 
-// Item 17: SIGTERM with slow clients (a stalled body, a trickling head, idle
+// SIGTERM with slow clients (a stalled body, a trickling head, idle
 // keep-alive) stops within the shutdown grace, cleanly; the next start finds every
 // acknowledged entry and nothing to repair.
 TEST(HttpShutdownTest, SigtermWithSlowClientsExitsPromptlyAndCleanly) {

@@ -1,8 +1,8 @@
-// Issue 8 end to end over real HTTP against the real binary: Import entries through
+// Files in and out over real HTTP against the real binary: Import entries through
 // the upload flow (files made by openpyxl, Gnumeric and Python's csv module), refusal
 // of bad files with nothing written, the snapshot pipeline building imported sheets,
-// XLSX export read back by openpyxl and ssconvert, and the `sheetlog import/export`
-// commands.
+// XLSX export read back by openpyxl and ssconvert, the `sheetlog import/export`
+// commands, and the export bound.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -246,7 +246,7 @@ TEST_F(ImportExportHttpTest, ReplaceClearsTheSheetAndMergeWritesOver) {
   ExpectSameValues(Cells(sheet, "A1:D9"), {{"C3", "z"}});
 }
 
-// Issue 23 item 5: a block of formulas imported at L3 reads as a spreadsheet pastes it
+// A block of formulas imported at L3 reads as a spreadsheet pastes it
 // there: relative references move 2 rows and 11 columns (single and shared formulas,
 // references to another worksheet), absolute ones stay; the exported XLSX agrees.
 TEST_F(ImportExportHttpTest, XlsxFormulasImportedAwayFromA1MoveWithTheirCells) {
@@ -382,7 +382,7 @@ TEST_F(ImportExportHttpTest, SnapshotOfAnImportedSheetHoldsTheImportedCells) {
   EXPECT_EQ(Cells(sheet, "A1:C300"), before);
 }
 
-// Issue 8 item 4: a replace import is read (cells at both ends, an export) and
+// A replace import is read (cells at both ends, an export) and
 // snapshotted without its cells ever being held. Measured as the growth of the
 // server's peak memory over the whole flow for a file of `rows` x 250 cells, on a
 // fresh server whose sanitizer keeps little freed memory in quarantine (ASan holds up
@@ -552,6 +552,70 @@ TEST_F(ImportExportHttpTest, CommandLineImportAndExport) {
   EXPECT_NE(status, 0);
   EXPECT_NE(out.find("unterminated quoted field"), std::string::npos) << out;
   EXPECT_EQ(NextSeq(sheet), before);
+}
+
+// The export bound (README, "GET .../export"), which needs no spreadsheet tool.
+class ExportBoundHttpTest : public ApiTest {
+ protected:
+  void SetUp() override { StartServer(ServerOptions(dir_.File("data"))); }
+
+  JsonResponse UsedRange(const std::string& sheet) {
+    return Get(*client_, "/v1/sheets/" + sheet + "/used-range");
+  }
+  JsonResponse Export(const std::string& sheet, const std::string& format) {
+    return Get(*client_, "/v1/sheets/" + sheet + "/export?format=" + format);
+  }
+};
+
+// User finding 4: one legal cell far out (XFD2147483647) made used-range walk the grid
+// (seconds of CPU), XLSX export the same before refusing, and CSV export stream 2^31
+// rows of commas. The used range is answered from the cells; an export past the bound
+// is a 422 ExportTooLarge before anything is sent.
+TEST_F(ExportBoundHttpTest, FarCellHasItsUsedRangeAndItsExportsAreRefusedBeforeSending) {
+  const std::string sheet = CreateSheet(*client_);
+  Append(*client_, sheet, "SetCell", {{"ref", "B2"}, {"value", 1}});
+  Append(*client_, sheet, "SetCell", {{"ref", "XFD2147483647"}, {"value", "far"}});
+  // From the entries, then from a snapshot holding them.
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(pass == 0 ? "from the entries" : "from a snapshot");
+    if (pass == 1) {
+      const int64_t snapshot = TakeSnapshot(*client_, sheet);
+      ASSERT_TRUE(WaitForSnapshot(*server_, *client_, sheet, snapshot));
+    }
+    JsonResponse used = UsedRange(sheet);
+    ASSERT_EQ(used.status, 200) << used.raw;
+    EXPECT_EQ(used.body["range"], "A1:XFD2147483647");
+    EXPECT_EQ(used.body["last_row"], 2147483647);
+    EXPECT_EQ(used.body["last_column"], 16384);
+    for (const char* format : {"csv", "xlsx"}) {
+      JsonResponse r = Export(sheet, format);
+      EXPECT_EQ(r.status, 422) << format << ": " << r.raw.substr(0, 300);
+      EXPECT_EQ(r.body["error"]["code"], "ExportTooLarge") << format;
+      EXPECT_EQ(r.body["error"]["used_range"], "A1:XFD2147483647") << format;
+      EXPECT_EQ(r.body["error"]["limit"], 100000000) << format;
+      EXPECT_FALSE(r.body["error"]["message"].get<std::string>().empty());
+      EXPECT_EQ(r.headers.count("Content-Disposition"), 0u) << format;
+    }
+  }
+
+  // Cleared, the far cell no longer counts: B2 is the last cell again.
+  SetCell(*client_, sheet, "XFD2147483647", nullptr);
+  JsonResponse used = UsedRange(sheet);
+  EXPECT_EQ(used.body["range"], "A1:B2") << used.raw;
+  httplib::Result csv = client_->Get("/v1/sheets/" + sheet + "/export?format=csv");
+  ASSERT_TRUE(csv);
+  EXPECT_EQ(csv->status, 200);
+  EXPECT_EQ(csv->body, ",\r\n,1\r\n");
+
+  // Within the CSV bound but past XLSX's 1048576 rows: CSV may, XLSX may not.
+  SetCell(*client_, sheet, "A1048577", 2);
+  used = UsedRange(sheet);
+  EXPECT_EQ(used.body["range"], "A1:B1048577") << used.raw;
+  JsonResponse xlsx = Export(sheet, "xlsx");
+  EXPECT_EQ(xlsx.status, 422) << xlsx.raw;
+  EXPECT_EQ(xlsx.body["error"]["code"], "ExportTooLarge");
+  EXPECT_EQ(xlsx.body["error"]["max_rows"], 1048576);
+  EXPECT_EQ(xlsx.body["error"]["max_columns"], 16384);
 }
 
 }  // namespace

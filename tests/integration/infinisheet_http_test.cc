@@ -1,4 +1,4 @@
-// Issue 14 over real HTTP against the real binary: what infinisheet's EventLog and
+// Over real HTTP against the real binary: what infinisheet's EventLog and
 // BlobStore contracts need from the API (api.md "Entry metadata and live updates" and
 // the Entries/Blob sections): `complete`/`next`, exact truncation, entry metadata,
 // the append reply, continuation tokens bound to their listing, infinisheet's own
@@ -49,7 +49,7 @@ class InfinisheetHttpTest : public ApiTest {
   }
 };
 
-// Point 1: `complete` means "nothing more exists in [from, to) now"; `next` says where
+// `complete` means "nothing more exists in [from, to) now"; `next` says where
 // the next page starts.
 TEST_F(InfinisheetHttpTest, CompleteWhenToLiesBeyondTheHeadAndNextSaysWhereToGoOn) {
   const std::string sheet = CreateSheet(*client_);
@@ -75,7 +75,7 @@ TEST_F(InfinisheetHttpTest, CompleteWhenToLiesBeyondTheHeadAndNextSaysWhereToGoO
   EXPECT_EQ(rest.body["complete"], true);
 }
 
-// Point 2: a truncation point outside the retained log is a RangeError, changing
+// A truncation point outside the retained log is a RangeError, changing
 // nothing.
 TEST_F(InfinisheetHttpTest, TruncateOutsideTheLogIsARangeError) {
   const std::string sheet = CreateSheet(*client_);
@@ -94,7 +94,7 @@ TEST_F(InfinisheetHttpTest, TruncateOutsideTheLogIsARangeError) {
   EXPECT_EQ(Truncate(sheet, 6).status, 200) << "at the next seq: everything goes";
 }
 
-// Point 3: exact truncation inside a segment; cells at and after the cut read as
+// Exact truncation inside a segment; cells at and after the cut read as
 // before, the sheet verifies, and appends and loads go on.
 TEST_F(InfinisheetHttpTest, ExactTruncationKeepsTheStateAtTheCut) {
   const std::string sheet = CreateSheet(*client_);
@@ -218,7 +218,7 @@ TEST_F(InfinisheetHttpTest, DeletingATruncatedSheetDeletesItsBase) {
   })) << left.raw;
 }
 
-// Issue 23 item 12: GET /v1/sheets/{id} names the same last snapshot as entry reads and
+// GET /v1/sheets/{id} names the same last snapshot as entry reads and
 // from=snapshot (it named the server's snapshot 0 while they pointed at a newer
 // client-set one).
 TEST_F(InfinisheetHttpTest, SheetReadAndEntryReadsNameTheSameLastSnapshot) {
@@ -238,7 +238,7 @@ TEST_F(InfinisheetHttpTest, SheetReadAndEntryReadsNameTheSameLastSnapshot) {
   EXPECT_EQ(entries.body["from"], 3);
 }
 
-// Points 4 and 5: metadata on entries (PATCH and with an append), returned on every
+// Metadata on entries (PATCH and with an append), returned on every
 // read; from=snapshot and last_snapshot count client-set snapshots; the append reply
 // carries next_seq and last_snapshot.
 TEST_F(InfinisheetHttpTest, EntryMetadataAndTheAppendReply) {
@@ -299,7 +299,7 @@ TEST_F(InfinisheetHttpTest, EntryMetadataAndTheAppendReply) {
       400);
 }
 
-// Point 6: a listing continuation token is refused for another prefix.
+// A listing continuation token is refused for another prefix.
 TEST_F(InfinisheetHttpTest, ContinuationTokenIsBoundToItsPrefix) {
   for (const std::string dir : {"a", "b"}) {
     for (int i = 0; i < 3; ++i) {
@@ -324,7 +324,7 @@ TEST_F(InfinisheetHttpTest, ContinuationTokenIsBoundToItsPrefix) {
   EXPECT_EQ(right.body["keys"].size(), 2u);
 }
 
-// Point 7: infinisheet's own SetCellValueAndFormat entries, every shape it writes,
+// Infinisheet's own SetCellValueAndFormat entries, every shape it writes,
 // through appends, cells reads, snapshots and CSV export.
 TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
   const std::string sheet = CreateSheet(*client_);
@@ -385,7 +385,7 @@ TEST_F(InfinisheetHttpTest, InfinisheetSetCellValueAndFormatShapes) {
   EXPECT_EQ(read.size(), 5u) << read.dump();
 }
 
-// Point 8: with snapshot_every 0 the server inserts no entry after entry 0, even
+// With snapshot_every 0 the server inserts no entry after entry 0, even
 // past segment_entries once entry 0's snapshot is complete.
 TEST_F(InfinisheetHttpTest, SnapshotEveryZeroSheetsGetNoServerEntries) {
   const std::string sheet =

@@ -1,4 +1,4 @@
-// The routes beyond api.md that the console's views use (issue 23), over real HTTP
+// The routes beyond api.md that the console's views use, over real HTTP
 // against the real binary: what they answer, that the destructive ones need the flags
 // reset and faults need, that bad input is a 400 that changes nothing, and S3's
 // conditional blob writes.

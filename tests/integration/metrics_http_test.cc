@@ -1,5 +1,5 @@
-// GET /metrics (issue 7 item 6) on the real binary after a small workload: every
-// family the issue asks for is there with the expected labels, and the whole output
+// GET /metrics on the real binary after a small workload: every expected metric
+// family is there with the expected labels, and the whole output
 // passes `promtool check metrics` (Debian package `prometheus`, installed by
 // scripts/test).
 #include <gtest/gtest.h>

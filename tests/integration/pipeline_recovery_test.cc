@@ -1,4 +1,4 @@
-// Issue 13 items 1-3 over the real binary: the snapshot pipeline heals by itself after
+// Recovery over the real binary: the snapshot pipeline heals by itself after
 // kill -9 (no operator: no reprocess, redrive or replay), a burst of snapshots drains
 // without dead-lettering anything, and a pipeline that is not progressing shows in
 // verify, the admin routes and /metrics.
@@ -111,7 +111,7 @@ TEST(PipelineRecoveryTest, SnapshotKilledMidBuildCompletesAfterRestartByItself) 
   ExpectVerifyClean(after);
 }
 
-// Issue 13 item 2: a burst of appends from 16 clients with snapshot_every 10 queues
+// A burst of appends from 16 clients with snapshot_every 10 queues
 // dozens of snapshots of one sheet; each waits behind the earlier ones. None is
 // dead-lettered, and they drain within a bounded amount of clock time.
 TEST(PipelineRecoveryTest, BurstOfSnapshotsDrainsWithoutDeadLetters) {
@@ -140,7 +140,7 @@ TEST(PipelineRecoveryTest, BurstOfSnapshotsDrainsWithoutDeadLetters) {
   ExpectVerifyClean(client);
 }
 
-// Issue 13 item 3: a snapshot that is not progressing (its message keeps failing) is
+// A snapshot that is not progressing (its message keeps failing) is
 // reported by verify after the stall threshold, by /metrics, and its dead letter by
 // verify once it is dead-lettered.
 TEST(PipelineRecoveryTest, StalledSnapshotShowsInVerifyAndMetrics) {
@@ -182,7 +182,7 @@ TEST(PipelineRecoveryTest, StalledSnapshotShowsInVerifyAndMetrics) {
   EXPECT_EQ(Get(client, "/v1/admin/jobs?status=abandoned").status, 200);
 }
 
-// Item 3 for the change feed: a shard whose entry-effects batch keeps failing (the
+// The same for the change feed: a shard whose entry-effects batch keeps failing (the
 // error fault after a Snapshot entry's message is sent) holds back every sheet of the
 // shard. The operator sees it in verify (feed-stalled, once the oldest unprocessed
 // record is older than stall_after_s, with the failures and their error), in

@@ -1,4 +1,4 @@
-// Retention (seed 003, issue 7 item 5) in the real binary: `--retain-segments 1` with
+// Retention (seed 003) in the real binary: `--retain-segments 1` with
 // a manual clock. The background worker drops only whole segments behind a completed
 // snapshot (archiving them first with --retain-archive); reads of the dropped range
 // answer 410 with first_seq; the sheet loads and reads the same cells afterwards, and
@@ -95,7 +95,7 @@ TEST_F(RetentionHttpTest,
   JsonResponse verified = Post(*client_, "/v1/admin/verify", {{"sheet", sheet_}});
   ASSERT_EQ(verified.status, 200);
   // The one thing wrong is the snapshot the armed fault keeps from completing, a day
-  // old now: verify reports it as stalled (issue 13 item 3), and nothing else.
+  // old now: verify reports it as stalled, and nothing else.
   for (const json& v : verified.body["violations"]) {
     EXPECT_TRUE(v["invariant"] == "snapshot-stalled" || v["invariant"] == "dead-letter")
         << verified.raw;

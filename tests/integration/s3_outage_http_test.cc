@@ -1,5 +1,5 @@
-// The real binary with its blobs on an S3 store that goes away mid-run (issue 25 stage
-// 1, "bad conditions"): requests that need the store answer 503 with a message naming
+// The real binary with its blobs on an S3 store that goes away mid-run: requests that
+// need the store answer 503 with a message naming
 // it, within the request bounds of the --blobs URL; what does not need it keeps
 // working; nothing half-written appears; and once the store is back the same server
 // serves again, without a restart.

@@ -1,4 +1,4 @@
-// `sheetlog serve --config FILE` (issue 26 item 2): every flag may be set in the file,
+// `sheetlog serve --config FILE`: every flag may be set in the file,
 // the environment (SHEETLOG_<NAME>) overrides it and the command line overrides both;
 // an unknown key is refused naming it and its line; --token-file takes the token from
 // a file only its owner can read.

@@ -4,8 +4,13 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
+#include "tests/support/command.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -71,6 +76,74 @@ TEST(ServeTest, ServeHelpPrintsTheFlags) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
   EXPECT_NE(text.find("--data-dir"), std::string::npos) << text;
   EXPECT_NE(text.find("--listen"), std::string::npos) << text;
+}
+
+// User finding 16: `sheetlog verify --help` said "flag --help needs a value". Every
+// command `sheetlog help` lists answers --help and -h with its own usage: on stdout,
+// exit 0, naming its flags, whatever else is on the line and with no server to ask.
+TEST(ServeTest, EveryCommandAnswersHelpWithItsOwnUsage) {
+  const std::string binary = SHEETLOG_BINARY;
+  CommandResult general = RunCommand(binary + " help");
+  ASSERT_EQ(general.exit_code, 0) << general.err;
+  // The commands: the lines of "Commands:" that start with a name ("  verify [...").
+  std::vector<std::string> commands;
+  {
+    std::istringstream lines(general.out);
+    bool in_commands = false;
+    for (std::string line; std::getline(lines, line);) {
+      if (line == "Commands:") {
+        in_commands = true;
+        continue;
+      }
+      if (!in_commands) continue;
+      if (line.empty()) break;
+      if (line.size() > 2 && line.compare(0, 2, "  ") == 0 && line[2] != ' ') {
+        commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+      }
+    }
+  }
+  // What each usage must name (every command listed must be here).
+  const std::map<std::string, std::vector<std::string>> flags = {
+      {"serve", {"--data-dir", "--listen", "--config", "--token"}},
+      {"restore", {"--from", "--data-dir", "--json"}},
+      {"version", {"--json"}},
+      {"help", {"Commands:", "Usage: sheetlog <command>"}},
+      {"verify", {"--sheet", "--json", "--server", "--token"}},
+      {"rebuild-snapshots", {"SHEET", "--json", "--server", "--token"}},
+      {"reprocess", {"--since", "--sheet", "--json", "--server", "--token"}},
+      {"backup", {"--to", "--json", "--server", "--token"}},
+      {"import",
+       {"FILE", "--sheet", "--at", "--mode", "--format", "--worksheet", "--server",
+        "--token"}},
+      {"export", {"SHEET", "--format", "-o", "--output", "--at", "--server", "--token"}},
+  };
+  std::set<std::string> seen;
+  for (const std::string& command : commands) seen.insert(command);
+  for (const auto& [command, names] : flags) {
+    EXPECT_TRUE(seen.count(command)) << "`sheetlog help` does not list " << command;
+  }
+  ASSERT_GE(commands.size(), flags.size()) << general.out;
+  for (const std::string& command : commands) {
+    ASSERT_TRUE(flags.count(command))
+        << "a new command, " << command << ": say here what its --help must name";
+    // Alone, after other flags (one that takes a value included), and as -h.
+    for (const std::string& args :
+         {std::string(" --help"), std::string(" -h"),
+          std::string(" --server http://127.0.0.1:9 --sheet x --help")}) {
+      SCOPED_TRACE("sheetlog " + command + args);
+      CommandResult r = RunCommand(binary + " " + command + args);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      EXPECT_EQ(r.err, "");
+      if (command != "help") {
+        EXPECT_EQ(r.out.rfind("Usage: sheetlog " + command + " ", 0), 0u) << r.out;
+        EXPECT_EQ(r.out.find("Usage: sheetlog <command>"), std::string::npos)
+            << "the general usage, not the command's own";
+      }
+      for (const std::string& name : flags.at(command)) {
+        EXPECT_NE(r.out.find(name), std::string::npos) << name << " in:\n" << r.out;
+      }
+    }
+  }
 }
 
 TEST(ServeTest, RefusesNonLoopbackWithoutToken) {

@@ -1,4 +1,4 @@
-// Deleting a sheet leaves nothing behind (issue 13 item 13), against the real binary:
+// Deleting a sheet leaves nothing behind, against the real binary:
 // every object under the sheet's prefixes and its upload rows go with it, a kill -9 at
 // any step of the purge is finished by the next start, and the objects of a snapshot
 // build under way when the sheet is deleted go too.
@@ -114,7 +114,8 @@ class SheetDeleteHttpTest : public ApiTest {
     JsonResponse verify;
     EXPECT_TRUE(EventuallyWithClock([&] {
       verify = Post(*client_, "/v1/admin/verify", json::object());
-      return verify.status == 200 && verify.body["ok"] == true;
+      return verify.status == 200 && verify.body["ok"] == true &&
+             verify.body["pending"].empty();
     })) << verify.raw;
   }
 };

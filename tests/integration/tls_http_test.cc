@@ -1,4 +1,4 @@
-// The real binary over HTTPS (issue 26 item 4): `serve --tls-cert --tls-key`, reached
+// The real binary over HTTPS: `serve --tls-cert --tls-key`, reached
 // with Debian's curl and with the tests' client against certificates the test makes;
 // SIGHUP reads the files again (a renewed certificate reaches new connections, a broken
 // one is refused and the previous one stays); the flags refused when half given or

@@ -1,4 +1,4 @@
-// Upgrades keep the data (issue 26 item 5). Each fixtures/<name>.tar.gz is a small data
+// Upgrades keep the data. Each fixtures/<name>.tar.gz is a small data
 // directory an earlier sheetlog wrote (fixtures/README.md: which commit, and how), with
 // fixtures/<name>.json, what that server answered before it stopped. Today's binary
 // opens each, migrates it, and must answer the same: every entry (and its external key),
@@ -7,7 +7,8 @@
 // with, and none once it is redriven; the upgraded server appends and snapshots.
 // Also: a migration killed midway (kill -9 at migration.before_commit) is rolled back
 // and resumes on the next start; a data directory newer than the binary is refused,
-// naming both versions.
+// naming both versions. And on the system clock, where the fixture's dead letter is
+// months past the queues' retention: snapshots complete by themselves.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
@@ -74,7 +75,10 @@ class UpgradeFixturesTest : public ::testing::TestWithParam<std::string> {
   }
 
   bool Start(std::vector<std::pair<std::string, std::string>> env = {}) {
-    ServerOptions options(data_, {"--clock", "manual", "--enable-faults"});
+    ServerOptions options(
+        data_, manual_clock_
+                   ? std::vector<std::string>{"--clock", "manual", "--enable-faults"}
+                   : std::vector<std::string>{"--enable-faults"});
     options.env = std::move(env);
     server_ = std::make_unique<ServerProcess>(options);
     if (!server_->Start()) return false;
@@ -136,6 +140,8 @@ class UpgradeFixturesTest : public ::testing::TestWithParam<std::string> {
     return true;
   }
 
+  // False: the server runs on the system clock, as a user's does.
+  bool manual_clock_ = true;
   TempDir dir_;
   std::string data_;
   json expected_;
@@ -184,6 +190,65 @@ TEST_P(UpgradeFixturesTest, TodaysBinaryMigratesItAndServesTheSameData) {
 
   // And it opens again as it is now.
   ASSERT_TRUE(Start()) << server_->error();
+  EXPECT_EQ(Verify()["ok"], true);
+}
+
+// The user finding: today's binary on a fixture's data, started as a user starts it,
+// on the system clock. The fixture's snapshot job was dead-lettered months ago, far
+// past the queues' 14-day retention (so was schema 7's queued copy), and the fixture
+// test above never saw it: its manual clock starts where the fixture's did. Once
+// retention has removed the job, nothing but the pipeline itself makes the snapshot:
+// with no operator action (the redrive finds nothing to move: it never reports the
+// expired dead letter it would then drop), every snapshot completes and verify is
+// clean.
+TEST_P(UpgradeFixturesTest, OnTheSystemClockSnapshotsCompleteByThemselves) {
+  manual_clock_ = false;
+  ASSERT_TRUE(Start()) << server_->error();
+  ASSERT_NO_FATAL_FAILURE(ExpectSameData());
+  JsonResponse redrive =
+      Post(*client_, "/v1/admin/queues/snapshots/redrive", json::object());
+  ASSERT_EQ(redrive.status, 200) << redrive.raw;
+  EXPECT_EQ(redrive.body["moved"], 0)
+      << "an expired dead letter reported as redriven: " << redrive.raw;
+  JsonResponse letters = Get(*client_, "/v1/admin/queues/snapshots/dead-letters");
+  EXPECT_TRUE(letters.body["messages"].empty()) << letters.raw;
+
+  EXPECT_TRUE(PipelineWatch(*server_).Until(
+      [&] { return EverySheetsSnapshotsComplete(); },
+      [&] {
+        std::string seen;
+        for (const auto& [sheet, want] : expected_["sheets"].items()) {
+          seen += Get(*client_, "/v1/sheets/" + sheet + "/snapshots").raw + "\n";
+        }
+        return seen + Get(*client_, "/v1/admin/queues").raw + "\n" +
+               Get(*client_, "/v1/admin/pending-snapshots").raw + "\nserver log:\n" +
+               server_->Log();
+      }));
+  json report;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        report = Verify();
+        return report["ok"] == true && report["violations"].empty() &&
+               report["pending"].empty();
+      },
+      [&] { return report.dump(2); }));
+  // The self-healing gave the job back (the server log names each one).
+  httplib::Result metrics = client_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  const std::string series = "\nsheetlog_snapshot_jobs_healed ";
+  const size_t at = metrics->body.find(series);
+  ASSERT_NE(at, std::string::npos) << metrics->body.substr(0, 4000);
+  EXPECT_GE(std::stoll(metrics->body.substr(at + series.size())), 1)
+      << metrics->body.substr(at, 80);
+  EXPECT_NE(server_->Log().find("self-healing: sheet "), std::string::npos)
+      << server_->Log();
+
+  // The upgraded data takes new entries and snapshots on this clock too.
+  const std::string sheet = expected_["sheets"].begin().key();
+  ASSERT_NO_FATAL_FAILURE(SetCell(*client_, sheet, "H40", "upgraded"));
+  ASSERT_NO_FATAL_FAILURE(TakeSnapshot(*client_, sheet));
+  EXPECT_TRUE(
+      PipelineWatch(*server_).Until([&] { return EverySheetsSnapshotsComplete(); }));
   EXPECT_EQ(Verify()["ok"], true);
 }
 

@@ -147,6 +147,10 @@ TEST_F(UploadsHttpTest, UploadNeverCompletedIsSweptAfterTheTtlAndNotBefore) {
 }
 
 TEST_F(UploadsHttpTest, TamperedOrExpiredUrlIsForbiddenAndStoresNothing) {
+  if (BlobsOnS3()) {
+    GTEST_SKIP() << "the server verifies its own presigned URLs (directory store); an S3 "
+                    "store's URLs are verified by the store";
+  }
   std::string sheet = CreateSheet(*client_);
   JsonResponse created =
       Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});
@@ -243,6 +247,10 @@ TEST_F(UploadsHttpTest, CrashAfterEntryBeforeUntagIsRepairedByTheRetriedSideEffe
 }
 
 TEST_F(UploadsHttpTest, FiftyMegabyteUploadStreamsWithoutHoldingItInMemory) {
+  if (BlobsOnS3()) {
+    GTEST_SKIP() << "the server's memory while it receives an upload: on S3 the client "
+                    "PUTs to the store and the server never sees the body";
+  }
   std::string sheet = CreateSheet(*client_);
   JsonResponse created =
       Post(*client_, "/v1/sheets/" + sheet + "/uploads", {{"type", "Attachment"}});

@@ -27,8 +27,8 @@ SnapshotLayout SmallSnapshotLayout();
 // The blob store conformance tests run one source against both implementations:
 // TEST_P cases of a fixture derived from BlobStoreKindTest, instantiated as
 //   INSTANTIATE_TEST_SUITE_P(Directory, Fixture,
-//   ::testing::Values(BlobStoreKind::kDirectory)); INSTANTIATE_TEST_SUITE_P(S3, Fixture,
-//   ::testing::Values(BlobStoreKind::kS3));
+//                            ::testing::Values(BlobStoreKind::kDirectory));
+//   INSTANTIATE_TEST_SUITE_P(S3, Fixture, ::testing::Values(BlobStoreKind::kS3));
 // (ctest gives S3* cases the shared test S3 server: CMakeLists.txt).
 enum class BlobStoreKind { kDirectory, kS3 };
 // Names the store where gtest prints a parameter (case names end "/directory", "/s3").

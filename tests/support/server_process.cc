@@ -18,6 +18,8 @@
 
 #include "emulator/json_text.h"
 #include "emulator/postgres/postgres_connection.h"
+#include "emulator/table/migrations.h"
+#include "src/app/schema.h"
 #include "tests/support/postgres_test_server.h"
 #include "tests/support/s3_test_server.h"
 #include "tests/support/temp_dir.h"
@@ -52,6 +54,16 @@ bool BlobsOnS3() {
   return blobs != nullptr && std::string_view(blobs) == "s3";
 }
 
+namespace {
+// A peer that closes a connection while a test still writes to it (a server refusing a
+// body early) is an error for the writer to report, not a signal that ends the test
+// process with every later case of its suite.
+[[maybe_unused]] const bool kSigpipeIgnored = [] {
+  signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
+}  // namespace
+
 bool StoreOnPostgres() {
   const char* store = std::getenv("SHEETLOG_TEST_STORE");
   return store != nullptr && std::string_view(store) == "postgres";
@@ -59,8 +71,20 @@ bool StoreOnPostgres() {
 
 namespace {
 
-// The PostgreSQL database of a data directory's server: made once, its conninfo kept in
-// the directory.
+// What a server's database holds before its first start: the application's and the
+// emulator's migrations, the entry stream attached (OpenSheetlogPostgresDatabase).
+std::string ServerTemplateKey() {
+  std::vector<std::string> parts = {"sheetlog server"};
+  for (const auto* list :
+       {&EmulatorPostgresMigrations(), &SheetlogPostgresMigrations()}) {
+    for (const Migration& migration : *list) parts.push_back(migration.sql);
+  }
+  return TemplateKey(parts);
+}
+
+// The PostgreSQL database of a data directory's server: made once (a copy of the
+// migrated template: the server finds its schema in place), its conninfo kept in the
+// directory.
 std::string TestPostgresDatabaseFor(const std::string& data_dir) {
   const std::string record = data_dir.empty() ? "" : data_dir + "/test-postgres-store";
   if (!record.empty()) {
@@ -68,7 +92,12 @@ std::string TestPostgresDatabaseFor(const std::string& data_dir) {
     std::string conninfo;
     if (std::getline(in, conninfo) && !conninfo.empty()) return conninfo;
   }
-  std::string conninfo = NewPostgresTestDatabase("server");
+  std::string conninfo = NewPostgresTestDatabaseFrom(
+      "server", ServerTemplateKey(), [](const std::string& template_conninfo) {
+        PostgresDatabase::Options options;
+        options.conninfo = template_conninfo;
+        return OpenSheetlogPostgresDatabase(options).status();
+      });
   if (!record.empty() && !conninfo.empty()) {
     std::filesystem::create_directories(data_dir);
     std::ofstream(record) << conninfo << "\n";

@@ -1,4 +1,4 @@
-// Test helpers for issue 8: files made by real spreadsheet tools (openpyxl, Gnumeric's
+// Test helpers: files made by real spreadsheet tools (openpyxl, Gnumeric's
 // ssconvert), read back by the same tools, and hand-made zip packages for the bad-file
 // cases. Each helper runs the tool as a child process and reports its failure in the
 // returned error text.

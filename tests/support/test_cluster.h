@@ -1,5 +1,5 @@
 // Several real `sheetlog serve` processes sharing one table store and one blob store:
-// the nodes of a cluster (issue 25 stage 3, docs/cluster.md). Each node has a data
+// the nodes of a cluster (docs/cluster.md). Each node has a data
 // directory of its own (its log and port file; it holds no data); the tables are in one
 // new database on the shared test PostgreSQL server (`--store`) and the blobs in one
 // new bucket on the shared test S3 server (`--blobs s3://...`), so a node killed and

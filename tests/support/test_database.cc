@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
+#include "emulator/table/migrations.h"
 #include "src/app/schema.h"
 
 namespace sheetlog::testing {
@@ -45,8 +49,24 @@ BackendTestDatabase::BackendTestDatabase(Backend backend, const std::string& pat
   if (backend_ == Backend::kPostgres) {
     const ::testing::TestInfo* test =
         ::testing::UnitTest::GetInstance()->current_test_info();
+    // A copy of a template with these migrations applied: Open() then finds them in
+    // place (PostgresDatabase::Open applies the emulator's own as well).
+    std::vector<std::string> parts = {"backend"};
+    for (const auto* list : {&EmulatorPostgresMigrations(), &migrations_}) {
+      for (const Migration& migration : *list) {
+        parts.push_back(std::to_string(migration.version) + migration.name +
+                        migration.sql);
+      }
+    }
+    const std::vector<Migration> migrations = migrations_;
     server_database_ = std::make_unique<PostgresTestDatabase>(
-        test == nullptr ? std::string("backend") : test->name());
+        test == nullptr ? std::string("backend") : test->name(), TemplateKey(parts),
+        [migrations](const std::string& conninfo) {
+          PostgresDatabase::Options options;
+          options.conninfo = conninfo;
+          options.migrations = migrations;
+          return PostgresDatabase::Open(options).status();
+        });
   }
   Open();
 }

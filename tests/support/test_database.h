@@ -31,8 +31,8 @@ std::unique_ptr<Database> OpenTestDatabase(const std::string& path, Clock* clock
 std::unique_ptr<Database> OpenEmulatorTestDatabase(const std::string& path, Clock* clock,
                                                    SyncMode sync = SyncMode::kOff);
 
-// The backends a conformance suite runs on from one source (issue 25: "same behaviour,
-// same tests"): INSTANTIATE_TEST_SUITE_P(Sqlite, Suite, Values(Backend::kSqlite)) and
+// The backends a conformance suite runs on from one source (same behaviour, same
+// tests): INSTANTIATE_TEST_SUITE_P(Sqlite, Suite, Values(Backend::kSqlite)) and
 // (Postgres, Suite, Values(Backend::kPostgres)); ctest starts the PostgreSQL server for
 // cases named Postgres* (the `postgres` fixture).
 enum class Backend { kSqlite, kPostgres };

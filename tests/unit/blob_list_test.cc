@@ -207,7 +207,7 @@ TEST_P(BlobListTest, ContinuationAfterCommonPrefixSkipsItsKeys) {
   EXPECT_FALSE(second->continuation.has_value());
 }
 
-// Issue 14: a token minted for one listing used with another prefix silently answered
+// A token minted for one listing used with another prefix silently answered
 // an empty last page; it is refused, and still works where it belongs.
 TEST_P(BlobListTest, ContinuationIsBoundToItsPrefixAndDelimiter) {
   PutAll({"a/1", "a/2", "a/3", "b/1", "b/2", "b/3"});

@@ -61,8 +61,7 @@ TEST_P(S3BlobStoreTest, PresignedUploadsGoToTheStoreAndAreSweptFromTheTableStore
   EXPECT_EQ(get->status, 200);
   EXPECT_EQ(get->body, "the payload");
   // The server's own presigned route has nothing to check on S3.
-  EXPECT_EQ(store_->VerifyPresigned("GET", "uploads/s1/u1", expires, "00").code(),
-            StatusCode::kPermissionDenied);
+  EXPECT_EQ(store_->server_presigner(), nullptr);
 
   ASSERT_OK(store_->PresignUrl("PUT", "uploads/s1/unused", expires, kS3AutoDelete));
   clock_.Advance(4 * kS3Day);
@@ -114,7 +113,6 @@ TEST_P(S3BlobStoreTest, CaptureForABackupIsRefusedBeforeAnythingRuns) {
             std::string::npos)
       << capture.status().ToString();
   EXPECT_FALSE(at_point_ran);
-  EXPECT_EQ(store_->local_root(), "") << "no directory of this machine holds the objects";
   EXPECT_EQ(store_->Get("k").value(), "v");
 }
 

@@ -1,4 +1,4 @@
-// A full disk is InsufficientStorage (issue 13 item 12), never ResourceExhausted (which
+// A full disk is InsufficientStorage, never ResourceExhausted (which
 // the API answers with 413): SQLite's max_page_count makes the database "full" without
 // a small filesystem; the real disk is in tests/integration/disk_full_http_test.cc.
 #include <gtest/gtest.h>

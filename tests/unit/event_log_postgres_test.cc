@@ -1,4 +1,4 @@
-// Seed 001 across writers on PostgreSQL (issue 25 item 2): Add Entry is the conditional
+// Seed 001 across writers on PostgreSQL: Add Entry is the conditional
 // put at head + 1 with retries and full-jitter backoff, and on PostgreSQL several
 // processes really race for the same slot. Three "nodes" (three PostgresDatabase
 // handles and EventLogs on one database, the application's schema) with 16 appenders

@@ -800,7 +800,7 @@ TEST_F(TruncateTest, RefusesANegativeSeqAndAnUnknownSheet) {
   EXPECT_TRUE(log_->Truncate("no-such-sheet", 5, nullptr, nullptr).status().IsNotFound());
 }
 
-// --- Issue 14: infinisheet's EventLog contract. ---
+// --- infinisheet's EventLog contract. ---
 
 TEST_F(EventLogTest, ReadIsCompleteWhenNothingMoreExistsAndSaysWhereTheNextPageStarts) {
   std::string sheet = NewSheet();

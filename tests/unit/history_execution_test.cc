@@ -10,6 +10,7 @@
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
 #include "emulator/postgres/postgres_database.h"
+#include "emulator/runtime/cluster_membership.h"
 #include "emulator/runtime/execution_history.h"
 #include "tests/support/postgres_test_server.h"
 #include "tests/support/server_process.h"
@@ -32,7 +33,9 @@ class ExecutionHistoryTest : public ::testing::TestWithParam<Backend> {
     db_ = std::make_unique<testing::BackendTestDatabase>(
         GetParam(), dir_.File("sheetlog.db"), &clock_);
     ASSERT_NE(db_->get(), nullptr);
-    history_ = std::make_unique<ExecutionHistory>(db_->get(), &clock_, &faults_);
+    membership_ = std::make_unique<ClusterMembership>(db_->get(), &clock_);
+    history_ = std::make_unique<ExecutionHistory>(db_->get(), &clock_, &faults_,
+                                                  membership_.get());
   }
 
   Claim MustBegin(const std::string& key) {
@@ -51,6 +54,9 @@ class ExecutionHistoryTest : public ::testing::TestWithParam<Backend> {
   ManualClock clock_;
   FaultInjector faults_{&clock_};
   std::unique_ptr<testing::BackendTestDatabase> db_;
+  // This node's lease (none until a case starts it); history_ judges other owners'
+  // rows by it.
+  std::unique_ptr<ClusterMembership> membership_;
   std::unique_ptr<ExecutionHistory> history_;
 };
 
@@ -181,30 +187,31 @@ TEST_P(ExecutionHistoryTest, StartedRowOfAnInvocationThatIsNotLiveIsAbandoned) {
   EXPECT_EQ(takeover.sequence, 2);
 }
 
-// Issue 25: another node's `started` row runs while that node's lease lasts, whatever
+// Another node's `started` row runs while that node's lease lasts, whatever
 // this node's live set says; once the lease lapses (the node stopped renewing: killed)
 // the work is abandoned and taken over.
 TEST_P(ExecutionHistoryTest, AnotherOwnersStartedRowRunsWhileItsLeaseLasts) {
-  const ExecutionHistory::LeaseOptions lease{/*ttl_micros=*/30LL * 1000000,
-                                             /*renew_every_micros=*/10LL * 1000000,
-                                             /*renew_in_background=*/false, /*node=*/""};
-  ExecutionHistory other(db_->get(), &clock_);
+  const ClusterMembership::LeaseOptions lease{/*ttl_micros=*/30LL * 1000000,
+                                              /*renew_every_micros=*/10LL * 1000000,
+                                              /*renew_in_background=*/false, /*node=*/""};
+  ClusterMembership other_node(db_->get(), &clock_);
+  ExecutionHistory other(db_->get(), &clock_, nullptr, &other_node);
   LiveInvocations here, there;
   history_->set_live_invocations(&here);
   other.set_live_invocations(&there);
-  ASSERT_OK(history_->StartLease(lease));
-  ASSERT_OK(other.StartLease(lease));
-  EXPECT_NE(history_->owner(), other.owner());
-  EXPECT_EQ(other.StartLease(lease).code(), StatusCode::kFailedPrecondition);
+  ASSERT_OK(membership_->StartLease(lease));
+  ASSERT_OK(other_node.StartLease(lease));
+  EXPECT_NE(membership_->owner(), other_node.owner());
+  EXPECT_EQ(other_node.StartLease(lease).code(), StatusCode::kFailedPrecondition);
 
   LiveInvocation running(&there, "theirs");
   auto theirs = other.Begin({"job", "test", "theirs", ""}, kBudget);
   ASSERT_OK(theirs);
   ASSERT_EQ(theirs->outcome, BeginOutcome::kProceed);
-  EXPECT_EQ(Rows("job")[0].owner, other.owner());
+  EXPECT_EQ(Rows("job")[0].owner, other_node.owner());
 
   clock_.AdvanceSeconds(20);
-  ASSERT_OK(other.RenewLease());  // now + 30 s
+  ASSERT_OK(other_node.RenewLease());  // now + 30 s
   clock_.AdvanceSeconds(29);
   EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kRunningElsewhere)
       << "not in this node's live set, but its owner's lease lasts";
@@ -217,11 +224,11 @@ TEST_P(ExecutionHistoryTest, AnotherOwnersStartedRowRunsWhileItsLeaseLasts) {
   abandoned = history_->ListAbandoned(0, clock_.NowMicros() + 1, kBudget, 10);
   ASSERT_OK(abandoned);
   ASSERT_EQ(abandoned->size(), 1u);
-  EXPECT_EQ((*abandoned)[0].owner, other.owner());
+  EXPECT_EQ((*abandoned)[0].owner, other_node.owner());
   Claim takeover = MustBegin("job");
   EXPECT_EQ(takeover.outcome, BeginOutcome::kProceed) << "long before the time budget";
   EXPECT_EQ(takeover.sequence, 2);
-  EXPECT_EQ(Rows("job")[1].owner, history_->owner());
+  EXPECT_EQ(Rows("job")[1].owner, membership_->owner());
   // A node judges its own rows by its live set, not by its lease: "inv" is not live.
   EXPECT_TRUE(history_->IsAbandoned(Rows("job")[1], kBudget, clock_.NowMicros()));
   LiveInvocation mine(&here, "inv");
@@ -232,12 +239,14 @@ TEST_P(ExecutionHistoryTest, AnotherOwnersStartedRowRunsWhileItsLeaseLasts) {
 // written without an owner (before leases) are judged by the live set, as before: a
 // dead process's invocation is not in it.
 TEST_P(ExecutionHistoryTest, AReleasedLeaseOrNoOwnerHandsTheWorkOverAtOnce) {
-  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
+  const ClusterMembership::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
   LiveInvocations live;
   history_->set_live_invocations(&live);
-  ASSERT_OK(history_->StartLease(lease));
-  auto other = std::make_unique<ExecutionHistory>(db_->get(), &clock_);
-  ASSERT_OK(other->StartLease(lease));  // after ours: on SQLite it releases ours
+  ASSERT_OK(membership_->StartLease(lease));
+  auto other_node = std::make_unique<ClusterMembership>(db_->get(), &clock_);
+  auto other =
+      std::make_unique<ExecutionHistory>(db_->get(), &clock_, nullptr, other_node.get());
+  ASSERT_OK(other_node->StartLease(lease));  // after ours: on SQLite it releases ours
   ASSERT_EQ(other->Begin({"job", "test", "theirs", ""}, kBudget)->outcome,
             BeginOutcome::kProceed);
   ExecutionHistory unowned(db_->get(), &clock_);
@@ -247,8 +256,8 @@ TEST_P(ExecutionHistoryTest, AReleasedLeaseOrNoOwnerHandsTheWorkOverAtOnce) {
   EXPECT_EQ(MustBegin("old").outcome, BeginOutcome::kProceed);
 
   EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kRunningElsewhere);
-  other->StopLease();
-  EXPECT_EQ(other->owner(), "");
+  other_node->StopLease();
+  EXPECT_EQ(other_node->owner(), "");
   EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
 }
 
@@ -256,12 +265,13 @@ TEST_P(ExecutionHistoryTest, AReleasedLeaseOrNoOwnerHandsTheWorkOverAtOnce) {
 // there releases every other lease (a restart takes its dead predecessor's work over at
 // once); on PostgreSQL other nodes' leases stand.
 TEST_P(ExecutionHistoryTest, ANewOwnerReleasesOtherLeasesOnlyOnSqlite) {
-  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
-  ExecutionHistory before_restart(db_->get(), &clock_);
-  ASSERT_OK(before_restart.StartLease(lease));
+  const ClusterMembership::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
+  ClusterMembership node_before_restart(db_->get(), &clock_);
+  ExecutionHistory before_restart(db_->get(), &clock_, nullptr, &node_before_restart);
+  ASSERT_OK(node_before_restart.StartLease(lease));
   ASSERT_EQ(before_restart.Begin({"job", "test", "dead", ""}, kBudget)->outcome,
             BeginOutcome::kProceed);
-  ASSERT_OK(history_->StartLease(lease));
+  ASSERT_OK(membership_->StartLease(lease));
   EXPECT_EQ(MustBegin("job").outcome, GetParam() == Backend::kSqlite
                                           ? BeginOutcome::kProceed
                                           : BeginOutcome::kRunningElsewhere);
@@ -270,10 +280,11 @@ TEST_P(ExecutionHistoryTest, ANewOwnerReleasesOtherLeasesOnlyOnSqlite) {
 // In the background the lease is renewed on the clock: it never lapses while its owner
 // lives, however far time moves.
 TEST_P(ExecutionHistoryTest, TheLeaseIsRenewedOnTheClockWhileItsOwnerLives) {
-  ASSERT_OK(history_->StartLease(
-      ExecutionHistory::LeaseOptions{30LL * 1000000, 10LL * 1000000, false, ""}));
-  ExecutionHistory other(db_->get(), &clock_);
-  ASSERT_OK(other.StartLease());  // 30 s, renewed every 10 s
+  ASSERT_OK(membership_->StartLease(
+      ClusterMembership::LeaseOptions{30LL * 1000000, 10LL * 1000000, false, ""}));
+  ClusterMembership other_node(db_->get(), &clock_);
+  ExecutionHistory other(db_->get(), &clock_, nullptr, &other_node);
+  ASSERT_OK(other_node.StartLease());  // 30 s, renewed every 10 s
   ASSERT_EQ(other.Begin({"job", "test", "theirs", ""}, 3600LL * 1000000)->outcome,
             BeginOutcome::kProceed);
   for (int step = 0; step < 12; ++step) {
@@ -290,95 +301,8 @@ TEST_P(ExecutionHistoryTest, TheLeaseIsRenewedOnTheClockWhileItsOwnerLives) {
     ASSERT_OK(claim);
     EXPECT_EQ(claim->outcome, BeginOutcome::kRunningElsewhere) << "step " << step;
   }
-  other.StopLease();
+  other_node.StopLease();
   EXPECT_EQ(MustBegin("job").outcome, BeginOutcome::kProceed);
-}
-
-// Claims (a change-feed shard, a cluster job): held while the holder's lease lives,
-// taken over once it lapses, freed at once by a release or StopLease.
-TEST_P(ExecutionHistoryTest, AClaimIsHeldWhileItsOwnersLeaseLives) {
-  const ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
-  ExecutionHistory other(db_->get(), &clock_);
-  EXPECT_EQ(other.ClaimName("job/sweep").status().code(), StatusCode::kFailedPrecondition)
-      << "no lease, no claim";
-  ASSERT_OK(history_->StartLease(lease));
-  ASSERT_OK(other.StartLease(lease));
-  // On SQLite the second owner released the first's lease (one process per file):
-  // renewing writes it again, so both backends go on from the same state.
-  ASSERT_OK(history_->RenewLease());
-  auto live = other.LiveOwners();
-  ASSERT_OK(live);
-  EXPECT_EQ(*live, 2);
-
-  auto mine = history_->ClaimName("job/sweep");
-  ASSERT_OK(mine);
-  EXPECT_TRUE(*mine);
-  mine = history_->ClaimName("job/sweep");
-  ASSERT_OK(mine);
-  EXPECT_TRUE(*mine) << "claiming again keeps it";
-  auto theirs = other.ClaimName("job/sweep");
-  ASSERT_OK(theirs);
-  EXPECT_FALSE(*theirs) << "held by an owner whose lease lives";
-  theirs = other.ClaimName("stream/effects/0");
-  ASSERT_OK(theirs);
-  EXPECT_TRUE(*theirs) << "another name is free";
-
-  // Ours is renewed, theirs lapses: their claims stay theirs only while it lives.
-  clock_.AdvanceSeconds(20);
-  ASSERT_OK(history_->RenewLease());  // until 50 s
-  clock_.AdvanceSeconds(15);          // 35 s: the other's lease (30 s) has lapsed
-  live = history_->LiveOwners();
-  ASSERT_OK(live);
-  EXPECT_EQ(*live, 1);
-  mine = history_->ClaimName("stream/effects/0");
-  ASSERT_OK(mine);
-  EXPECT_TRUE(*mine) << "its holder's lease lapsed: taken over";
-  theirs = other.ClaimName("job/sweep");
-  ASSERT_OK(theirs);
-  EXPECT_FALSE(*theirs) << "ours still lives";
-
-  // Released: free at once for another owner.
-  ASSERT_OK(other.RenewLease());
-  ASSERT_OK(history_->ReleaseName("job/sweep"));
-  theirs = other.ClaimName("job/sweep");
-  ASSERT_OK(theirs);
-  EXPECT_TRUE(*theirs);
-  mine = history_->ClaimName("job/sweep");
-  ASSERT_OK(mine);
-  EXPECT_FALSE(*mine);
-
-  // StopLease frees every claim of its owner.
-  other.StopLease();
-  mine = history_->ClaimName("job/sweep");
-  ASSERT_OK(mine);
-  EXPECT_TRUE(*mine);
-}
-
-// A node killed and started again (same host and data directory: the same node name)
-// takes its predecessor's claims at once; on PostgreSQL a lease of another node stands.
-TEST_P(ExecutionHistoryTest, ARestartOfTheSameNodeTakesItsPredecessorsClaimsAtOnce) {
-  ExecutionHistory::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
-  lease.node = "host:/srv/node-1";
-  ExecutionHistory killed(db_->get(), &clock_);
-  ASSERT_OK(killed.StartLease(lease));
-  ASSERT_TRUE(*killed.ClaimName("stream/effects/0"));
-  ExecutionHistory::LeaseOptions other_node = lease;
-  other_node.node = "host:/srv/node-2";
-  ExecutionHistory elsewhere(db_->get(), &clock_);
-  ASSERT_OK(elsewhere.StartLease(other_node));
-  if (GetParam() == Backend::kSqlite) {
-    EXPECT_TRUE(*elsewhere.ClaimName("stream/effects/0")) << "one process per file";
-    return;
-  }
-  EXPECT_FALSE(*elsewhere.ClaimName("stream/effects/0")) << "another node's lease lives";
-  // The same node again, without a clean stop and with no time passing.
-  ASSERT_OK(history_->StartLease(lease));
-  auto taken = history_->ClaimName("stream/effects/0");
-  ASSERT_OK(taken);
-  EXPECT_TRUE(*taken);
-  auto live = history_->LiveOwners();
-  ASSERT_OK(live);
-  EXPECT_EQ(*live, 2) << "the restarted node and the other";
 }
 
 // RecordIfLatest resolves a dead invocation's `started` row on its behalf, but never
@@ -529,12 +453,15 @@ TEST(PostgresExecutionHistoryTwoNodesTest, NoRecordIsLostOrMergedAndEachSeesTheO
   ASSERT_OK(node_a);
   ASSERT_OK(node_b);
   ManualClock clock;
-  ExecutionHistory history_a(node_a->get(), &clock), history_b(node_b->get(), &clock);
+  ClusterMembership membership_a(node_a->get(), &clock),
+      membership_b(node_b->get(), &clock);
+  ExecutionHistory history_a(node_a->get(), &clock, nullptr, &membership_a),
+      history_b(node_b->get(), &clock, nullptr, &membership_b);
   ExecutionHistory* const nodes[] = {&history_a, &history_b};
   // Owners with leases, renewed by hand (time stands still here): each node's claims
   // see the other's `started` rows as running by its lease.
-  for (ExecutionHistory* history : nodes) {
-    ASSERT_OK(history->StartLease({30LL * 1000000, 10LL * 1000000, false, ""}));
+  for (ClusterMembership* membership : {&membership_a, &membership_b}) {
+    ASSERT_OK(membership->StartLease({30LL * 1000000, 10LL * 1000000, false, ""}));
   }
 
   constexpr int kNodes = 2, kThreadsPerNode = 3, kKeys = 20, kAppendsPerThread = 10;

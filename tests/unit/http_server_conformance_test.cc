@@ -1,4 +1,4 @@
-// sheetlog's HTTP/1.1 server core (src/api/http/) against the cases of issue 22, in
+// sheetlog's HTTP/1.1 server core (src/api/http/) against its known failure cases, in
 // process over loopback with a small handler: a connection closed deep inside a call
 // chain (a refused body, then a half-close or a reset) is never used after it is freed;
 // HEAD never carries content and never desynchronises a kept-alive connection; HTTP/1.0
@@ -183,7 +183,7 @@ class HttpConformanceTest : public ::testing::Test {
   std::thread serving_;
 };
 
-// Item 1: the refusal of the second request closes the connection from inside the
+// The refusal of the second request closes the connection from inside the
 // call chain that parsed it; the client's half-close (or reset) is already known. The
 // server used to free the connection there and read it again (ASan: heap use after
 // free, pre-auth). Run many times, in both orders of arrival.
@@ -217,7 +217,7 @@ TEST_F(HttpConformanceTest, RefusedPipelinedBodyThenResetLeavesTheServerServing)
   ExpectStillServing();
 }
 
-// Item 2: HEAD gets the head a GET would get and never content; the next request on
+// HEAD gets the head a GET would get and never content; the next request on
 // the connection is answered in step, whatever kind of body the route has.
 TEST_F(HttpConformanceTest, HeadNeverCarriesContentAndKeepsTheConnectionInStep) {
   Start();
@@ -250,7 +250,7 @@ TEST_F(HttpConformanceTest, HeadNeverCarriesContentAndKeepsTheConnectionInStep) 
   handler_.WaitForStreamsClosed(1);
 }
 
-// Item 3: the server's own overload answer to HEAD has no content, and the overload
+// The server's own overload answer to HEAD has no content, and the overload
 // sheds the connection.
 TEST_F(HttpConformanceTest, OverloadAnswerToHeadHasNoContentAndCloses) {
   HttpServerOptions options;
@@ -266,7 +266,7 @@ TEST_F(HttpConformanceTest, OverloadAnswerToHeadHasNoContentAndCloses) {
   EXPECT_TRUE(conn.ClosedByServer());
 }
 
-// Item 5: HTTP/1.0 has no chunked coding: a body of unknown length is sent as it is
+// HTTP/1.0 has no chunked coding: a body of unknown length is sent as it is
 // and ended by closing; known lengths keep a 1.0 keep-alive connection.
 TEST_F(HttpConformanceTest, Http10GetsCloseDelimitedBodiesNeverChunked) {
   Start();
@@ -336,7 +336,7 @@ TEST_F(HttpConformanceTest, Http10GetsNo100ContinueAndAChunkedBodyCloses) {
   EXPECT_EQ(eleven.ReadResponse().body, "echo:hi");
 }
 
-// Item 6: list fields are read over all their lines; Host must be there, once.
+// List fields are read over all their lines; Host must be there, once.
 TEST_F(HttpConformanceTest, RepeatedAndMissingHeaderFields) {
   Start();
   {
@@ -365,7 +365,7 @@ TEST_F(HttpConformanceTest, RepeatedAndMissingHeaderFields) {
   EXPECT_EQ(old.ReadResponse().status, 200);
 }
 
-// Item 7: absolute-form targets (their authority is the Host), a later 1.x version,
+// Absolute-form targets (their authority is the Host), a later 1.x version,
 // OPTIONS *, a target too long for the head, a bare LF refused at once.
 TEST_F(HttpConformanceTest, InteroperableRequestLines) {
   Start();
@@ -425,7 +425,7 @@ TEST_F(HttpConformanceTest, MalformedChunkLinesAreRefused) {
   EXPECT_EQ(conn.ReadResponse().body, "echo:hi");
 }
 
-// Item 7: a handler that echoes client bytes into a header cannot split the response.
+// A handler that echoes client bytes into a header cannot split the response.
 TEST_F(HttpConformanceTest, HeaderValuesWithLineBreaksAreNeverWritten) {
   Start();
   RawConnection conn(port());
@@ -440,7 +440,7 @@ TEST_F(HttpConformanceTest, HeaderValuesWithLineBreaksAreNeverWritten) {
   EXPECT_EQ(fine.header("x-echo"), "fine");
 }
 
-// Item 4: clients that ask for a large body and never read hold their connections,
+// Clients that ask for a large body and never read hold their connections,
 // not the workers: with one worker and a small buffer, the next client is answered
 // while they wait; and a reader who comes back gets every byte, in order.
 TEST_F(HttpConformanceTest, ClientsThatDoNotReadHoldNoWorker) {

@@ -1,4 +1,4 @@
-// Issue 8 "bounded memory": imports streamed into snapshot builds and reads.
+// Bounded memory: imports streamed into snapshot builds and reads.
 //   - the cursor combinators (ApplyDelta, MergeCursors, SkipThrough) against the
 //     in-memory reducer's definitions;
 //   - OpenImportCursor: the file's cells at the anchor, in batches, stoppable, errors

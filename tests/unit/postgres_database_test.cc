@@ -1,7 +1,8 @@
 // PostgresDatabase itself, against the test PostgreSQL server (ctest's postgres
 // fixture): conditional appends racing across two processes' worth of connections,
-// migrations and schema versions, and the database unreachable or lost. The table
-// operations' conformance tests are table_test.cc's Postgres/TableTest.*.
+// the database unreachable or lost, and Writes aborted by concurrency run again (a
+// real deadlock; the bound); its migrations: migrations_test.cc. The table operations'
+// conformance tests are table_test.cc's Postgres/TableTest.*.
 #include "emulator/postgres/postgres_database.h"
 
 #include <gtest/gtest.h>
@@ -9,10 +10,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <latch>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "emulator/env/clock.h"
 #include "emulator/table/table.h"
 #include "tests/support/postgres_test_server.h"
 #include "tests/support/status_matchers.h"
@@ -139,57 +142,8 @@ TEST_F(PostgresDatabaseTest, ConditionalAppendsAtTheHeadRaceAcrossNodesWithoutLo
   std::printf("lost races: %d\n", lost_races.load());
 }
 
-TEST_F(PostgresDatabaseTest, MigrationsApplyOnceAndANewerSchemaIsRefused) {
-  const int first = FirstAppVersion();
-  {
-    auto db = Open();
-    ASSERT_NE(db, nullptr);
-    EXPECT_EQ(db->schema_version(), first);
-  }
-  {
-    auto again = Open();  // nothing left to apply
-    ASSERT_NE(again, nullptr);
-    EXPECT_EQ(again->schema_version(), first);
-  }
-  // A newer release adds the next version ...
-  auto newer = PostgresDatabase::Open(
-      Options({{first, "001_entry", kAppendLogSql},
-               {first + 1, "002_note", "ALTER TABLE entry ADD COLUMN note text"}}));
-  ASSERT_OK(newer);
-  EXPECT_EQ((*newer)->schema_version(), first + 1);
-  newer->reset();
-  // ... and this release, which knows only the first, refuses to start on it.
-  auto older = PostgresDatabase::Open(Options());
-  ASSERT_FALSE(older.ok());
-  EXPECT_EQ(older.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(older.status().message().find("schema version " + std::to_string(first + 1)),
-            std::string::npos)
-      << older.status().ToString();
-  EXPECT_NE(older.status().message().find("knows schema versions up to " +
-                                          std::to_string(first)),
-            std::string::npos)
-      << older.status().ToString();
-}
-
-TEST_F(PostgresDatabaseTest, AFailedMigrationLeavesNothingBehind) {
-  auto failed = PostgresDatabase::Open(
-      Options({{FirstAppVersion(), "001_entry", kAppendLogSql},
-               {FirstAppVersion() + 1, "002_bad", "ALTER TABLE nope ADD x int"}}));
-  ASSERT_FALSE(failed.ok());
-  EXPECT_NE(failed.status().message().find("002_bad"), std::string::npos)
-      << failed.status().ToString();
-  // The first was rolled back with it (the emulator's own with them): the table does
-  // not exist.
-  auto db = PostgresDatabase::Open(Options({}));
-  ASSERT_OK(db);
-  EXPECT_EQ((*db)->schema_version(), FirstAppVersion() - 1);
-  EXPECT_FALSE((*db)
-                   ->Write([](Connection& c) {
-                     return AppendLog().PutIfAbsent(
-                         c, {{"sheet", "s"}, {"seq", 1}, {"writer", "a"}}, nullptr);
-                   })
-                   .ok());
-}
+// Migrations (each in its own transaction under the advisory lock, the newer-schema
+// refusal, nodes starting at once): migrations_test.cc's Postgres/MigrationsTest.
 
 TEST_F(PostgresDatabaseTest, APasswordInTheConnectionStringIsRefused) {
   PostgresDatabase::Options options = Options();
@@ -251,9 +205,138 @@ TEST_F(PostgresDatabaseTest, ARefusedStatementEndsItsTransaction) {
                                     nullptr);
     return Status::OK();  // the work ignores the failure; the commit does not
   });
-  EXPECT_EQ(later.code(), StatusCode::kAborted) << later.ToString();
-  EXPECT_FALSE(s.ok());
+  // The first error's code, not Aborted: nothing here is worth running again.
+  EXPECT_EQ(later.code(), StatusCode::kInvalidArgument) << later.ToString();
+  EXPECT_NE(later.message().find("ended by an earlier error"), std::string::npos)
+      << later.ToString();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_TRUE(AppendsOf(*db, "s").empty());
+}
+
+// A real deadlock (40P01): two Writes lock the same two rows in opposite orders.
+// PostgreSQL breaks it by aborting one (Aborted); the runner rolls that one back and
+// runs its work again, which then waits for the other's commit: both Writes succeed,
+// and the work ran three times in all.
+TEST_F(PostgresDatabaseTest, ADeadlockedWriteIsRunAgainUntilItCommits) {
+  PostgresDatabase::Options options = Options();
+  // The server's default is 1 s before it looks for a deadlock (the test user is the
+  // cluster's superuser: scripts/postgres).
+  options.conninfo += " options='-c deadlock_timeout=50'";
+  auto opened = PostgresDatabase::Open(options);
+  ASSERT_OK(opened);
+  PostgresDatabase& db = **opened;
+  ASSERT_OK(db.Write([](Connection& c) -> Status {
+    RETURN_IF_ERROR(AppendLog().PutIfAbsent(
+        c, {{"sheet", "s"}, {"seq", 1}, {"writer", "seed"}}, nullptr));
+    return AppendLog().PutIfAbsent(c, {{"sheet", "s"}, {"seq", 2}, {"writer", "seed"}},
+                                   nullptr);
+  }));
+
+  std::latch first_rows_locked(2);
+  std::atomic<int> runs{0};
+  auto write_in_order = [&](int64_t first, int64_t second, const std::string& me) {
+    bool first_run = true;
+    return db.Write([&, first, second](Connection& c) -> Status {
+      ++runs;
+      // Put reads its item FOR UPDATE: the row stays locked until the commit.
+      RETURN_IF_ERROR(AppendLog().Put(c, {{"sheet", "s"}, {"seq", first}, {"writer", me}},
+                                      {}, nullptr));
+      if (first_run) {  // only the first runs meet; a second run just waits its turn
+        first_run = false;
+        first_rows_locked.arrive_and_wait();
+      }
+      return AppendLog().Put(c, {{"sheet", "s"}, {"seq", second}, {"writer", me}}, {},
+                             nullptr);
+    });
+  };
+  Status a;
+  Status b;
+  std::thread one([&] { a = write_in_order(1, 2, "one"); });
+  std::thread two([&] { b = write_in_order(2, 1, "two"); });
+  one.join();
+  two.join();
+  EXPECT_OK(a);
+  EXPECT_OK(b);
+  EXPECT_EQ(runs.load(), 3);
+  EXPECT_EQ(db.aborted_writes_retried(), 1);
+  // Whichever committed last wrote both rows: never a mix of the two.
+  std::vector<Item> rows = AppendsOf(db, "s");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("writer").AsString(), rows[1].at("writer").AsString());
+}
+
+// An aborted run leaves nothing behind: its row is rolled back, so the second run's
+// put-if-absent of the same item succeeds. Other errors are the work's answer and are
+// not run again.
+TEST_F(PostgresDatabaseTest, AnAbortedWriteIsRolledBackAndRunAgainOtherErrorsAreNot) {
+  auto db = Open();
+  ASSERT_NE(db, nullptr);
+  int runs = 0;
+  ASSERT_OK(db->Write([&](Connection& c) -> Status {
+    ++runs;
+    RETURN_IF_ERROR(AppendLog().PutIfAbsent(
+        c, {{"sheet", "s"}, {"seq", 1}, {"writer", "w" + std::to_string(runs)}},
+        nullptr));
+    if (runs == 1) return Aborted("the item changed under the first run");
+    return Status::OK();
+  }));
+  EXPECT_EQ(runs, 2);
+  std::vector<Item> rows = AppendsOf(*db, "s");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("writer").AsString(), "w2");
+
+  for (const Status& answer : {ConditionFailed("lost"), Unavailable("busy"),
+                               InvalidArgument("bad"), Internal("bug")}) {
+    runs = 0;
+    Status s = db->Write([&](Connection&) -> Status {
+      ++runs;
+      return answer;
+    });
+    EXPECT_EQ(s.code(), answer.code()) << s.ToString();
+    EXPECT_EQ(runs, 1) << answer.ToString();
+  }
+  EXPECT_EQ(db->aborted_writes_retried(), 1);
+}
+
+// A work aborted on every run: after write_attempts runs the Write returns Aborted
+// with nothing written. The backoff between runs sleeps on the injected clock (a
+// ManualClock here: it advances instead of sleeping), within its jitter's bounds.
+TEST_F(PostgresDatabaseTest, AWriteAbortedOnEveryAttemptReturnsAbortedAfterTheBound) {
+  ManualClock clock;
+  PostgresDatabase::Options options = Options();
+  options.clock = &clock;
+  options.write_attempts = 4;
+  options.abort_backoff_base_micros = 1000;
+  options.abort_backoff_cap_micros = 3000;
+  auto opened = PostgresDatabase::Open(options);
+  ASSERT_OK(opened);
+  PostgresDatabase& db = **opened;
+  const int64_t before = clock.NowMicros();
+  int runs = 0;
+  Status s = db.Write([&](Connection& c) -> Status {
+    ++runs;
+    RETURN_IF_ERROR(AppendLog().PutIfAbsent(
+        c, {{"sheet", "s"}, {"seq", runs}, {"writer", "w"}}, nullptr));
+    return Aborted("deadlock detected (simulated)");
+  });
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+  EXPECT_EQ(runs, 4);
+  EXPECT_EQ(db.aborted_writes_retried(), 3);
+  EXPECT_TRUE(AppendsOf(db, "s").empty());
+  // Three waits: at most 1 ms, 2 ms, 3 ms (the cap).
+  EXPECT_LE(clock.NowMicros() - before, 1000 + 2000 + 3000);
+
+  // write_attempts 1: never run again.
+  options.write_attempts = 1;
+  auto once = PostgresDatabase::Open(options);
+  ASSERT_OK(once);
+  runs = 0;
+  Status aborted = (*once)->Write([&](Connection&) -> Status {
+    ++runs;
+    return Aborted("serialization failure (simulated)");
+  });
+  EXPECT_EQ(aborted.code(), StatusCode::kAborted) << aborted.ToString();
+  EXPECT_EQ(runs, 1);
 }
 
 }  // namespace

@@ -380,7 +380,69 @@ TEST_P(QueueTest, PoisonMessageMovesToDeadLetterQueueAndRedriveReturnsIt) {
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].id, poison);
   EXPECT_EQ(back[0].receive_count, 1) << "redrive resets the receive count";
-  EXPECT_EQ(back[0].sent_micros, sent_at);
+  EXPECT_GT(clock_.NowMicros(), sent_at);
+  EXPECT_EQ(back[0].sent_micros, clock_.NowMicros())
+      << "redrive starts the message's retention over (SQS: a new enqueue time)";
+}
+
+// The user finding of a data directory opened long after its snapshot job was
+// dead-lettered: a redrive must never report a message that retention then drops.
+// A redriven message's retention starts over (it is delivered even when its first send
+// is older than the source queue's retention); one already past the dead-letter
+// queue's own retention is expired: removed, not moved, not counted.
+TEST_P(QueueTest, RedriveNeverReportsAMessageThatRetentionThenDrops) {
+  QueueOptions dlq;
+  dlq.name = "dlq";
+  dlq.retention_s = 100;
+  ASSERT_OK(queues_->CreateQueue(dlq));
+  QueueOptions jobs;
+  jobs.name = "jobs";
+  jobs.visibility_timeout_s = 30;
+  jobs.retention_s = 100;
+  jobs.max_receive_count = 1;
+  jobs.dead_letter_queue = "dlq";
+  ASSERT_OK(queues_->CreateQueue(jobs));
+  // Sends `body` and lets it be dead-lettered (one receive, then the next moves it).
+  auto dead_letter = [&](const std::string& body) {
+    const std::string id = SendOk("jobs", body);
+    EXPECT_EQ(ReceiveOk("jobs").size(), 1u);
+    clock_.AdvanceSeconds(30);
+    EXPECT_TRUE(ReceiveOk("jobs").empty());
+    return id;
+  };
+
+  // Sent 90 s before the redrive: without a fresh start, it would expire 11 s later.
+  const std::string late = dead_letter("late");
+  clock_.AdvanceSeconds(60);
+  auto moved = queues_->Redrive("dlq");
+  ASSERT_OK(moved);
+  EXPECT_EQ(*moved, 1);
+  clock_.AdvanceSeconds(50);  // 140 s after its send, 50 s after the redrive
+  auto purged = queues_->PurgeExpired();
+  ASSERT_OK(purged);
+  EXPECT_EQ(*purged, 0) << "the redriven message was dropped by retention";
+  auto back = ReceiveOk("jobs");
+  ASSERT_EQ(back.size(), 1u) << "a redrive reported a message retention then dropped";
+  EXPECT_EQ(back[0].id, late);
+  ASSERT_OK(queues_->Delete("jobs", back[0].receipt_handle));
+
+  // Past the dead-letter queue's retention (not purged yet): expired, not redriven.
+  const std::string old_one = dead_letter("old one");
+  const std::string old_two = dead_letter("old two");
+  clock_.AdvanceSeconds(41);  // the first sent 101 s ago, the second 71 s ago
+  ASSERT_EQ(queues_->ListDeadLetters("dlq")->size(), 2u) << "not purged yet";
+  auto one = queues_->Redrive("dlq", old_one);
+  EXPECT_TRUE(one.status().IsNotFound()) << one.status().ToString();
+  EXPECT_NE(one.status().message().find("expired"), std::string::npos)
+      << one.status().ToString();
+  moved = queues_->Redrive("dlq");
+  ASSERT_OK(moved);
+  EXPECT_EQ(*moved, 1) << "only the second, still retained";
+  EXPECT_TRUE(queues_->ListDeadLetters("dlq")->empty());
+  clock_.AdvanceSeconds(99);
+  back = ReceiveOk("jobs", 10);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].id, old_two);
 }
 
 TEST_P(QueueTest, RedriveOneMessageAndPageThroughDeadLetters) {
@@ -631,7 +693,7 @@ TEST_P(QueueTest, RecordedErrorIsKeptAsUtf8OfAtMostFourKiB) {
   EXPECT_EQ((*dead)[0].last_error, long_text.substr(0, 4095));
 }
 
-// Two nodes on one PostgreSQL database (issue 25 stage 3's shape): each with its own
+// Two nodes on one PostgreSQL database (a cluster's shape): each with its own
 // PostgresDatabase (its own pool of connections) and its own QueueService, on one
 // clock. Every promise of the queue holds across them.
 class PostgresQueueNodesTest : public ::testing::Test {
@@ -864,7 +926,7 @@ TEST_F(PostgresQueueNodesTest, DeadLetteringAndRetentionPurgeAreSafeWithTwoNodes
   auto moved = node(1).Redrive("dlq");
   ASSERT_OK(moved);
   EXPECT_EQ(*moved, kMessages);
-  clock_.AdvanceSeconds(71);  // sent 101 s ago, retention 100 s
+  clock_.AdvanceSeconds(101);  // redriven 101 s ago (its retention restarted), 100 s
   std::vector<std::future<Result<int64_t>>> purges;
   for (int n = 0; n < kNodes; ++n) {
     purges.push_back(

@@ -24,6 +24,8 @@ class EchoRoutes : public RouteGroup {
             {"GET", R"(/things/([^/]+))", &EchoRoutes::Unreachable, kOpenRoute},
             {"POST", "/things", &EchoRoutes::RefuseThing},
             {"DELETE", R"(/things/(\d+))", &EchoRoutes::Crash, kOpenRoute},
+            {"PUT", "/things/aborted", &EchoRoutes::Abort},
+            {"PUT", "/things/unavailable", &EchoRoutes::BeUnavailable},
         });
   }
 
@@ -32,12 +34,17 @@ class EchoRoutes : public RouteGroup {
   void Unreachable(Call& call) { call.Reply(200, json{{"ran", "unreachable"}}); }
   void RefuseThing(Call&) { throw ApiError::Conflict("no more things"); }
   void Crash(Call&) { throw std::runtime_error("the thing broke"); }
+  // A store's transaction aborted by concurrency after its runner's retries
+  // (status.h), as a handler's Check meets it.
+  void Abort(Call&) { Check(Aborted("deadlock detected")); }
+  void BeUnavailable(Call&) { Check(Unavailable("the database is restarting")); }
 };
 
 struct Served {
   int status = 0;
   json body;
-  std::string units;  // X-Request-Units
+  std::string units;        // X-Request-Units
+  std::string retry_after;  // Retry-After
 };
 
 Served Serve(const Router& router, const std::string& method, const std::string& path,
@@ -55,7 +62,8 @@ Served Serve(const Router& router, const std::string& method, const std::string&
     router.Handle(admission.route, request, response, nullptr);
   }
   return Served{response.status, json::parse(response.body, nullptr, false),
-                response.get_header_value("X-Request-Units")};
+                response.get_header_value("X-Request-Units"),
+                response.get_header_value("Retry-After")};
 }
 
 TEST(RouteTableTest, EachRowReachesItsMemberAndTheFirstMatchingRowWins) {
@@ -84,6 +92,31 @@ TEST(RouteTableTest, AnApiErrorIsItsReplyAndAnyOtherExceptionA500) {
   EXPECT_EQ(crashed.body["error"]["code"], "InternalError");
   EXPECT_EQ(crashed.body["error"]["message"], "unexpected failure: the thing broke");
   EXPECT_EQ(crashed.units, "");  // kOpenRoute: no units
+}
+
+// Aborted (a transaction aborted by concurrency: safe to run again) is api.md's 503
+// Unavailable with Retry-After, never a 500; so is every other 503 a handler throws.
+TEST(RouteTableTest, AnAbortedTransactionIsA503WithRetryAfter) {
+  Router router("", nullptr);
+  EchoRoutes group;
+  group.AddTo(router);
+  Served aborted = Serve(router, "PUT", "/things/aborted");
+  EXPECT_EQ(aborted.status, 503);
+  EXPECT_EQ(aborted.body["error"]["code"], "Unavailable");
+  EXPECT_EQ(aborted.body["error"]["message"], "deadlock detected");
+  EXPECT_EQ(aborted.retry_after, "1");
+  EXPECT_EQ(aborted.units, "wru=0, rru=0");
+  Served unavailable = Serve(router, "PUT", "/things/unavailable");
+  EXPECT_EQ(unavailable.status, 503);
+  EXPECT_EQ(unavailable.body["error"]["code"], "Unavailable");
+  EXPECT_EQ(unavailable.retry_after, "1");
+  // Other errors carry none.
+  EXPECT_EQ(Serve(router, "POST", "/things").retry_after, "");
+  EXPECT_EQ(Serve(router, "DELETE", "/things/7").retry_after, "");
+
+  const ApiError mapped = ApiError::FromStatus(Aborted("could not serialize access"));
+  EXPECT_EQ(mapped.http_status(), 503);
+  EXPECT_EQ(mapped.code(), "Unavailable");
 }
 
 TEST(RouteTableTest, RowsKeepTheirOptionsTheDefaultNeedsTheToken) {

@@ -339,7 +339,7 @@ TEST_F(QueueMappingTest, MessageOfAnAbandonedConsumerReappearsAfterItsTimeout) {
   EXPECT_EQ(recorder_.Calls()[1].receive_count, 2);
 }
 
-// Issue 13 item 1: a process killed while its handler ran leaves the message's
+// A process killed while its handler ran leaves the message's
 // history at `started`. After a restart that invocation exists nowhere, so the
 // redelivery runs the work at once instead of waiting out the time budget (and
 // dead-lettering the message meanwhile).

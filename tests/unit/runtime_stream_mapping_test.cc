@@ -608,7 +608,7 @@ TEST_P(StreamMappingTest, CrashBeforeCheckpointRedeliversButDoesNotRerun) {
   EXPECT_EQ(Checkpoint(shard), 1);
 }
 
-// Issue 13 item 1: kill -9 inside the handler leaves the batch's history rows
+// Kill -9 inside the handler leaves the batch's history rows
 // `started`. The restarted runtime delivers the batch at once (the dead invocation is
 // not running anywhere) instead of backing off until its 900 s budget passes while
 // every sheet of the shard waits.
@@ -638,7 +638,7 @@ TEST_P(StreamMappingTest, StartedRowsOfADeadProcessAreRerunAtOnceAfterARestart) 
   })) << "no attempt failed as 'running elsewhere'";
 }
 
-// Issue 13 item 3: POST /v1/admin/jobs/replay (Replay) handles a `started` row whose
+// POST /v1/admin/jobs/replay (Replay) handles a `started` row whose
 // invocation died (no outcome row, and no live invocation of that id) like a failed
 // one: it runs the record again and writes its outcome; a second replay finds nothing.
 // A started row of an invocation that is still running is left to it.

@@ -296,7 +296,7 @@ TEST(SheetEditTest, SetCellValueAndFormatIsZeroBased) {
             "SetCellValueAndFormat: missing field 'column'");
 }
 
-// Issue 14 point 7: every shape infinisheet writes for its own SetCellValueAndFormat
+// Every shape infinisheet writes for its own SetCellValueAndFormat
 // (CellData: value string | number | boolean | null | undefined | CellError, format
 // string | undefined) parses; undefined arrives as a missing field.
 TEST(SheetEditTest, SetCellValueAndFormatTakesEveryInfinisheetShape) {

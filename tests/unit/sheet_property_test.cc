@@ -1,5 +1,5 @@
-// Property tests of the reducer and of the transform/overlay summary (issue 6, items 1
-// and 3), on thousands of seeded random sheets and edit sequences:
+// Property tests of the reducer and of the transform/overlay summary, on thousands of
+// seeded random sheets and edit sequences:
 //   (1) Sheet::Apply agrees with a dead-simple dense model that literally inserts and
 //       erases rows and columns of a 2-D vector;
 //   (2) the invariant: apply(S, E) == { transform(c) for c in S not deleted } with the

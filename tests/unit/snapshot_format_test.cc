@@ -211,7 +211,7 @@ TEST(ChunkCodecTest, RoundTripsEveryValueKindExactly) {
   EXPECT_EQ(encoder.Finish(&again_tiles), object);
 }
 
-// Issue 14: infinisheet's error values (CellError) survive a snapshot, formatted or
+// Infinisheet's error values (CellError) survive a snapshot, formatted or
 // not, as a value and as a formula's cached result.
 TEST(ChunkCodecTest, RoundTripsErrorValues) {
   SnapshotLayout layout;

@@ -4,6 +4,7 @@
 // on is a real queue message, so "deferred" and "deleted" are checked on the queue.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -322,7 +323,7 @@ TEST_F(SnapshotWorkerTest, EarlierPendingSnapshotDefersByTheDeferTimeout) {
   EXPECT_TRUE(MessageVisible());
 }
 
-// Issue 13 item 2: deferring behind an earlier snapshot is not a failure. With a
+// Deferring behind an earlier snapshot is not a failure. With a
 // redrive policy of 3 receives, a snapshot deferred 20 times is still delivered, never
 // dead-lettered; a real failure still counts.
 TEST_F(SnapshotWorkerTest, DeferralsNeverCountTowardsTheDeadLetterQueue) {
@@ -692,6 +693,96 @@ TEST_F(SnapshotWorkerTest, JobOfADeletedSheetIsDeletedNotFailed) {
   EXPECT_FALSE(Pending(job).has_value()) << "the orphaned pending item is removed";
 }
 
+// The cells of the sheet as the reducer replays every entry before seq `end` (read now:
+// call it before a truncation drops them).
+std::vector<PlacedCell> ReplayBefore(EventLog* log, BlobStore* blobs,
+                                     const std::string& sheet, int64_t end) {
+  auto range = log->Read(sheet, 0, end, 1000000, nullptr);
+  EXPECT_OK(range);
+  if (!range.ok()) return {};
+  auto edits = EditsOfEntries(range->entries, blobs);
+  EXPECT_OK(edits);
+  Sheet replayed;
+  if (edits.ok()) {
+    for (const SheetEdit& edit : *edits) replayed.Apply(edit);
+  }
+  return replayed.Cells();
+}
+
+// An exact truncation at `before_seq`, as POST .../truncate makes it: the state before
+// the cut built first as the sheet's base.
+void TruncateExactly(EventLog* log, BlobStore* blobs, const std::string& sheet,
+                     int64_t before_seq) {
+  auto base = BuildStateBefore(log, blobs, sheet, before_seq, nullptr);
+  ASSERT_OK(base);
+  ASSERT_OK(log->TruncateExact(sheet, before_seq, *base, nullptr, nullptr));
+}
+
+// The cluster finding: the first snapshot's job (seq 0) passed its "already complete?"
+// check, then an exact truncation at seq 3 committed, then it created its pending item
+// (nothing had removed it: the cut came first) and failed on what the cut removed. Its
+// Active item held the snapshot asked for at seq 6 back (deferred_earlier_pending, again
+// and again) until the seq-0 message came back after its visibility timeout. Now the
+// later job deletes the obsolete item instead of waiting for it, and the job whose
+// entry vanished under it finishes as truncated (item and message deleted).
+TEST_F(SnapshotWorkerTest, SnapshotTruncatedAwayMidJobHoldsNothingBack) {
+  AppendCells(5);  // seq 1..5
+  const std::vector<PlacedCell> expected =
+      ReplayBefore(log_.get(), blobs_.get(), sheet_, 6);
+  const SnapshotJob first{sheet_, 0, 0};
+  SnapshotJob later;
+  std::optional<Outcome> later_outcome;
+  std::optional<PendingSnapshot> first_item_meanwhile;
+  SnapshotWorker::Options options;
+  options.test_before_conditional_write = [&](const std::string& step) {
+    if (step == "create") {
+      // After the first job's checks, before its conditional create.
+      ASSERT_NO_FATAL_FAILURE(TruncateExactly(log_.get(), blobs_.get(), sheet_, 3));
+      later = AppendSnapshot();  // seq 6
+    } else if (step == "complete" && !later_outcome) {
+      // The first job is building, its item Active and fresh; the later one arrives.
+      first_item_meanwhile = Pending(first);
+      later_outcome = Handle(Deliver(later));
+    }
+  };
+  auto racing = MakeWorker(options);
+  const Outcome first_outcome = Handle(Deliver(first), kFarDeadline, racing.get());
+
+  ASSERT_TRUE(first_item_meanwhile.has_value()) << "the race did not happen";
+  EXPECT_TRUE(first_item_meanwhile->active);
+  ASSERT_TRUE(later_outcome.has_value());
+  EXPECT_EQ(*later_outcome, Outcome::kCompleted)
+      << SnapshotWorker::OutcomeName(*later_outcome) << ": " << last_error_.ToString();
+  EXPECT_EQ(first_outcome, Outcome::kTruncated)
+      << SnapshotWorker::OutcomeName(first_outcome) << ": " << last_error_.ToString();
+  EXPECT_FALSE(Pending(first).has_value()) << "the obsolete item is gone";
+  EXPECT_FALSE(Pending(later).has_value());
+  EXPECT_EQ(MessagesLeft(), 0) << "no message is left to come back";
+  const EntryRecord built = EntryOf(later);
+  ASSERT_TRUE(built.snapshot_root.has_value());
+  EXPECT_EQ(SnapshotCells(*built.snapshot_root), expected);
+}
+
+// Step 1 alone: an item left before the cut by nothing that will come back (the job
+// that held it died) is deleted by the next job of the sheet, not waited for.
+TEST_F(SnapshotWorkerTest, PendingItemBeforeTheCutIsObsoleteNotWaitedFor) {
+  AppendCells(5);
+  const std::vector<PlacedCell> expected =
+      ReplayBefore(log_.get(), blobs_.get(), sheet_, 6);
+  ASSERT_NO_FATAL_FAILURE(TruncateExactly(log_.get(), blobs_.get(), sheet_, 3));
+  const SnapshotJob first{sheet_, 0, 0};
+  PutPending(first, /*active=*/1, clock_.NowSeconds(), /*increment=*/2);
+  SnapshotJob later = AppendSnapshot();  // seq 6
+  EXPECT_EQ(Handle(Deliver(later)), Outcome::kCompleted) << last_error_.ToString();
+  EXPECT_FALSE(Pending(first).has_value());
+  ASSERT_TRUE(EntryOf(later).snapshot_root.has_value());
+  EXPECT_EQ(SnapshotCells(*EntryOf(later).snapshot_root), expected);
+  EXPECT_EQ(MessagesLeft(), 0);
+  // The first job's own message, when it comes, is a late duplicate of a cut entry.
+  EXPECT_EQ(Handle(Deliver(first)), Outcome::kLateDuplicate) << last_error_.ToString();
+  EXPECT_EQ(MessagesLeft(), 0);
+}
+
 TEST_F(SnapshotWorkerTest, UnknownSegmentFailsAndKeepsTheMessage) {
   EXPECT_EQ(Handle(Deliver({sheet_, 9, 0})), Outcome::kFailed);
   EXPECT_EQ(last_error_.code(), StatusCode::kNotFound);
@@ -830,10 +921,63 @@ TEST_F(SnapshotWorkerTest, RandomHistoriesGiveReplayedCellsAtEverySnapshot) {
       }
     }
     EXPECT_EQ(*cells, expected);
+    // The used extent, whichever way the view finds it (the base's extent through the
+    // inserts, or a pass over the cells after clears and deletes), is the replay's.
+    CellRef extent{0, 0};
+    for (const PlacedCell& c : replay_before(at + 1)) {
+      extent.row = std::max(extent.row, c.ref.row);
+      extent.col = std::max(extent.col, c.ref.col);
+    }
+    auto used = (*view)->UsedExtent();
+    ASSERT_OK(used);
+    EXPECT_EQ(used->row, extent.row);
+    EXPECT_EQ(used->col, extent.col);
   }
   std::cout << "[ property ] " << history.size() << " edits, " << jobs.size()
             << " snapshots, " << invocations << " invocations, " << crashes
             << " crashes, " << handoffs << " hand-offs\n";
+}
+
+// User finding 4: one cell far out (legal) made the used range a walk over the grid in
+// bands, about 2^31 rows of them. UsedExtent asks the cells instead: exact from the
+// overlay, from a snapshot's manifest through an insert, and after a clear and a
+// delete (one pass over the cells, never over the empty positions).
+TEST_F(SnapshotWorkerTest, UsedExtentOfAFarCellIsExactWithoutWalkingTheGrid) {
+  std::optional<int64_t> snapshot_seq;
+  auto extent_at_head = [&]() -> CellRef {
+    auto view = SheetView::Open(log_.get(), blobs_.get(), sheet_, std::nullopt, nullptr);
+    EXPECT_OK(view);
+    if (!view.ok()) return {-1, -1};
+    snapshot_seq = (*view)->snapshot_seq();
+    auto extent = (*view)->UsedExtent();
+    EXPECT_OK(extent);
+    return extent.ok() ? *extent : CellRef{-1, -1};
+  };
+  const CellRef kFar{kMaxRow, 16384};  // XFD2147483647
+  EXPECT_EQ(extent_at_head(), (CellRef{0, 0}));
+  Append("SetCell", R"({"ref": "B2", "value": 1})");
+  Append("SetCell", R"({"ref": "XFD2147483647", "value": "far"})");
+  EXPECT_EQ(extent_at_head(), kFar);  // the overlay alone
+
+  // From a completed snapshot holding both cells (its manifest's extent).
+  CompleteFirstSnapshot();
+  const SnapshotJob job = AppendSnapshot();
+  ASSERT_EQ(Handle(Deliver(job)), Outcome::kCompleted) << last_error_.ToString();
+  EXPECT_EQ(extent_at_head(), kFar);
+  EXPECT_EQ(snapshot_seq, EntryOf(job).seq) << "the view starts from the snapshot";
+  Append("InsertColumns", R"({"after": "A", "count": 2})");
+  EXPECT_EQ(extent_at_head(), (CellRef{kMaxRow, 16386}));
+
+  // The far cell (now XFF2147483647) cleared: B2, moved to D2, is the last cell.
+  Append("SetCell", R"({"ref": "XFF2147483647", "value": null})");
+  EXPECT_EQ(extent_at_head(), (CellRef{2, 4}));
+  Append("SetCell", R"({"ref": "A9", "value": 9})");
+  EXPECT_EQ(extent_at_head(), (CellRef{9, 4}));
+  Append("DeleteRows", R"({"at": 3, "count": 7})");
+  EXPECT_EQ(extent_at_head(), (CellRef{2, 4}));
+  Append("DeleteColumns", R"({"at": "B", "count": 3})");
+  EXPECT_EQ(extent_at_head(), (CellRef{0, 0}));
+  EXPECT_EQ(snapshot_seq, EntryOf(job).seq);
 }
 
 TEST(SnapshotJobTest, RoundTripsAndRejectsMalformedMessages) {

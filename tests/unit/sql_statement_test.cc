@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "emulator/postgres/postgres_connection.h"
 #include "emulator/table/connection.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -61,11 +60,19 @@ TEST_P(SqlStatementTest, RowsComeBackWithTheirTypesAndPlaceholdersBindByNumber) 
                               {"k"}, [&](const SqlRow& row) {
                                 EXPECT_EQ(row.columns(), 4);
                                 seen.push_back(row.Text(0));
+                                EXPECT_EQ(row.Type(0), SqlType::kText);
+                                EXPECT_EQ(row.Type(1), SqlType::kInt);
                                 if (seen.size() == 1) {
                                   EXPECT_EQ(row.Int(1), 7);
                                   EXPECT_EQ(row.Double(2), 2.5);
                                   EXPECT_EQ(row.Text(3), bytes);
+                                  EXPECT_EQ(row.Type(2), SqlType::kDouble);
+                                  EXPECT_EQ(row.Type(3), SqlType::kBytes);
+                                  EXPECT_EQ(row.ValueAt(3), Value::Bytes(bytes));
+                                  EXPECT_EQ(row.ValueAt(0), Value("k"));
                                 } else {
+                                  EXPECT_EQ(row.Type(2), SqlType::kNull);
+                                  EXPECT_TRUE(row.ValueAt(3).is_null());
                                   EXPECT_EQ(row.Int(1), 8);
                                   EXPECT_TRUE(row.IsNull(2));
                                   EXPECT_TRUE(row.IsNull(3));
@@ -140,26 +147,43 @@ TEST_P(SqlStatementTest, ConflictsAndRefusedValuesAreTheirCodesAndWriteNothing) 
   EXPECT_EQ(count, 1);
 }
 
+// One placeholder convention on both backends (emulator/table/sql_params.h): anything
+// else is refused before it runs; quotes and comments hold what they hold.
+TEST_P(SqlStatementTest, OnlyNumberedPlaceholdersRunAndQuotesAndCommentsAreText) {
+  ASSERT_NE(db_.get(), nullptr);
+  for (const char* sql : {"INSERT INTO note (id, n) VALUES (?, 1)",
+                          "INSERT INTO note (id, n) VALUES ($1, 1)",
+                          "INSERT INTO note (id, n) VALUES (?1, ?0)"}) {
+    EXPECT_THAT(db().Write([&](Connection& c) {
+      return c.RunSql(sql, {"x", 1}).status();
+    }),
+                StatusIs(StatusCode::kInvalidArgument))
+        << sql;
+  }
+  ASSERT_OK(db().Write([&](Connection& c) -> Status {
+    ASSIGN_OR_RETURN(
+        int64_t inserted,
+        c.RunSql("INSERT INTO note (id, n) VALUES ('?1 it''s -- /*', ?1) -- ?2 ?\n",
+                 {5}));
+    EXPECT_EQ(inserted, 1);
+    return Status::OK();
+  }));
+  std::vector<std::string> ids;
+  ASSERT_OK(db().Read([&](Connection& c) {
+    return c
+        .RunSql("SELECT id FROM note /* ? ?2 */ WHERE n >= ?1 ORDER BY id", {0},
+                [&](const SqlRow& row) {
+                  ids.push_back(row.Text(0));
+                  return true;
+                })
+        .status();
+  }));
+  EXPECT_EQ(ids, (std::vector<std::string>{"?1 it's -- /*"}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, SqlStatementTest, ::testing::Values(Backend::kSqlite));
 INSTANTIATE_TEST_SUITE_P(Postgres, SqlStatementTest,
                          ::testing::Values(Backend::kPostgres));
-
-// The PostgreSQL form of `sql`, or the error's text.
-std::string Translated(std::string_view sql) {
-  Result<std::string> out = PostgresPlaceholders(sql);
-  return out.ok() ? *out : "error: " + out.status().ToString();
-}
-
-TEST(PostgresPlaceholdersTest, NumbersOutsideQuotesAndCommentsBecomeDollars) {
-  EXPECT_EQ(Translated("SELECT a FROM t WHERE b = ?12 AND c = ?1"),
-            "SELECT a FROM t WHERE b = $12 AND c = $1");
-  EXPECT_EQ(Translated("SELECT '?1', \"?2\" -- ?3\nFROM t WHERE x = ?4"),
-            "SELECT '?1', \"?2\" -- ?3\nFROM t WHERE x = $4");
-  EXPECT_EQ(Translated("SELECT 'it''s ?1' WHERE y = ?2"),
-            "SELECT 'it''s ?1' WHERE y = $2");
-  EXPECT_THAT(PostgresPlaceholders("SELECT ? FROM t").status(),
-              StatusIs(StatusCode::kInvalidArgument));
-}
 
 }  // namespace
 }  // namespace sheetlog

@@ -507,7 +507,7 @@ TEST_P(ChangeFeedTest, SheetlogHashGivesTheSameValuesOnEveryBackend) {
   EXPECT_NE(ExpectedHash({"ab", "c"}), ExpectedHash({"a", "bc"}));
 }
 
-// Several nodes on one PostgreSQL database (stage 2's promise for every service).
+// Several nodes on one PostgreSQL database (a promise every service keeps there).
 class PostgresChangeFeedNodesTest : public ::testing::Test {
  protected:
   PostgresChangeFeedNodesTest()

@@ -8,6 +8,7 @@
 
 #include "src/sheet/import_file.h"
 #include "src/sheet/xlsx.h"
+#include "src/sheet/xlsx_package.h"
 #include "tests/support/spreadsheet_tools.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -336,6 +337,105 @@ TEST_F(XlsxImportTest, WriterRefusesCellsOutsideXlsxGrid) {
   Status status = (*writer)->Write({kXlsxMaxRows + 1, 1}, {CellValue::Number(1), ""});
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_OK((*writer)->Close());
+}
+
+// The inflated worksheet part of the XLSX file at `path` (XlsxFileWriter's one sheet).
+std::string WrittenSheetXml(const std::string& path) {
+  const std::string bytes = ReadFileBytes(path);
+  StringPayloadSource source(bytes);
+  xlsx_package::ZipPackage zip;
+  std::string xml;
+  Status read = zip.Open(source);
+  if (read.ok()) {
+    read = zip.Stream("xl/worksheets/sheet1.xml", int64_t{1} << 30,
+                      [&](std::string_view chunk) {
+                        xml.append(chunk);
+                        return Status::OK();
+                      });
+  }
+  EXPECT_OK(read);
+  return xml;
+}
+
+// The <c> element of cell `ref` in worksheet XML, or "" if there is none.
+std::string CellElement(const std::string& xml, const std::string& ref) {
+  const size_t at = xml.find("<c r=\"" + ref + "\"");
+  if (at == std::string::npos) return "";
+  const size_t open_end = xml.find('>', at);
+  if (open_end == std::string::npos) return "";
+  if (xml[open_end - 1] == '/') return xml.substr(at, open_end + 1 - at);
+  const size_t end = xml.find("</c>", at);
+  return end == std::string::npos ? "" : xml.substr(at, end + 4 - at);
+}
+
+// User finding 3: libxlsxwriter writes <v>0</v> for a formula it is given no result
+// for, and LibreOffice shows that 0. A formula without a known result has no <v>; one
+// with a known result (0 included) keeps it. Needs no spreadsheet tool: the XML is
+// read straight from the package.
+TEST(XlsxWriterTest, FormulaWithoutACachedResultIsWrittenWithoutAValue) {
+  TempDir dir;
+  const std::string path = dir.File("formulas.xlsx");
+  auto writer = XlsxFileWriter::Create(path);
+  ASSERT_OK(writer);
+  // Row 1 written out of column order: the worksheet lists a row by column.
+  const std::vector<PlacedCell> row1 = {
+      {{1, 3}, {CellValue::String("=A1*0"), "", CellValue::Number(0)}},
+      {{1, 1}, {CellValue::Number(2), ""}},
+      {{1, 2}, {CellValue::String("=A1*2"), ""}},
+      {{1, 4}, {CellValue::String("=A1&\"</f><v>\""), "0.00"}},
+      {{1, 5}, {CellValue::String("=\"x\""), "", CellValue::String("x")}},
+      {{1, 6}, {CellValue::String("=A1>1"), "", CellValue::Boolean(true)}}};
+  for (const PlacedCell& c : row1) ASSERT_OK((*writer)->Write(c.ref, c.cell));
+  // Enough formulas that the worksheet part spans many reads, alternating a known and
+  // an unknown result.
+  constexpr int kRows = 3000;
+  for (int64_t row = 2; row <= kRows; ++row) {
+    for (int64_t col = 1; col <= 2; ++col) {
+      Cell cell{CellValue::String("=ROW()*" + std::to_string(col)), ""};
+      if ((row + col) % 2 == 0) cell.cached = CellValue::Number(row * col);
+      ASSERT_OK((*writer)->Write({row, col}, cell));
+    }
+  }
+  ASSERT_OK((*writer)->Close());
+
+  const std::string xml = WrittenSheetXml(path);
+  const std::string b1 = CellElement(xml, "B1");
+  EXPECT_NE(b1.find("<f>A1*2</f>"), std::string::npos) << b1;
+  EXPECT_EQ(b1.find("<v>"), std::string::npos) << b1;
+  EXPECT_EQ(CellElement(xml, "C1"), "<c r=\"C1\"><f>A1*0</f><v>0</v></c>");
+  const std::string d1 = CellElement(xml, "D1");
+  EXPECT_NE(d1.find("<f>"), std::string::npos) << d1;
+  EXPECT_EQ(d1.find("<v>"), std::string::npos) << d1;
+  EXPECT_NE(CellElement(xml, "E1").find("<v>x</v>"), std::string::npos);
+  // A boolean result libxlsxwriter cannot write: none rather than a wrong one.
+  EXPECT_EQ(CellElement(xml, "F1").find("<v>"), std::string::npos);
+
+  // Read back: every formula kept, with exactly the results that were known.
+  std::map<std::string, Cell> read;
+  std::string bytes = ReadFileBytes(path);
+  StringPayloadSource source(bytes);
+  ASSERT_OK(ReadXlsx(source, "", {}, [&](const CellRef& ref, Cell cell) {
+    read[FormatCellRef(ref)] = std::move(cell);
+    return Status::OK();
+  }));
+  ASSERT_EQ(read.size(), row1.size() + 2 * (kRows - 1));
+  EXPECT_TRUE(read["B1"].cached.is_null());
+  EXPECT_EQ(read["C1"].cached.get(), CellValue::Number(0));
+  EXPECT_EQ(read["D1"].value, CellValue::String("=A1&\"</f><v>\""));
+  EXPECT_EQ(read["D1"].format, "0.00");
+  EXPECT_TRUE(read["D1"].cached.is_null());
+  EXPECT_EQ(read["E1"].cached.get(), CellValue::String("x"));
+  for (int64_t row = 2; row <= kRows; ++row) {
+    for (int64_t col = 1; col <= 2; ++col) {
+      const Cell& cell = read[FormatCellRef({row, col})];
+      EXPECT_EQ(cell.value, CellValue::String("=ROW()*" + std::to_string(col)));
+      if ((row + col) % 2 == 0) {
+        EXPECT_EQ(cell.cached.get(), CellValue::Number(row * col)) << row << "," << col;
+      } else {
+        EXPECT_TRUE(cell.cached.is_null()) << row << "," << col;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Unit tests of the console's pure helpers (issue 24 item 7): node's test runner, no
-// browser. The browser tests (../console.test.mjs) drive the pages themselves.
+// Unit tests of the console's pure helpers: node's test runner, no browser. The
+// browser tests (../console.test.mjs) drive the pages themselves.
 import assert from 'node:assert/strict';
 import {describe, test} from 'node:test';
 

@@ -1157,7 +1157,7 @@ class HttpServer::Impl {
     ReleaseBodyBudget(c);
     Response response = handler_->ErrorResponse(status, message);
     if (status == 503) {
-      response.set_header("Retry-After", "1");
+      response.set_header("Retry-After", kRetryAfterSeconds);
     } else {
       input_pending = true;
     }

@@ -1,50 +1,16 @@
 // sheetlog's HTTP/1.1 server: one event-loop thread (epoll) accepts connections, reads
 // and parses requests incrementally and writes responses; a bounded pool of worker
 // threads runs the handlers. A connection costs a few hundred bytes while it waits, not
-// a thread, so idle, slow and hostile clients do not take the server from anyone else.
-//
-// What a client can make the server hold, and for how long (every bound is an option):
-//  - connections: at most max_connections; when full, the oldest idle keep-alive
-//    connection is closed to admit a new one, and only if none is idle is the new one
-//    refused (closed at once).
-//  - a request head: max_head_bytes and max_headers (431 beyond), header_timeout from
-//    its first byte (408, then close); an idle connection is closed after idle_timeout.
-//  - a request body: the handler's Admit decides, from the head alone, whether the
-//    request is served at all (route, auth, size): a refusal is answered WITHOUT reading
-//    the body, then the connection closes. A buffered body is decoded (Content-Length or
-//    chunked) and inflated (Content-Encoding: gzip) as it arrives and counted against
-//    the same max_body_bytes however it is framed (413 as soon as it passes). A body
-//    must keep arriving: no byte for body_timeout, or an average rate under
-//    body_min_rate (see below), is a 408 (streamed bodies: the read fails).
-//  - streamed bodies (read by the handler on a worker) hold a worker each: at most
-//    max_streamed_bodies are read at once, below the worker count, so uploads however
-//    slow never take every worker from ordinary requests. The others wait in the event
-//    loop, unread, for a turn (in order); one that waits body_timeout is a 503 with
-//    Retry-After.
-//  - responses: a body from a content provider is produced on workers a slice at a
-//    time, only while the connection holds less than response_buffer_bytes unsent
-//    (ContentPump): no worker ever waits for a client to read. A stream's writers are
-//    told when its buffer is full. A response whose client takes no byte for
-//    write_timeout, or reads it slower than response_min_rate on average, closes.
-//  - requests queued for the workers: at most max_queued_requests (503 beyond); bodies
-//    being buffered, all connections together: max_buffered_body_bytes (503 beyond).
-//    Every 503 the server answers itself carries Retry-After and closes the connection.
-//
-// Framing is decided in one place for every response (response_framing.h): HEAD never
-// carries content, HTTP/1.0 gets close-delimited bodies instead of chunked ones, and
-// handlers cannot set Content-Length, Transfer-Encoding or Connection themselves.
-//
-// A connection is owned by the event loop and freed only between turns of the loop
-// (closing marks it; nothing uses a closed connection), so no request, however it is
-// framed or cut short, can make the server touch a connection it has freed.
-//
-// Requests on one connection are answered in order, one at a time (pipelined requests
-// wait in the input buffer, at most max_head_bytes + 64 KiB of it). A client that
-// half-closes after its requests gets its responses, then the connection closes.
-//
-// Timeouts use the monotonic clock of the machine (they are about sockets, not about the
-// sheet clock that --clock manual freezes), or HttpServerOptions::clock_ms; tests set
-// them small and wait for the server's close with a blocking read, never a sleep.
+// a thread, so idle, slow and hostile clients do not take the server from anyone else:
+// everything a client can make the server hold is bounded by an option
+// (HttpServerOptions, each with its default), a request refused from its head is
+// answered without reading its body, and no worker ever waits for a client to read.
+// Every response is framed in one place (response_framing.h), a connection is freed
+// only between turns of the event loop (nothing uses a closed one), and requests on one
+// connection are answered in order, one at a time. Timeouts use the machine's monotonic
+// clock, not the sheet clock, or HttpServerOptions::clock_ms.
+// What each bound does to a client, and why the design rules out whole classes of
+// defects: docs/architecture.md "The HTTP front end (src/api/http/)".
 #pragma once
 
 #include <atomic>
@@ -58,6 +24,10 @@
 #include "src/api/http/tls.h"
 
 namespace sheetlog::api::http {
+
+// The Retry-After (seconds) of every 503: the server's own (an overload, a streamed
+// body's wait for a turn) and the routes' (router.cc, WriteError).
+inline constexpr const char* kRetryAfterSeconds = "1";
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";

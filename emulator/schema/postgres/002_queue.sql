@@ -1,6 +1,6 @@
 -- emulator/queue: SQS standard queues (see schema/README.md "002 — queues"), the same
--- tables as emulator/schema/002_queue.sql in PostgreSQL's SQL. Text keys COLLATE "C"
--- (bytewise, as SQLite's BINARY); INTEGER -> bigint; BLOB -> bytea.
+-- tables as emulator/schema/sqlite/002_queue.sql in PostgreSQL's SQL. Text keys
+-- COLLATE "C" (bytewise, as SQLite's BINARY); INTEGER -> bigint; BLOB -> bytea.
 CREATE TABLE queue (
   name text COLLATE "C" PRIMARY KEY,
   visibility_timeout_s bigint NOT NULL,

@@ -1,5 +1,5 @@
 -- 004: execution history of every stream / queue handler invocation (seed 002), kept by
--- emulator/runtime/execution_history.h: emulator/schema/004_history.sql in
+-- emulator/runtime/execution_history.h: emulator/schema/sqlite/004_history.sql in
 -- PostgreSQL's SQL (the same version, the same table; notes there and in
 -- schema/README.md "004 — execution history").
 --

@@ -1,7 +1,7 @@
--- 011: names an owner holds while its lease lives (issue 25 stage 3: a change-feed
--- shard consumed by one node at a time; the sweep and retention run once per cluster).
--- Kept by emulator/runtime/execution_history.h ("Claims"); schema/README.md "011 —
--- owner claims".
+-- 011: names an owner holds while its lease lives (a change-feed shard consumed by one
+-- node at a time; the sweep and retention run once per cluster). Kept by
+-- emulator/runtime/cluster_membership.h (docs/cluster.md "Node leases and claims:
+-- ClusterMembership"); schema/README.md "011 — owner claims".
 --
 -- A claim is held by `owner` while that owner's lease (execution_owner, 010) has not
 -- expired: a node that dies lets every claim of its go at once when its one lease

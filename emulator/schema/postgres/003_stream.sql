@@ -1,6 +1,6 @@
 -- 003: the change feed (DynamoDB Streams stand-in, emulator/stream) in PostgreSQL's
--- SQL: the tables of emulator/schema/003_stream.sql (same version, same meaning) and
--- the SQL functions its triggers call. Triggers are generated per table by
+-- SQL: the tables of emulator/schema/sqlite/003_stream.sql (same version, same
+-- meaning) and the SQL functions its triggers call. Triggers are generated per table by
 -- AttachStream() (emulator/stream/stream_triggers.h) in PL/pgSQL.
 --
 -- Commit order: a trigger takes the next sequence of its shard by updating the shard's

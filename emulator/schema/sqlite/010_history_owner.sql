@@ -1,4 +1,4 @@
--- 010: who wrote each execution history row, and the owners' leases (issue 25: "running
+-- 010: who wrote each execution history row, and the owners' leases ("running
 -- elsewhere" judged by a node's lease, not by a process of this machine). Kept by
 -- emulator/runtime/execution_history.h ("Liveness"); schema/README.md "010 — history
 -- owners".

@@ -1,4 +1,4 @@
--- 007: entry metadata (issue 14, infinisheet's LogMetadata) and the state at an exact
+-- 007: entry metadata (infinisheet's LogMetadata) and the state at an exact
 -- truncation. Column-by-column notes: schema/README.md "007".
 
 -- JSON object of the metadata fields ever set on the entry ("snapshot", "history",
