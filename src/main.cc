@@ -1,6 +1,5 @@
 // sheetlog: the command line. `sheetlog serve` runs the server; see `sheetlog help`.
 #include <signal.h>
-#include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +18,7 @@
 #include "src/api/server.h"
 #include "src/app/app.h"
 #include "src/cli/cli.h"
+#include "src/log_output.h"
 #include "src/serve_config.h"
 #include "src/version.h"
 
@@ -46,25 +46,6 @@ http://127.0.0.1:8787), --token TOKEN (default $SHEETLOG_TOKEN).
 
 using cli::Fail;
 using cli::Flags;
-
-// Under systemd with its output connected to the journal (JOURNAL_STREAM, set by
-// systemd, names the stream), each line starts with its syslog priority ("<3>" for an
-// error) and carries no time stamp, so `journalctl -p warning` filters by level and the
-// journal's own time is the only one. Elsewhere spdlog's default pattern stays.
-class JournalPriorityFlag : public spdlog::custom_flag_formatter {
- public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&,
-              spdlog::memory_buf_t& dest) override {
-    // trace, debug, info, warn, err, critical, off
-    static constexpr std::string_view kPriority[] = {"<7>", "<7>", "<6>", "<4>",
-                                                     "<3>", "<2>", "<6>"};
-    const std::string_view priority = kPriority[static_cast<int>(msg.level)];
-    dest.append(priority.data(), priority.data() + priority.size());
-  }
-  std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<JournalPriorityFlag>();
-  }
-};
 
 // The token of --token-file: the file's first line, trimmed. The file must be
 // readable by its owner only (the service user), so no other local user can read it.
@@ -102,16 +83,16 @@ Result<std::string> ReadConfigFile(const std::string& path) {
   return text.str();
 }
 
-void LogToJournalIfConnected() {
+// Whether stdout is connected to systemd's journal: JOURNAL_STREAM, set by systemd,
+// names the stream ("device:inode"), and log lines then carry their syslog priority
+// (src/log_output.h).
+bool StdoutIsTheJournal() {
   const char* stream = std::getenv("JOURNAL_STREAM");
-  if (stream == nullptr) return;
+  if (stream == nullptr) return false;
   struct stat st;
-  if (fstat(STDOUT_FILENO, &st) != 0) return;
+  if (fstat(STDOUT_FILENO, &st) != 0) return false;
   const std::string own = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-  if (own != stream) return;  // inherited by a child whose output goes elsewhere
-  auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<JournalPriorityFlag>('*').set_pattern("%*%v");
-  spdlog::set_formatter(std::move(formatter));
+  return own == stream;  // not when inherited by a child whose output goes elsewhere
 }
 
 int Serve(int argc, char** argv) {
@@ -128,17 +109,30 @@ int Serve(int argc, char** argv) {
   }
   if (!configured.ok()) return Fail(configured.message());
   ServeOptions options = config.options();
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  ConfigureLogOutput(options.log_format, StdoutIsTheJournal());
+  // From here on a refusal is a log line too, in the chosen format: with json, one
+  // critical line on stdout instead of the plain "sheetlog: ..." on stderr (exit 2
+  // either way; plain with --log-level off too, so a refusal is never silent).
+  auto fail = [&options](const std::string& message) {
+    if (options.log_format != LogFormat::kJson ||
+        !spdlog::default_logger_raw()->should_log(spdlog::level::critical)) {
+      return cli::Fail(message);
+    }
+    spdlog::critical("{}", message);
+    return 2;
+  };
   if (!options.token_file.empty()) {
     if (config.origin("token").kind != SettingOrigin::Kind::kDefault) {
-      return Fail(
+      return fail(
           "give --token or --token-file, not both (the token came from " +
           ServeConfig::Describe(*FindServeSetting("token"), config.origin("token")) +
           ")");
     }
     Result<std::string> token = ReadTokenFile(options.token_file);
-    if (!token.ok()) return Fail(token.status().message());
+    if (!token.ok()) return fail(token.status().message());
     if (token->find_first_not_of(" \t\r\n\f\v") == std::string::npos) {
-      return Fail("--token-file " + options.token_file +
+      return fail("--token-file " + options.token_file +
                   " holds an empty or blank token: give it a secret of visible "
                   "characters, or leave it unset (loopback only)");
     }
@@ -146,8 +140,6 @@ int Serve(int argc, char** argv) {
   }
   const AppOptions& app_options = options.app;
   const api::ServerOptions& server_options = options.server;
-  spdlog::set_level(spdlog::level::from_str(options.log_level));
-  LogToJournalIfConnected();
 
   // Signals are taken by one thread with sigwait, so no handler runs in a random thread
   // in the middle of a request.
@@ -160,10 +152,10 @@ int Serve(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   auto app = App::Open(app_options);
-  if (!app.ok()) return Fail(app.status().ToString());
+  if (!app.ok()) return fail(app.status().ToString());
   api::ApiServer server(app->get(), server_options);
-  if (Status bound = server.Bind(); !bound.ok()) return Fail(bound.ToString());
-  if (Status started = (*app)->Start(); !started.ok()) return Fail(started.ToString());
+  if (Status bound = server.Bind(); !bound.ok()) return fail(bound.ToString());
+  if (Status started = (*app)->Start(); !started.ok()) return fail(started.ToString());
   if (!options.port_file.empty()) {
     // Written in place (not renamed): it may be a FIFO a test harness waits on.
     std::ofstream(options.port_file) << server.port() << "\n";

@@ -182,6 +182,17 @@ Status ApplyLogLevel(std::string_view text, ServeOptions& options) {
   return Status::OK();
 }
 
+Status ApplyLogFormat(std::string_view text, ServeOptions& options) {
+  if (text == "text") {
+    options.log_format = LogFormat::kText;
+  } else if (text == "json") {
+    options.log_format = LogFormat::kJson;
+  } else {
+    return OutsideRange();
+  }
+  return Status::OK();
+}
+
 // A row: what a value may be (`range`) and how it is parsed come together from the
 // helpers above, so the words and the check cannot disagree.
 ServeSetting Row(std::string_view name, std::string_view value_name,
@@ -330,6 +341,12 @@ std::vector<ServeSetting> BuildTable() {
           Text([](O& o) -> std::string& { return o.port_file; })),
       Row("log-level", "LEVEL", "info", "what the server logs",
           {"trace, debug, info, warn, error, critical or off", ApplyLogLevel}),
+      Row("log-format", "FORMAT", "text",
+          "how log lines are written: text = spdlog's lines; json = one JSON object a "
+          "line with time (RFC 3339, UTC, microseconds), level, pid and message (and "
+          "logger when named); under systemd's journal either starts with the line's "
+          "syslog priority",
+          {"text or json", ApplyLogFormat}),
   };
 }
 

@@ -28,6 +28,7 @@
 #include "emulator/status.h"
 #include "src/api/server.h"
 #include "src/app/app.h"
+#include "src/log_output.h"
 
 namespace sheetlog {
 
@@ -48,6 +49,8 @@ struct ServeOptions {
   std::string token_file;
   // spdlog's level name (trace, debug, info, warn, error, critical, off).
   std::string log_level;
+  // How log lines are written (src/log_output.h): text, or one JSON object a line.
+  LogFormat log_format = LogFormat::kText;
 };
 
 // Where a setting's value came from.

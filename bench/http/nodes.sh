@@ -38,12 +38,25 @@ for ((n = 0; n < NODES; n++)); do
   PIDS+=($!)
   URLS+=("http://127.0.0.1:$(head -1 "$dir/port")")
 done
-SHEET=$(curl -s -XPOST "${URLS[0]}/v1/sheets" -d '{"snapshot_every":0}' |
-  python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-export SHEET
+# BENCH_SHEETS sheets (default 1: every node on the same sheet, the contended case).
+SHEET_COUNT=${BENCH_SHEETS:-1}
+SHEETS=""
+for ((i = 0; i < SHEET_COUNT; i++)); do
+  id=$(curl -s -XPOST "${URLS[0]}/v1/sheets" -d '{"snapshot_every":0}' |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  SHEETS="$SHEETS${SHEETS:+,}$id"
+done
+export SHEET=${SHEETS%%,*} SHEETS
+SCRIPT=bench/http/append.lua
+[ "$SHEET_COUNT" -gt 1 ] && SCRIPT=bench/http/append_sheets.lua
+# The sum of the sheets' next_seq: every acknowledged append is there.
 next_seq() {
-  curl -s "${URLS[0]}/v1/sheets/$SHEET" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["next_seq"])'
+  local total=0 id
+  for id in ${SHEETS//,/ }; do
+    total=$((total + $(curl -s "${URLS[0]}/v1/sheets/$id" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["next_seq"])')))
+  done
+  echo $total
 }
 before=$(next_seq)
 load=$(cut -d' ' -f1 /proc/loadavg)
@@ -57,7 +70,7 @@ WRKS=()
 for url in "${URLS[@]}"; do
   out=$(mktemp)
   OUTS+=("$out")
-  wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" -s bench/http/append.lua "$url" >"$out" &
+  wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" -s $SCRIPT "$url" >"$out" &
   WRKS+=($!)
 done
 wait "${WRKS[@]}"
@@ -78,7 +91,7 @@ pg_ms=$(awk '/task-clock/ {gsub(",","",$1); print $1}' "$STAT.pg")
 rm -f "$STAT" "$STAT.pg"
 python3 -c "
 acked = $after - $before
-print('nodes=$NODES: %d requests, %d acknowledged (%.0f/s), %d not 201; nodes %.0f us and PostgreSQL %.0f us CPU per acknowledged append; load $load'
+print('nodes=$NODES sheets=$SHEET_COUNT: %d requests, %d acknowledged (%.0f/s), %d not 201; nodes %.0f us and PostgreSQL %.0f us CPU per acknowledged append; load $load'
       % ($requests, acked, acked / $SECONDS_PER_RUN, $non2xx, $ms * 1000 / max(acked, 1), $pg_ms * 1000 / max(acked, 1)))
 # wrk counts only the responses it read before it stopped; a request in flight then may
 # still commit (at most one per connection). None answered 201 may be missing.

@@ -78,7 +78,14 @@ namespace sheetlog {
   X(kSnapshotBeforeComplete, "snapshot.before_complete",                                 \
     "a snapshot built, before its root is written onto the entry")                       \
   X(kSnapshotAfterComplete, "snapshot.after_complete",                                   \
-    "a snapshot completed, before its message is deleted")
+    "a snapshot completed, before its message is deleted")                               \
+  /* src/app (GET /v1/health) */                                                         \
+  X(kHealthTableStore, "health.table_store",                                             \
+    "a health probe about to read the table store (error: the store unreachable; "       \
+    "delay: a store that does not answer)")                                              \
+  X(kHealthBlobStore, "health.blob_store",                                               \
+    "a health probe about to read the blob store (error: the store unreachable; "        \
+    "delay: a store that does not answer)")
 
 enum class FaultPoint : uint8_t {
 #define SHEETLOG_FAULT_POINT_ENUM(constant, name, meaning) constant,

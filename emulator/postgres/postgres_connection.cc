@@ -259,11 +259,16 @@ const char* RemoteChangePayload(RemoteChange kind) {
 }
 
 void PostgresConnection::WakeOtherProcessesAtCommit(RemoteChange kind) {
-  const std::string payload = RemoteChangePayload(kind);
-  for (const std::string& p : wake_at_commit_) {
-    if (p == payload) return;
+  for (RemoteChange asked : wake_at_commit_) {
+    if (asked == kind) return;
   }
-  wake_at_commit_.push_back(payload);
+  wake_at_commit_.push_back(kind);
+}
+
+std::vector<RemoteChange> PostgresConnection::TakeWakesAtCommit() {
+  std::vector<RemoteChange> wakes;
+  wakes.swap(wake_at_commit_);
+  return wakes;
 }
 
 Result<std::vector<PostgresNotification>> PostgresConnection::AwaitNotifications(
@@ -404,37 +409,19 @@ Status PostgresConnection::Begin(const std::string& mode, const std::string& the
 
 Status PostgresConnection::Commit() { return CommitProbing("", nullptr); }
 
-Status PostgresConnection::CommitProbing(const std::string& probe, bool* set,
-                                         const std::string& notify_if_set) {
+Status PostgresConnection::CommitProbing(const std::string& probe, bool* set) {
   if (set != nullptr) *set = false;
-  std::vector<std::string> wakes;
-  wakes.swap(wake_at_commit_);
   if (!failed_.ok()) {
     Status failed = failed_;
     Rollback();
     return failed;
   }
-  // One round trip: the notifications asked for, the probe's SELECT (if any; last, as
-  // its row is the one read below), then COMMIT. If a SELECT fails (the transaction
-  // had failed already), the server skips the COMMIT and the transaction is rolled
-  // back below. A NOTIFY is delivered only if the transaction commits.
+  // One round trip: the probe's SELECT (if any), then COMMIT. If the SELECT fails (the
+  // transaction had failed already), the server skips the COMMIT and the transaction
+  // is rolled back below.
   std::string sql;
-  for (const std::string& payload : wakes) {
-    sql += std::string("SELECT pg_notify('") + kPostgresWakeChannel + "', '" + payload +
-           "'); ";
-  }
   if (!probe.empty()) {
-    const std::string is_set =
-        "COALESCE(current_setting('" + probe + "', true), '') <> ''";
-    if (notify_if_set.empty()) {
-      sql += "SELECT " + is_set + "; ";
-    } else {
-      // pg_notify runs only when the probe is set: in a CASE branch, as a sub-select
-      // (evaluated only when that branch is taken). Not `pg_notify(...) IS NULL OR
-      // true`, which the planner folds to `true` without calling it.
-      sql += "SELECT CASE WHEN " + is_set + " THEN (SELECT true FROM pg_notify('" +
-             kPostgresWakeChannel + "', '" + notify_if_set + "')) ELSE false END; ";
-    }
+    sql += "SELECT COALESCE(current_setting('" + probe + "', true), '') <> ''; ";
   }
   sql += "COMMIT";
   Status status;

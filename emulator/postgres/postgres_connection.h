@@ -77,10 +77,7 @@ class PostgresConnection final : public Connection {
   // Commit, reading first (in the same round trip) whether the transaction set the
   // custom setting `probe` (e.g. "sheetlog.feed_written"), transaction-locally, to a
   // non-empty value: `*set` says so once the commit succeeded.
-  // If it was, `notify_if_set` (unless empty) is sent on kPostgresWakeChannel with the
-  // commit, in the same round trip.
-  Status CommitProbing(const std::string& probe, bool* set,
-                       const std::string& notify_if_set = "");
+  Status CommitProbing(const std::string& probe, bool* set);
   void Rollback();
 
   // False once the connection to the server is lost: the pool drops it.
@@ -96,8 +93,10 @@ class PostgresConnection final : public Connection {
 
   // Connection.
   SqlDialect dialect() const override { return SqlDialect::kPostgres; }
-  // Sent with the COMMIT (CommitProbing), in its round trip.
+  // Collected for the pool (TakeWakesAtCommit), which sends them after the commit.
   void WakeOtherProcessesAtCommit(RemoteChange kind) override;
+  // The kinds WakeOtherProcessesAtCommit asked for in this transaction; clears them.
+  std::vector<RemoteChange> TakeWakesAtCommit();
   // Rows are read one at a time (single-row mode): a page cut short holds no more than
   // a row in memory; the rest is read and dropped.
   Result<int64_t> RunSql(std::string_view sql, const SqlParams& params,
@@ -117,8 +116,8 @@ class PostgresConnection final : public Connection {
   Status EndedByEarlierError() const;
 
   pg_conn* conn_;
-  // RemoteChangePayload()s to NOTIFY with this transaction's commit.
-  std::vector<std::string> wake_at_commit_;
+  // What to wake other processes for once this transaction commits.
+  std::vector<RemoteChange> wake_at_commit_;
   std::string where_;
   // The statements prepared on this connection: the shared SQL, as RunSql is given it
   // (`?N`), -> the prepared statement's name. Looked up by string_view: no key copy

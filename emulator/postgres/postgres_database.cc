@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "emulator/env/clock.h"
@@ -30,6 +31,14 @@ PostgresDatabase::PostgresDatabase(const Options& options) : options_(options) {
 }
 
 PostgresDatabase::~PostgresDatabase() {
+  std::thread sender;
+  {
+    MutexLock lock(&wake_mu_);
+    stop_waking_ = true;
+    sender = std::move(wake_thread_);
+  }
+  wake_cv_.NotifyAll();
+  if (sender.joinable()) sender.join();
   std::thread listener;
   {
     MutexLock lock(&listeners_mu_);
@@ -147,6 +156,91 @@ void PostgresDatabase::ListenLoop(std::unique_ptr<PostgresConnection> conn) {
   }
 }
 
+namespace {
+
+// The wake sender's pause after each NOTIFY: what it sends meanwhile waits at most this
+// long, and a node sends at most 1 / this many a second.
+constexpr auto kWakeCoalesce = std::chrono::milliseconds(2);
+
+}  // namespace
+
+void PostgresDatabase::PostWakes(const std::vector<RemoteChange>& kinds) {
+  if (kinds.empty()) return;
+  {
+    MutexLock lock(&wake_mu_);
+    if (stop_waking_) return;
+    wakes_pending_.insert(kinds.begin(), kinds.end());
+    if (!wake_thread_.joinable()) wake_thread_ = std::thread([this] { WakeSendLoop(); });
+  }
+  wake_cv_.NotifyOne();
+}
+
+void PostgresDatabase::WakeSendLoop() {
+  std::unique_ptr<PostgresConnection> conn;
+  auto backoff = std::chrono::milliseconds(100);
+  bool warned = false;
+  MutexLock lock(&wake_mu_);
+  while (true) {
+    while (!stop_waking_ && wakes_pending_.empty()) wake_cv_.Wait(wake_mu_);
+    if (stop_waking_) break;
+    std::set<RemoteChange> kinds;
+    kinds.swap(wakes_pending_);
+    lock.Unlock();
+    Status sent;
+    if (conn == nullptr) {
+      Result<std::unique_ptr<PostgresConnection>> opened =
+          PostgresConnection::Open(options_.conninfo, options_.connect_timeout_seconds);
+      if (opened.ok()) {
+        conn = std::move(*opened);
+        // Its notifications are this node's: its own listener skips them.
+        MutexLock pool(&mu_);
+        own_backends_.insert(conn->backend_pid());
+      } else {
+        sent = opened.status();
+      }
+    }
+    if (conn != nullptr) {
+      std::string notifies;
+      for (RemoteChange kind : kinds) {
+        if (!notifies.empty()) notifies += ", ";
+        notifies += std::string("pg_notify('") + kPostgresWakeChannel + "', '" +
+                    RemoteChangePayload(kind) + "')";
+      }
+      const std::string sql = "SELECT " + notifies;
+      sent = conn->Exec(sql);
+      if (sent.ok()) wakes_sent_.fetch_add(1, std::memory_order_relaxed);
+    }
+    lock.Lock();
+    if (sent.ok()) {
+      if (warned) spdlog::info("postgres: waking other nodes again");
+      warned = false;
+      backoff = std::chrono::milliseconds(100);
+      // Commits meanwhile gather in wakes_pending_ and go out together.
+      wake_cv_.WaitFor(wake_mu_, kWakeCoalesce);
+      continue;
+    }
+    // Not sent: kept for the next try. Other nodes notice at their deadlines (and when
+    // their own listening connection is restored) meanwhile.
+    if (!warned) {
+      spdlog::warn("postgres: waking other nodes failed (retrying): {}", sent.ToString());
+      warned = true;
+    }
+    wakes_pending_.insert(kinds.begin(), kinds.end());
+    if (conn != nullptr && !conn->usable()) {
+      MutexLock pool(&mu_);
+      own_backends_.erase(conn->backend_pid());
+    }
+    if (conn != nullptr && !conn->usable()) conn.reset();
+    if (!stop_waking_) wake_cv_.WaitFor(wake_mu_, backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+  lock.Unlock();
+  if (conn != nullptr) {
+    MutexLock pool(&mu_);
+    own_backends_.erase(conn->backend_pid());
+  }
+}
+
 Result<std::unique_ptr<PostgresDatabase>> PostgresDatabase::Open(const Options& options) {
   if (options.connections < 1) {
     return InvalidArgument("a PostgreSQL database needs at least one connection");
@@ -220,18 +314,22 @@ Status PostgresDatabase::Run(const Work& work, const std::string& mode, bool wri
   }
   if (conn == nullptr) return status;
   bool fed = false;
+  std::vector<RemoteChange> wakes;
   if (status.ok()) {
     status = work(*conn);
     if (status.ok()) {
-      // A commit that fed the change feed wakes the other nodes' readers too.
-      status = write ? conn->CommitProbing("sheetlog.feed_written", &fed,
-                                           RemoteChangePayload(RemoteChange::kChangeFeed))
-                     : conn->Commit();
+      wakes = conn->TakeWakesAtCommit();
+      status =
+          write ? conn->CommitProbing("sheetlog.feed_written", &fed) : conn->Commit();
     } else {
       conn->Rollback();
     }
   }
   Release(std::move(conn));
+  if (!status.ok()) return status;
+  // A commit that fed the change feed wakes the other nodes' readers too.
+  if (fed) wakes.push_back(RemoteChange::kChangeFeed);
+  PostWakes(wakes);
   if (fed) {
     std::vector<std::function<void()>> listeners;
     {

@@ -95,8 +95,10 @@ class PostgresDatabase final : public Transactions {
   // change-feed record (the triggers set `sheetlog.feed_written`, read back in the
   // COMMIT's round trip).
   void AddCommitListener(std::function<void()> listener) override EXCLUDES(listeners_mu_);
-  // Other nodes: such a commit also NOTIFYs kPostgresWakeChannel ("feed"), as does a
-  // transaction that asked for it (Connection::WakeOtherProcessesAtCommit). The first
+  // Other nodes: after such a commit (or one that asked for it:
+  // Connection::WakeOtherProcessesAtCommit) a NOTIFY on kPostgresWakeChannel is sent,
+  // after the commit and never inside it, from a connection of the wake sender's own,
+  // coalesced (docs/cluster.md "Wake-ups between nodes"). The first
   // remote listener starts a thread with a connection of its own that LISTENs on the
   // channel and runs the listeners of each notification's kind, skipping
   // notifications sent by this handle's own connections (their commits ran the local
@@ -109,6 +111,8 @@ class PostgresDatabase final : public Transactions {
       EXCLUDES(listen_start_mu_, listeners_mu_);
 
   int schema_version() const { return schema_version_; }
+  // NOTIFY statements the wake sender sent, since Open (each for every kind pending).
+  int64_t wakes_sent() const { return wakes_sent_.load(std::memory_order_relaxed); }
   // Works run again because their transaction was aborted by concurrency, since Open.
   int64_t aborted_writes_retried() const {
     return aborted_writes_retried_.load(std::memory_order_relaxed);
@@ -125,6 +129,13 @@ class PostgresDatabase final : public Transactions {
   Result<std::unique_ptr<PostgresConnection>> Acquire() EXCLUDES(mu_);
   // Back to the pool, or closed if the connection was lost.
   void Release(std::unique_ptr<PostgresConnection> conn) EXCLUDES(mu_);
+
+  // Asks the wake sender to NOTIFY other nodes of `kinds` (starting it if need be).
+  void PostWakes(const std::vector<RemoteChange>& kinds) EXCLUDES(wake_mu_);
+  // The wake sender's thread: sends what was posted, one NOTIFY statement for all the
+  // kinds pending, then lets kWakeCoalesceMicros pass before the next, so a node
+  // sends a few hundred notifications a second however many commits it makes.
+  void WakeSendLoop() EXCLUDES(wake_mu_, mu_);
 
   // The listening thread (AddRemoteCommitListener), from `conn` (null: connect first).
   void ListenLoop(std::unique_ptr<PostgresConnection> conn) EXCLUDES(mu_, listeners_mu_);
@@ -151,6 +162,13 @@ class PostgresDatabase final : public Transactions {
   std::thread listen_thread_ GUARDED_BY(listeners_mu_);
   std::atomic<bool> stop_listening_{false};
   std::atomic<int64_t> aborted_writes_retried_{0};
+  std::atomic<int64_t> wakes_sent_{0};
+
+  Mutex wake_mu_;
+  CondVar wake_cv_;
+  std::set<RemoteChange> wakes_pending_ GUARDED_BY(wake_mu_);
+  bool stop_waking_ GUARDED_BY(wake_mu_) = false;
+  std::thread wake_thread_ GUARDED_BY(wake_mu_);
   int stop_pipe_[2] = {-1, -1};  // written to stop the listening thread
 };
 

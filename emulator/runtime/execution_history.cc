@@ -283,8 +283,11 @@ bool ExecutionHistory::IsAbandoned(const ExecutionRow& row, int64_t time_budget_
   const std::string owner = this->owner();
   if (!owner.empty() && !row.owner.empty() && row.owner != owner) {
     // Another node's: running while its lease lasts (owner() is non-empty only with
-    // a membership).
-    return !membership_->IsLeaseLive(row.owner_lease_expires_at, now_micros);
+    // a membership). The expiry is on the lease clock (the database's on PostgreSQL),
+    // `now_micros` on this node's: translated by the skew the membership measured, so a
+    // node whose clock runs ahead does not find a live node's work abandoned.
+    return !membership_->IsLeaseLive(row.owner_lease_expires_at,
+                                     membership_->ToLeaseClock(now_micros));
   }
   // This process's, or written without an owner (before leases, or before this
   // process took its own): running while its invocation is live here.

@@ -88,6 +88,52 @@ Result<std::map<int, int64_t>> ReadHeads(Connection& conn, const std::string& st
   return latest;
 }
 
+// The advisory lock under which numbering rounds run, one at a time across every
+// process sharing a PostgreSQL database ("feednum").
+constexpr int64_t kNumberingLock = 0x666565646e756d;
+// Records one numbering round takes at most.
+constexpr int kNumberingBatch = 10000;
+
+// One numbering round (emulator/schema/postgres/012_feed_numbering.sql): the committed
+// records of ?1 not numbered yet, oldest provisional number first, get per shard the
+// numbers after the shard's last_sequence, which moves on. Answers how many records it
+// numbered. Run under kNumberingLock, as a statement of its own after the lock was
+// taken: READ COMMITTED gives it a snapshot in which the previous round has committed.
+constexpr const char* kNumberingRound =
+    "WITH pending AS ("
+    " SELECT shard, sequence AS provisional FROM stream_record"
+    " WHERE stream = ?1 AND sequence < 0 ORDER BY sequence DESC LIMIT ?2),"
+    " numbered AS ("
+    " SELECT p.shard, p.provisional, COALESCE(s.last_sequence, 0) +"
+    " row_number() OVER (PARTITION BY p.shard ORDER BY p.provisional DESC) AS final"
+    " FROM pending p LEFT JOIN stream_shard s ON s.stream = ?1 AND s.shard = p.shard),"
+    " renumbered AS ("
+    " UPDATE stream_record r SET sequence = n.final FROM numbered n"
+    " WHERE r.stream = ?1 AND r.shard = n.shard AND r.sequence = n.provisional"
+    " RETURNING r.shard, r.sequence),"
+    " heads AS ("
+    " INSERT INTO stream_shard AS s (stream, shard, last_sequence)"
+    " SELECT ?1, shard, max(sequence) FROM renumbered GROUP BY shard"
+    " ON CONFLICT (stream, shard) DO UPDATE SET last_sequence = excluded.last_sequence"
+    " RETURNING 1)"
+    " SELECT (SELECT COUNT(*) FROM renumbered), (SELECT COUNT(*) FROM heads)";
+
+// Whether `stream` has committed records not numbered yet. Only PostgreSQL's triggers
+// leave any; SQLite's number their records as they write them.
+Result<bool> HasUnnumbered(Connection& conn, const std::string& stream) {
+  if (conn.dialect() != SqlDialect::kPostgres) return false;
+  bool found = false;
+  RETURN_IF_ERROR(conn.RunSql("SELECT 1 FROM stream_record WHERE stream = ?1 AND "
+                              "sequence < 0 LIMIT 1",
+                              {stream},
+                              [&](const SqlRow&) {
+                                found = true;
+                                return false;
+                              })
+                      .status());
+  return found;
+}
+
 }  // namespace
 
 ChangeFeed::ChangeFeed(Transactions* db, Clock* clock, std::string stream)
@@ -135,7 +181,7 @@ Result<std::vector<StreamRecord>> ChangeFeed::Read(int shard, int64_t after_sequ
     return InvalidArgument("read limit must be in 1.." + std::to_string(kMaxReadLimit));
   }
   std::vector<StreamRecord> records;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(ReadNumbered([&](Connection& conn) -> Status {
     records.clear();
     Status parsed;
     RETURN_IF_ERROR(
@@ -179,7 +225,7 @@ Result<std::vector<StreamRecord>> ChangeFeed::Read(int shard, int64_t after_sequ
 
 Result<std::map<int, int64_t>> ChangeFeed::LatestSequences() {
   std::map<int, int64_t> latest;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(ReadNumbered([&](Connection& conn) -> Status {
     ASSIGN_OR_RETURN(latest, ReadHeads(conn, stream_));
     return Status::OK();
   }));
@@ -241,6 +287,10 @@ Result<int64_t> ChangeFeed::DeleteAllRecords(Connection& conn) {
 }
 
 Result<int64_t> ChangeFeed::Prune() {
+  // Numbered first: a record pruned before its number was given would leave its
+  // number to the next record, and a consumer that counts on sequence order would see
+  // a later record take an earlier one's place.
+  RETURN_IF_ERROR(NumberCommitted().status());
   ASSIGN_OR_RETURN(StreamConfig config, Config());
   const int64_t horizon = clock_->NowMicros() - config.retention_micros;
   int64_t total = 0;
@@ -266,7 +316,7 @@ Result<std::vector<ShardStats>> ChangeFeed::Stats(
     const std::vector<std::string>& known_consumers) {
   std::vector<ShardStats> stats;
   const int64_t now = clock_->NowMicros();
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+  RETURN_IF_ERROR(ReadNumbered([&](Connection& conn) -> Status {
     stats.clear();
     ASSIGN_OR_RETURN(StreamConfig config, ReadConfig(conn, stream_));
     std::map<int, ShardStats> by_shard;
@@ -329,6 +379,43 @@ Result<std::vector<ShardStats>> ChangeFeed::Stats(
     return Status::OK();
   }));
   return stats;
+}
+
+Result<int64_t> ChangeFeed::NumberCommitted() {
+  int64_t total = 0;
+  while (true) {
+    int64_t numbered = 0;
+    RETURN_IF_ERROR(db_->Write([&](Connection& conn) -> Status {
+      numbered = 0;
+      if (conn.dialect() != SqlDialect::kPostgres) return Status::OK();
+      RETURN_IF_ERROR(
+          conn.RunSql("SELECT pg_advisory_xact_lock(?1)", {kNumberingLock}).status());
+      return conn
+          .RunSql(kNumberingRound, {stream_, kNumberingBatch},
+                  [&](const SqlRow& row) {
+                    numbered = row.Int(0);
+                    return false;
+                  })
+          .status();
+    }));
+    total += numbered;
+    if (numbered < kNumberingBatch) return total;
+  }
+}
+
+Status ChangeFeed::ReadNumbered(const Transactions::Work& work) {
+  bool unnumbered = false;
+  RETURN_IF_ERROR(db_->Read([&](Connection& conn) -> Status {
+    // First, so the read's snapshot is the one checked: if every record in it is
+    // numbered, `work` sees every write committed before the call.
+    ASSIGN_OR_RETURN(unnumbered, HasUnnumbered(conn, stream_));
+    return unnumbered ? Status::OK() : work(conn);
+  }));
+  if (!unnumbered) return Status::OK();
+  // Numbered in a round that began after the call did (so it saw those writes), and
+  // read in a snapshot taken after the round committed.
+  RETURN_IF_ERROR(NumberCommitted().status());
+  return db_->Read(work);
 }
 
 uint64_t ChangeFeed::ChangeVersion() const {

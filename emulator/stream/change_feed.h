@@ -4,10 +4,15 @@
 // in order, keeps per-consumer durable checkpoints, prunes records past the retention
 // window and wakes readers as soon as a write commits.
 //
-// Ordering: within a shard, records are in commit order and sequences increase by one
-// per record (a rolled-back change leaves neither a record nor a gap). Records of one
-// partition key always share a shard (while the shard count is unchanged). Across
-// shards there is no order.
+// Ordering: within a shard, sequences increase by one per record (a rolled-back change
+// leaves neither a record nor a gap), and a record is numbered only once committed,
+// after every record numbered before it: a reader that has read up to N never later
+// meets a record numbered <= N. SQLite numbers records as its one writer commits them;
+// PostgreSQL's writers leave a provisional number, and NumberCommitted() numbers
+// committed records in rounds, so no writer waits on another's commit
+// (emulator/schema/postgres/012_feed_numbering.sql). Records of one partition key always
+// share a shard (while the shard count is unchanged) and are numbered in the order their
+// writes ran. Across shards there is no order.
 //
 // Retention: Prune() deletes records older than the retention window (default 24 h) by
 // the Clock, whether or not every consumer has processed them: a record pruned before
@@ -94,6 +99,14 @@ class ChangeFeed {
   // shard -> newest sequence, for every shard that has ever had a record.
   Result<std::map<int, int64_t>> LatestSequences();
 
+  // PostgreSQL: numbers the stream's committed records that have only a provisional
+  // sequence (stream_triggers.h), one round at a time under an advisory lock shared by
+  // every process; returns how many it numbered. Read, LatestSequences and Stats call
+  // it when they find such records, so a caller never needs to; a node calls it to
+  // number what a writer that died left behind. SQLite: 0 (its records are numbered as
+  // they are written).
+  Result<int64_t> NumberCommitted();
+
   // The consumer's checkpoint in `shard`; 0 if it has none.
   Result<int64_t> Checkpoint(const std::string& consumer, int shard);
   // shard -> checkpoint, for every shard where the consumer has one.
@@ -138,6 +151,11 @@ class ChangeFeed {
 
  private:
   struct Notifier;
+
+  // Runs `work` in a read transaction that sees every record committed before the call
+  // numbered: when the first snapshot holds records not yet numbered, NumberCommitted()
+  // runs and `work` runs in a new read transaction (so it may run twice).
+  Status ReadNumbered(const Transactions::Work& work);
 
   Transactions* db_;
   Clock* clock_;

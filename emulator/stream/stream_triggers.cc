@@ -186,45 +186,77 @@ std::string PostgresShardExpression(const StreamSource& source,
          QuoteLiteral(source.table) + ")";
 }
 
+// The statement-level function the INSERT trigger of `table` runs.
+std::string PostgresInsertsFunctionName(const std::string& table) {
+  return QuoteIdentifier("stream_" + table + "_inserts");
+}
+
+// The transition table the INSERT trigger reads its statement's new rows from.
+constexpr const char* kPostgresNewRows = "sheetlog_new_rows";
+
+// Records get a provisional sequence, below zero and unique, in the order the writes
+// ran; ChangeFeed numbers them once committed (emulator/schema/postgres/
+// 012_feed_numbering.sql). No row every writer of a shard locks until its commit.
+constexpr const char* kPostgresProvisionalSequence =
+    "-nextval('stream_record_provisional')";
+
 std::vector<std::string> PostgresTriggerSql(const StreamSource& source,
                                             const std::vector<StreamColumn>& columns) {
   const std::vector<StreamColumn> key_columns = KeyColumns(source, columns);
   const std::string table = QuoteIdentifier(source.table);
   const std::string stream = QuoteLiteral(source.table);
   const std::string function = PostgresFunctionName(source.table);
+  const std::string inserts = PostgresInsertsFunctionName(source.table);
+  // Read back by PostgresDatabase with the COMMIT, to wake the node's readers.
+  const std::string feed_written =
+      "  PERFORM set_config('sheetlog.feed_written', 'on', true);\n";
+
+  // INSERT: once per statement, every new row's record in one INSERT ... SELECT (a
+  // batch of appends is one statement: one trigger call, one plan). The rows are taken
+  // in key order before the provisional numbers are drawn (OFFSET 0 keeps the sort
+  // below the projection), so one key's rows of a statement keep their order.
+  std::string key_order;
+  for (const StreamColumn& column : key_columns) {
+    key_order += (key_order.empty() ? "" : ", ") + std::string("n.") +
+                 QuoteIdentifier(column.name);
+  }
+  std::string inserts_body;
+  inserts_body += "CREATE OR REPLACE FUNCTION " + inserts +
+                  "() RETURNS trigger LANGUAGE plpgsql AS $sheetlog$\nBEGIN\n";
+  inserts_body +=
+      "  INSERT INTO stream_record (stream, shard, sequence, event_name, keys, "
+      "new_image, old_image, created_micros)\n  SELECT " +
+      stream + ", r.shard, " + kPostgresProvisionalSequence +
+      ", 'INSERT', r.keys, r.new_image, NULL, r.created_micros\n  FROM (SELECT " +
+      PostgresShardExpression(source, key_columns, "n") + " AS shard,\n    " +
+      PostgresJsonImage("n", key_columns) + " AS keys,\n    " +
+      PostgresJsonImage("n", columns) +
+      " AS new_image,\n    sheetlog_now_micros() AS created_micros\n    FROM " +
+      kPostgresNewRows + " n ORDER BY " + key_order + " OFFSET 0) r;\n";
+  // A statement that inserted nothing (ON CONFLICT DO NOTHING) wakes nobody.
+  inserts_body += "  IF FOUND THEN\n  " + feed_written + "  END IF;\n";
+  inserts_body += "  RETURN NULL;\nEND\n$sheetlog$";
+
+  // UPDATE and DELETE: once per row (an UPDATE's old and new rows are paired only
+  // there).
   auto record = [&](const char* event, const std::string& key_row,
                     const std::string& new_image, const std::string& old_image) {
     return "    INSERT INTO stream_record (stream, shard, sequence, event_name, keys,"
            " new_image, old_image, created_micros)\n    VALUES (" +
-           stream + ", v_shard, v_sequence, '" + event + "', " +
+           stream + ", " + PostgresShardExpression(source, key_columns, key_row) + ", " +
+           kPostgresProvisionalSequence + ", '" + event + "', " +
            PostgresJsonImage(key_row, key_columns) + ",\n      " + new_image +
            ",\n      " + old_image + ", sheetlog_now_micros());\n";
   };
   std::string body;
   body += "CREATE OR REPLACE FUNCTION " + function +
-          "() RETURNS trigger LANGUAGE plpgsql AS $sheetlog$\n";
-  body += "DECLARE\n  v_shard bigint;\n  v_sequence bigint;\nBEGIN\n";
-  body += "  IF TG_OP = 'DELETE' THEN\n    v_shard := " +
-          PostgresShardExpression(source, key_columns, "OLD") + ";\n";
-  body +=
-      "  ELSE\n    v_shard := " + PostgresShardExpression(source, key_columns, "NEW") +
-      ";\n  END IF;\n";
-  // The counter row stays locked until this transaction ends: the next writer of the
-  // shard takes the number after this one once this one has committed.
-  body +=
-      "  INSERT INTO stream_shard AS s (stream, shard, last_sequence) VALUES (" + stream +
-      ", v_shard, 1)\n"
-      "  ON CONFLICT (stream, shard) DO UPDATE SET last_sequence = s.last_sequence + 1\n"
-      "  RETURNING s.last_sequence INTO v_sequence;\n";
-  body += "  IF TG_OP = 'INSERT' THEN\n" +
-          record("INSERT", "NEW", PostgresJsonImage("NEW", columns), "NULL");
-  body += "  ELSIF TG_OP = 'UPDATE' THEN\n" + record("MODIFY", "NEW",
-                                                     PostgresJsonImage("NEW", columns),
-                                                     PostgresJsonImage("OLD", columns));
+          "() RETURNS trigger LANGUAGE plpgsql AS $sheetlog$\nBEGIN\n";
+  body += "  IF TG_OP = 'UPDATE' THEN\n" + record("MODIFY", "NEW",
+                                                  PostgresJsonImage("NEW", columns),
+                                                  PostgresJsonImage("OLD", columns));
   body += "  ELSE\n" + record("REMOVE", "OLD", "NULL", PostgresJsonImage("OLD", columns));
   body += "  END IF;\n";
-  // Read back by PostgresDatabase with the COMMIT, to wake the node's readers.
-  body += "  PERFORM set_config('sheetlog.feed_written', 'on', true);\n";
+  body += feed_written;
   body += "  RETURN NULL;\nEND\n$sheetlog$";
 
   std::string changed;
@@ -235,15 +267,15 @@ std::vector<std::string> PostgresTriggerSql(const StreamSource& source,
     if (i > 0) changed += " OR ";
     changed += "OLD." + column + cast + " IS DISTINCT FROM NEW." + column + cast;
   }
-  const std::string execute = " FOR EACH ROW EXECUTE FUNCTION " + function + "()";
-  return {body,
+  return {inserts_body, body,
           "CREATE TRIGGER " + TriggerName(source.table, "insert") + " AFTER INSERT ON " +
-              table + execute,
+              table + " REFERENCING NEW TABLE AS " + kPostgresNewRows +
+              " FOR EACH STATEMENT EXECUTE FUNCTION " + inserts + "()",
           "CREATE TRIGGER " + TriggerName(source.table, "update") + " AFTER UPDATE ON " +
               table + " FOR EACH ROW WHEN (" + (changed.empty() ? "false" : changed) +
               ") EXECUTE FUNCTION " + function + "()",
           "CREATE TRIGGER " + TriggerName(source.table, "delete") + " AFTER DELETE ON " +
-              table + execute};
+              table + " FOR EACH ROW EXECUTE FUNCTION " + function + "()"};
 }
 
 // Declared columns of `table`, in table order; empty if there is no such table.
@@ -285,12 +317,15 @@ constexpr int64_t kAttachLock = 0x73747265616d;
 Result<bool> PostgresTriggersExist(Connection& conn, const std::string& table) {
   RETURN_IF_ERROR(
       conn.RunSql("SELECT pg_advisory_xact_lock(?1)", {kAttachLock}).status());
+  // Triggers of the form before provisional numbering (schema 012) ran a row-level
+  // function for every event and had no `stream_<table>_inserts`: they are replaced.
   int64_t found = 0;
   RETURN_IF_ERROR(
       conn.RunSql("SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = "
-                  "to_regclass(quote_ident(?1)) AND tgname IN (?2, ?3, ?4)",
+                  "to_regclass(quote_ident(?1)) AND tgname IN (?2, ?3, ?4) AND "
+                  "to_regprocedure(quote_ident(?5) || '()') IS NOT NULL",
                   {table, "stream_" + table + "_insert", "stream_" + table + "_update",
-                   "stream_" + table + "_delete"},
+                   "stream_" + table + "_delete", "stream_" + table + "_inserts"},
                   [&](const SqlRow& row) {
                     found = row.Int(0);
                     return false;
@@ -330,8 +365,9 @@ Status AttachStream(Connection& conn, const StreamSource& source,
     return InvalidArgument("retention must be positive");
   }
   const bool postgres = conn.dialect() == SqlDialect::kPostgres;
-  // PostgreSQL cuts identifiers at 63 bytes: "stream_<table>_record" must fit whole.
-  constexpr size_t kPostgresMaxTableName = 63 - std::string_view("stream__record").size();
+  // PostgreSQL cuts identifiers at 63 bytes: "stream_<table>_inserts" must fit whole.
+  constexpr size_t kPostgresMaxTableName =
+      63 - std::string_view("stream__inserts").size();
   if (postgres && source.table.size() > kPostgresMaxTableName) {
     return InvalidArgument("a table with a stream on PostgreSQL has a name of at most " +
                            std::to_string(kPostgresMaxTableName) +
@@ -416,8 +452,12 @@ Status DetachStream(Connection& conn, const std::string& table) {
                           .status());
     }
   }
-  return conn.RunSql("DROP FUNCTION IF EXISTS " + PostgresFunctionName(table) + "()", {})
-      .status();
+  for (const std::string& function :
+       {PostgresFunctionName(table), PostgresInsertsFunctionName(table)}) {
+    RETURN_IF_ERROR(
+        conn.RunSql("DROP FUNCTION IF EXISTS " + function + "()", {}).status());
+  }
+  return Status::OK();
 }
 
 }  // namespace sheetlog

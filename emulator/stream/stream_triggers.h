@@ -1,8 +1,9 @@
 // Attaching a table to the change feed: AFTER INSERT / UPDATE / DELETE triggers that
 // write a stream record in the same transaction as the change (seed 004's outbox: the
 // record and the change commit together or not at all). Each backend has its own form:
-// SQLite triggers, PL/pgSQL on PostgreSQL (one function per table, `stream_<table>_
-// record`, run by three triggers), writing the same records.
+// SQLite triggers, PL/pgSQL on PostgreSQL (`stream_<table>_inserts` once per INSERT
+// statement, over its transition table; `stream_<table>_record` per updated or deleted
+// row), writing the same records.
 //
 // Tables are attached at run time with AttachStream() (the application attaches `entry`
 // at open: src/app/schema.h); triggers an older database got from
@@ -10,9 +11,11 @@
 //
 // What a trigger does, per changed row:
 //   shard    = sheetlog_hash(partition key columns, in order) % stream_config.shard_count
-//   sequence = ++stream_shard.last_sequence of that shard (1 for the first record); on
-//              PostgreSQL the counter row stays locked until commit, so sequences are
-//              in commit order per shard (emulator/schema/postgres/003_stream.sql)
+//   sequence = SQLite: ++stream_shard.last_sequence of that shard (1 for the first
+//              record; one writer at a time, so in commit order). PostgreSQL: a
+//              provisional number below zero (-nextval('stream_record_provisional')),
+//              which ChangeFeed replaces once the record is committed
+//              (emulator/schema/postgres/012_feed_numbering.sql)
 //   record   = (event name, keys JSON, new image JSON, old image JSON,
 //               created_micros = sheetlog_now_micros(), the injected clock)
 // An UPDATE that changes no column writes nothing (as DynamoDB). An UPDATE that changes

@@ -84,7 +84,8 @@ void ApiServer::RegisterRoutes() {
       app.log(), app.changes(), app.pipeline_events(), app.clock(), entries_.get());
   const TestControls controls{app.options().enable_faults, app.options().allow_reset};
   route_groups_.push_back(std::make_unique<OpsRoutes>(
-      app.metrics(), [&app] { return app.ready(); }, app.schema_version()));
+      app.metrics(), [&app] { return app.ready(); }, app.schema_version(),
+      [&app] { return app.Health(); }));
   route_groups_.push_back(std::make_unique<SheetRoutes>(
       app.log(), app.uploads(), app.blobs(), app.head_views(), entries_.get(),
       [&app] { app.PurgeDeletedSheets(); }));

@@ -109,6 +109,7 @@ App::App(const AppOptions& options) : options_(options) {}
 
 App::~App() {
   Stop();
+  health_.reset();  // waits for probes still running on the stores below
   heal_worker_.reset();
   healer_.reset();
   purge_worker_.reset();
@@ -291,6 +292,23 @@ Status App::Init() {
   runtime_ = std::make_unique<FunctionRuntime>(db_.get(), clock_, faults_.get(),
                                                std::move(runtime_options));
   queue_watch_ = std::make_unique<PeriodicWorker>(clock_);
+
+  HealthChecker::Dependencies health;
+  health.table_store = db_.get();
+  health.table_store_kind = sqlite_ != nullptr ? "sqlite" : "postgres";
+  health.table_store_location = sqlite_ != nullptr
+                                    ? (fs::path(data_dir_) / "sheetlog.db").string()
+                                    : postgres_->where();
+  health.blob_store = blobs_.get();
+  health.blob_store_location =
+      options_.s3_blobs
+          ? "s3://" + options_.s3_blobs->bucket + " at " + options_.s3_blobs->endpoint
+          : (fs::path(data_dir_) / "blobs").string();
+  health.membership = &runtime_->membership();
+  health.node_name = NodeName();
+  health.faults = faults_.get();
+  health_ = std::make_unique<HealthChecker>(std::move(health));
+
   RETURN_IF_ERROR(AddMappings());
   AddCollectors();
   return Status::OK();
@@ -451,6 +469,17 @@ void App::AddCollectors() {
         .Set({}, retention.segments_dropped);
     m.Gauge("sheetlog_retention_errors", "Sheets retention failed to truncate.")
         .Set({}, retention.errors);
+    // ClusterMembership measures it at each start and renewal of the lease (PostgreSQL
+    // with the system clock); 0 where the node's clock is the one leases use (SQLite:
+    // the database's clock is the node's; --clock manual) or before the first measure.
+    m.Gauge("sheetlog_clock_skew_seconds",
+            "This node's clock minus the database's (PostgreSQL's clock_timestamp()), "
+            "measured at each lease renewal; leases are judged on the database's clock, "
+            "so a skew misdates only what this node writes. 0 where the node's clock is "
+            "the database's (SQLite, --clock manual).")
+        .Set({},
+             static_cast<double>(runtime_->membership().clock_skew_micros().value_or(0)) /
+                 1e6);
     m.Gauge("sheetlog_snapshot_jobs_healed",
             "Snapshot jobs the pipeline's self-healing enqueued again since start (a "
             "Snapshot entry left with no job: lost, or dropped by a queue's retention).")

@@ -20,6 +20,7 @@
 #include "emulator/postgres/postgres_database.h"
 #include "emulator/sqlite/database.h"
 #include "emulator/status.h"
+#include "src/app/health.h"
 #include "src/effects/snapshot_healing.h"
 #include "src/ops/cost.h"
 #include "src/ops/verify.h"
@@ -171,6 +172,9 @@ class App {
       const std::atomic<bool>* stopping = nullptr);
   // Migrations applied and workers running.
   bool ready() const { return ready_.load(); }
+  // GET /v1/health: each store probed with a trivial read and this node's view of the
+  // cluster, within a few seconds of real time whatever the stores do (health.h).
+  HealthReport Health() { return health_->Check(); }
 
   const AppOptions& options() const { return options_; }
   const std::string& data_dir() const { return data_dir_; }
@@ -257,6 +261,8 @@ class App {
   std::unique_ptr<SnapshotHealer> healer_;
   std::unique_ptr<PeriodicWorker> heal_worker_;
   std::atomic<int64_t> healed_jobs_{0};  // jobs the self-healing enqueued since start
+  // Probes the stores above (destroyed before them: its probes may still be running).
+  std::unique_ptr<HealthChecker> health_;
   std::atomic<bool> ready_{false};
   bool started_ = false;
 };

@@ -229,7 +229,11 @@ TEST(EventsHttpTest, TwoHundredStreamsDoNotStarveOrdinaryRequests) {
 // A consumer that stops reading is cut off with the seq to resume from, instead of
 // the server buffering for it; resuming there loses and repeats nothing.
 TEST(EventsHttpTest, SlowConsumerIsClosedWithAResumePoint) {
-  ServerProcess server(ServerOptions::InMemory({"--clock", "manual"}));
+  // A write timeout longer than the run: a loaded machine can take more than the
+  // default 30 s to append past what the socket buffers hold, and the front end would
+  // then close the stalled connection for its timeout, before any overflow.
+  ServerProcess server(
+      ServerOptions::InMemory({"--clock", "manual", "--body-timeout", "600"}));
   ASSERT_TRUE(server.Start()) << server.error();
   httplib::Client client = server.Client();
   const std::string sheet = CreateSheet(client);

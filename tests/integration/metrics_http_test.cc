@@ -96,6 +96,10 @@ TEST_F(MetricsHttpTest, CoversTheOperationsFamiliesAndPassesPromtool) {
             0.0)
       << text;
 
+  // This node's clock against the database's: 0 on the manual clock, where
+  // leases use the node's own clock.
+  EXPECT_EQ(Sample(text, "sheetlog_clock_skew_seconds"), 0.0) << text;
+
   const std::string path = dir_.File("metrics.txt");
   std::ofstream(path) << text;
   const std::string command = "promtool check metrics < '" + path + "' 2>&1";

@@ -1,12 +1,18 @@
 // `sheetlog serve --config FILE`: every flag may be set in the file,
 // the environment (SHEETLOG_<NAME>) overrides it and the command line overrides both;
 // an unknown key is refused naming it and its line; --token-file takes the token from
-// a file only its owner can read.
+// a file only its owner can read; --log-format json makes every log line one JSON
+// object.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <fstream>
+#include <sstream>
+#include <string>
 
+#include "emulator/json_text.h"
+#include "tests/support/raw_http.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 
@@ -95,6 +101,64 @@ TEST_F(ServeConfigTest, TokenFileMustBeReadableByItsOwnerOnly) {
   EXPECT_EQ(Get(with_token, "/v1/sheets").status, 200);
   httplib::Client without("127.0.0.1", server.port());
   EXPECT_EQ(Get(without, "/v1/sheets").status, 401);
+}
+
+// "2026-01-02T03:04:05.123456Z": RFC 3339, UTC, with microseconds.
+bool IsUtcTimeWithMicroseconds(const std::string& text) {
+  const std::string shape = "dddd-dd-ddTdd:dd:dd.ddddddZ";
+  if (text.size() != shape.size()) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const bool ok = shape[i] == 'd' ? std::isdigit(static_cast<unsigned char>(text[i]))
+                                    : text[i] == shape[i];
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// The real binary with --log-format json: every line it writes, from start to stop, is
+// one JSON object with time, level, pid and message. A request path holding a quote, a
+// newline, a control character and a byte that is not UTF-8 (logged at debug level as
+// the server decoded it) stays one line that says it.
+TEST_F(ServeConfigTest, LogFormatJsonWritesEveryLineAsOneJsonObject) {
+  ServerProcess server(
+      ServerOptions(dir_.File("data"), {"--log-format", "json", "--log-level", "debug"}));
+  ASSERT_TRUE(server.Start()) << server.error();
+  const pid_t pid = server.pid();
+  {
+    RawConnection raw(server.port());
+    ASSERT_TRUE(
+        raw.Send("GET /v1/sheets/%22quoted%22%0Aline%01%FF HTTP/1.1\r\nHost: "
+                 "127.0.0.1:" +
+                 std::to_string(server.port()) + "\r\nConnection: close\r\n\r\n"));
+    const std::string answer = raw.ReadResponseText();
+    EXPECT_NE(StatusOf(answer), 0) << answer;
+  }
+  ASSERT_EQ(server.Stop(), 0) << server.Log();
+
+  const std::string log = server.Log();
+  std::istringstream lines(log);
+  int objects = 0;
+  bool saw_the_request = false;
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json object = ParseJsonOrDiscarded(line);
+    ASSERT_TRUE(object.is_object()) << "not a JSON object: " << line << "\nin:\n" << log;
+    ++objects;
+    ASSERT_TRUE(object["time"].is_string()) << line;
+    EXPECT_TRUE(IsUtcTimeWithMicroseconds(object["time"].get<std::string>())) << line;
+    ASSERT_TRUE(object["level"].is_string()) << line;
+    EXPECT_EQ(object["pid"], pid) << line;
+    ASSERT_TRUE(object["message"].is_string()) << line;
+    const std::string message = object["message"].get<std::string>();
+    // The path as decoded, the byte that is not UTF-8 as U+FFFD.
+    if (message.rfind("GET /v1/sheets/\"quoted\"\nline\x01\xef\xbf\xbd -> ", 0) == 0) {
+      saw_the_request = true;
+      EXPECT_EQ(object["level"], "debug") << line;
+    }
+  }
+  // At least the start-up lines, the request and the shutdown.
+  EXPECT_GE(objects, 4) << log;
+  EXPECT_TRUE(saw_the_request) << log;
+  EXPECT_NE(log.find("\"message\":\"sheetlog stopped\""), std::string::npos) << log;
 }
 
 }  // namespace

@@ -76,6 +76,7 @@ TEST(ServeTest, ServeHelpPrintsTheFlags) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
   EXPECT_NE(text.find("--data-dir"), std::string::npos) << text;
   EXPECT_NE(text.find("--listen"), std::string::npos) << text;
+  EXPECT_NE(text.find("--log-format FORMAT"), std::string::npos) << text;
 }
 
 // User finding 16: `sheetlog verify --help` said "flag --help needs a value". Every

@@ -2,13 +2,15 @@
 // with Debian's curl and with the tests' client against certificates the test makes;
 // SIGHUP reads the files again (a renewed certificate reaches new connections, a broken
 // one is refused and the previous one stays); the flags refused when half given or
-// unreadable, naming what is wrong.
+// unreadable, naming what is wrong; clients that never finish a handshake closed at
+// --header-timeout.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
 #include <string>
 
+#include "tests/support/raw_http.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certificates.h"
@@ -156,6 +158,40 @@ TEST_F(TlsHttpTest, SighupWithoutTlsChangesNothing) {
   ASSERT_TRUE(LogEventuallyHas(server, "nothing to reload")) << server.Log();
   httplib::Client client = server.Client();
   EXPECT_EQ(Get(client, "/healthz").status, 200);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// A client that connects and never finishes its handshake (sends nothing, or the
+// start of a ClientHello) is closed at --header-timeout without a byte sent: no 408
+// can cross an unfinished handshake, and the server used to wait --body-timeout more
+// for one. Here that would be 600 s, ten times the clients' bounded reads.
+TEST_F(TlsHttpTest, UnfinishedHandshakesAreClosedAtTheHeaderTimeout) {
+  ServerOptions options = TlsOptions(first_);
+  for (const char* flag : {"--header-timeout", "1", "--body-timeout", "600"}) {
+    options.extra.push_back(flag);
+  }
+  ServerProcess server(options);
+  ASSERT_TRUE(server.Start()) << server.error();
+  RawConnection silent(server.port(), /*read_timeout_s=*/60);
+  RawConnection partial(server.port(), /*read_timeout_s=*/60);
+  ASSERT_TRUE(silent.ok() && partial.ok());
+  // A handshake record of 248 bytes announced, then only the ClientHello's header,
+  // its version and the start of its random bytes.
+  static constexpr unsigned char kClientHelloStart[] = {
+      0x16, 0x03, 0x01, 0x00, 0xf8, 0x01, 0x00, 0x00, 0xf4,
+      0x03, 0x03, 0x5a, 0x11, 0x42, 0x07, 0x9c, 0x3e, 0x80};
+  ASSERT_TRUE(partial.Send(std::string(reinterpret_cast<const char*>(kClientHelloStart),
+                                       sizeof(kClientHelloStart))));
+  EXPECT_TRUE(silent.ClosedByServer());
+  EXPECT_TRUE(partial.ClosedByServer());
+  // The server goes on serving.
+  std::string out;
+  EXPECT_EQ(Curl("--cacert " + first_.ca_file + " -o /dev/null -w '%{http_code}' " +
+                     Url(server, "/healthz"),
+                 &out),
+            0)
+      << out;
+  EXPECT_EQ(out, "200");
   EXPECT_EQ(server.Stop(), 0);
 }
 

@@ -15,6 +15,7 @@
 
 #include "emulator/env/clock.h"
 #include "emulator/table/connection.h"
+#include "tests/support/offset_clock.h"
 #include "tests/support/server_process.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/temp_dir.h"
@@ -387,6 +388,119 @@ TEST_P(ClusterMembershipTest, ConcurrentClaimsOfOneNameGetExactlyOneHolder) {
           << "node " << n << ", stream/effects/" << name;
     }
   }
+}
+
+// A node whose clock ran 45 s ahead took every shard claim and cluster job
+// of three live nodes within 5 s, since it judged their leases (written by their
+// clocks) by its own. Leases are now written and judged on the database's clock
+// (PostgreSQL's clock_timestamp()): the node ahead sees the live node's lease as live,
+// cannot take its claims, writes its own lease to the database's now + ttl (not 45 s
+// more), and measures its skew. Real time throughout and no wait: the leases last
+// 30 s and nothing here waits for one to lapse. The PostgreSQL test server runs on
+// this machine, so the test's own clock is the database's.
+TEST_P(ClusterMembershipTest, ANodeWhoseClockRunsAheadCannotTakeALiveNodesClaims) {
+  constexpr int64_t kAhead = 45LL * 1000000;
+  // Room for the time between two statements on a loaded machine (ASan, two cores).
+  constexpr double kTolerance = 5.0 * 1000000;
+  testing::OffsetSystemClock on_time_clock(0);
+  testing::OffsetSystemClock ahead_clock(kAhead);
+  ClusterMembership on_time(db_->get(), &on_time_clock);
+  ClusterMembership ahead(db_->get(), &ahead_clock);
+  ASSERT_EQ(on_time.lease_clock(), ClusterMembership::LeaseClock::kDatabase);
+  ASSERT_EQ(ahead.lease_clock(), ClusterMembership::LeaseClock::kDatabase);
+
+  if (GetParam() == Backend::kSqlite) {
+    // A SQLite file has one process: its clock is the database's, and there is no
+    // other clock to measure against.
+    const int64_t started = ahead_clock.NowMicros();
+    ASSERT_OK(ahead.StartLease(ByHand()));
+    ASSERT_TRUE(ExpiresAt(ahead.owner()).has_value());
+    EXPECT_NEAR(static_cast<double>(*ExpiresAt(ahead.owner())),
+                static_cast<double>(started + kTtl), kTolerance);
+    EXPECT_FALSE(ahead.clock_skew_micros().has_value());
+    EXPECT_EQ(ahead.ToLeaseClock(started), started);
+    return;
+  }
+
+  ASSERT_OK(on_time.StartLease(ByHand()));
+  ASSERT_TRUE(Claim(on_time, "stream/entry-effects/0"));
+  ASSERT_TRUE(Claim(on_time, "job/sweep"));
+
+  ASSERT_OK(ahead.StartLease(ByHand()));
+  ASSERT_TRUE(ExpiresAt(on_time.owner()).has_value()) << "its start pruned no live lease";
+  EXPECT_TRUE(Live(ahead, on_time.owner()));
+  EXPECT_EQ(LiveOwners(ahead), 2);
+  EXPECT_FALSE(Claim(ahead, "stream/entry-effects/0"));
+  EXPECT_FALSE(Claim(ahead, "job/sweep"));
+  ASSERT_OK(ahead.RenewLease());
+  ASSERT_TRUE(ExpiresAt(on_time.owner()).has_value()) << "nor did its renewal";
+  EXPECT_FALSE(Claim(ahead, "stream/entry-effects/0"));
+  EXPECT_TRUE(Claim(on_time, "stream/entry-effects/0")) << "still the live node's";
+  EXPECT_TRUE(Claim(on_time, "job/sweep"));
+
+  // Both leases on the database's clock: the same expiry but for the time between the
+  // two writes, not 45 s apart.
+  ASSERT_TRUE(ExpiresAt(ahead.owner()).has_value());
+  EXPECT_NEAR(static_cast<double>(*ExpiresAt(ahead.owner())),
+              static_cast<double>(*ExpiresAt(on_time.owner())), kTolerance);
+  // The skew, measured at the start and renewal: 45 s for the one, none for the other;
+  // it translates the node's own times (the execution history's judgments).
+  ASSERT_TRUE(ahead.clock_skew_micros().has_value());
+  EXPECT_NEAR(static_cast<double>(*ahead.clock_skew_micros()),
+              static_cast<double>(kAhead), kTolerance);
+  ASSERT_TRUE(on_time.clock_skew_micros().has_value());
+  EXPECT_NEAR(static_cast<double>(*on_time.clock_skew_micros()), 0.0, kTolerance);
+  EXPECT_NEAR(static_cast<double>(ahead.ToLeaseClock(ahead_clock.NowMicros())),
+              static_cast<double>(on_time_clock.NowMicros()), kTolerance);
+
+  // The view the health report shows: both nodes alive, the claims the live node's.
+  Result<ClusterMembership::View> view = ahead.ReadView();
+  ASSERT_OK(view);
+  EXPECT_EQ(view->owner, ahead.owner());
+  EXPECT_EQ(view->nodes.size(), 2u);
+  ASSERT_EQ(view->claims.size(), 2u);
+  for (const ClusterMembership::NameClaim& claim : view->claims) {
+    EXPECT_EQ(claim.owner, on_time.owner()) << claim.name;
+    EXPECT_TRUE(claim.owner_live) << claim.name;
+  }
+
+  // What the database's clock prevents: the same node judging by its own clock, as
+  // before, finds the live node's lease lapsed and takes its claim at once.
+  ClusterMembership judged_by_own_clock(db_->get(), &ahead_clock,
+                                        ClusterMembership::LeaseClock::kNode);
+  ASSERT_OK(judged_by_own_clock.StartLease(ByHand()));
+  EXPECT_TRUE(Claim(judged_by_own_clock, "stream/entry-effects/0"));
+}
+
+// The lease clock each kind of clock gets: a manual clock stands for the database's
+// too (tests move time for every node and the database at once), any other clock
+// defers to the database's.
+TEST_P(ClusterMembershipTest, AManualClockKeepsLeasesOnTheNodesClock) {
+  EXPECT_EQ(ClusterMembership::DefaultLeaseClock(clock_),
+            ClusterMembership::LeaseClock::kNode);
+  EXPECT_EQ(ClusterMembership::DefaultLeaseClock(*SystemClock::Default()),
+            ClusterMembership::LeaseClock::kDatabase);
+  auto node = NewNode();
+  EXPECT_EQ(node->lease_clock(), ClusterMembership::LeaseClock::kNode);
+  ASSERT_OK(node->StartLease(ByHand()));
+  EXPECT_FALSE(node->clock_skew_micros().has_value()) << "nothing to measure";
+  EXPECT_EQ(node->ToLeaseClock(clock_.NowMicros()), clock_.NowMicros());
+  // The view: one node, this one, on the manual clock.
+  Result<ClusterMembership::View> view = node->ReadView();
+  ASSERT_OK(view);
+  EXPECT_EQ(view->now_micros, clock_.NowMicros());
+  ASSERT_EQ(view->nodes.size(), 1u);
+  EXPECT_EQ(view->nodes[0].owner, node->owner());
+  EXPECT_EQ(view->nodes[0].expires_at_micros, clock_.NowMicros() + kTtl);
+  EXPECT_TRUE(view->claims.empty());
+  ASSERT_TRUE(Claim(*node, "job/sweep"));
+  clock_.AdvanceSeconds(30);  // lapsed: the claim's holder is no longer live
+  view = node->ReadView();
+  ASSERT_OK(view);
+  EXPECT_TRUE(view->nodes.empty());
+  ASSERT_EQ(view->claims.size(), 1u);
+  EXPECT_EQ(view->claims[0].name, "job/sweep");
+  EXPECT_FALSE(view->claims[0].owner_live);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, ClusterMembershipTest,

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <barrier>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "emulator/postgres/postgres_database.h"
 #include "emulator/runtime/cluster_membership.h"
 #include "emulator/runtime/execution_history.h"
+#include "tests/support/offset_clock.h"
 #include "tests/support/postgres_test_server.h"
 #include "tests/support/server_process.h"
 #include "tests/support/status_matchers.h"
@@ -275,6 +277,43 @@ TEST_P(ExecutionHistoryTest, ANewOwnerReleasesOtherLeasesOnlyOnSqlite) {
   EXPECT_EQ(MustBegin("job").outcome, GetParam() == Backend::kSqlite
                                           ? BeginOutcome::kProceed
                                           : BeginOutcome::kRunningElsewhere);
+}
+
+// As the history meets it: a node whose clock runs 45 s ahead judges another
+// live node's `started` row on the database's clock (its own time translated by the
+// skew its membership measured), so it leaves that running work alone instead of
+// finding its owner's lease lapsed. Real clocks; nothing waits.
+TEST_P(ExecutionHistoryTest, ANodeWhoseClockRunsAheadLeavesALiveNodesWorkRunning) {
+  if (GetParam() == Backend::kSqlite) {
+    GTEST_SKIP() << "a SQLite file has one process: no other node, no other clock";
+  }
+  // The rows' created_at come from the database's transactions, on the fixture's
+  // manual clock: a budget no age reaches keeps this case about leases alone.
+  constexpr int64_t kNoBudget = 100LL * 365 * 24 * 3600 * 1000000;
+  const ClusterMembership::LeaseOptions lease{30LL * 1000000, 10LL * 1000000, false, ""};
+  testing::OffsetSystemClock on_time_clock(0);
+  testing::OffsetSystemClock ahead_clock(45LL * 1000000);
+  ClusterMembership on_time_node(db_->get(), &on_time_clock);
+  ClusterMembership ahead_node(db_->get(), &ahead_clock);
+  ExecutionHistory on_time(db_->get(), &on_time_clock, nullptr, &on_time_node);
+  ExecutionHistory ahead(db_->get(), &ahead_clock, nullptr, &ahead_node);
+  LiveInvocations there, here;
+  on_time.set_live_invocations(&there);
+  ahead.set_live_invocations(&here);
+  ASSERT_OK(on_time_node.StartLease(lease));
+  ASSERT_OK(ahead_node.StartLease(lease));
+
+  LiveInvocation running(&there, "theirs");
+  auto theirs = on_time.Begin({"job", "test", "theirs", ""}, kNoBudget);
+  ASSERT_OK(theirs);
+  ASSERT_EQ(theirs->outcome, BeginOutcome::kProceed);
+  auto mine = ahead.Begin({"job", "test", "mine", ""}, kNoBudget);
+  ASSERT_OK(mine);
+  EXPECT_EQ(mine->outcome, BeginOutcome::kRunningElsewhere)
+      << "its owner's lease lives on the database's clock";
+  auto abandoned = ahead.ListAbandoned(0, INT64_MAX, kNoBudget, 10);
+  ASSERT_OK(abandoned);
+  EXPECT_TRUE(abandoned->empty());
 }
 
 // In the background the lease is renewed on the clock: it never lapses while its owner

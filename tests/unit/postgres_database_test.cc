@@ -216,7 +216,7 @@ TEST_F(PostgresDatabaseTest, ARefusedStatementEndsItsTransaction) {
 // A real deadlock (40P01): two Writes lock the same two rows in opposite orders.
 // PostgreSQL breaks it by aborting one (Aborted); the runner rolls that one back and
 // runs its work again, which then waits for the other's commit: both Writes succeed,
-// and the work ran three times in all.
+// and the work ran three times in all (more if the run again deadlocks once more).
 TEST_F(PostgresDatabaseTest, ADeadlockedWriteIsRunAgainUntilItCommits) {
   PostgresDatabase::Options options = Options();
   // The server's default is 1 s before it looks for a deadlock (the test user is the
@@ -257,8 +257,11 @@ TEST_F(PostgresDatabaseTest, ADeadlockedWriteIsRunAgainUntilItCommits) {
   two.join();
   EXPECT_OK(a);
   EXPECT_OK(b);
-  EXPECT_EQ(runs.load(), 3);
-  EXPECT_EQ(db.aborted_writes_retried(), 1);
+  // At least one deadlock; on a loaded machine the run again can meet the other in a
+  // second one (it may lock its first row before the survivor, woken by the abort, takes
+  // it): every run beyond the two first ones is a retried abort.
+  EXPECT_GE(runs.load(), 3);
+  EXPECT_EQ(db.aborted_writes_retried(), runs.load() - 2);
   // Whichever committed last wrote both rows: never a mix of the two.
   std::vector<Item> rows = AppendsOf(db, "s");
   ASSERT_EQ(rows.size(), 2u);

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sheetlog {
@@ -61,6 +62,7 @@ TEST(ServeConfigTest, DefaultsOfTheTableAreThoseOfTheOptionStructs) {
   EXPECT_EQ(got.clock, "system");
   EXPECT_EQ(got.sync, "normal");
   EXPECT_EQ(got.log_level, "info");
+  EXPECT_EQ(got.log_format, LogFormat::kText);
   EXPECT_EQ(got.port_file, "");
   EXPECT_EQ(got.config_file, "");
   EXPECT_EQ(got.token_file, "");
@@ -106,6 +108,30 @@ TEST(ServeConfigTest, CommandLineSetsValuesInBothForms) {
   EXPECT_EQ(config.origin("data-dir").kind, SettingOrigin::Kind::kDefault);
 }
 
+// --log-format, SHEETLOG_LOG_FORMAT or `log-format =`, like every setting.
+TEST(ServeConfigTest, LogFormatIsTextOrJsonFromAnySource) {
+  ServeConfig config;
+  ASSERT_TRUE(ParseArgs(config, {"--log-format", "json"}).ok());
+  EXPECT_EQ(config.options().log_format, LogFormat::kJson);
+  ASSERT_TRUE(ParseArgs(config, {"--log-format=text"}).ok());
+  EXPECT_EQ(config.options().log_format, LogFormat::kText);
+
+  ServeConfig from_environment;
+  ASSERT_TRUE(from_environment
+                  .ApplyEnvironment([](const char* name) -> const char* {
+                    return std::string_view(name) == "SHEETLOG_LOG_FORMAT" ? "json"
+                                                                           : nullptr;
+                  })
+                  .ok());
+  EXPECT_EQ(from_environment.options().log_format, LogFormat::kJson);
+  EXPECT_EQ(from_environment.origin("log-format").source, "SHEETLOG_LOG_FORMAT");
+
+  ServeConfig from_file;
+  ASSERT_TRUE(from_file.ApplyFile("f.conf", "log-format = json\n").ok());
+  EXPECT_EQ(from_file.options().log_format, LogFormat::kJson);
+  EXPECT_NE(ServeUsage().find("--log-format FORMAT"), std::string::npos) << ServeUsage();
+}
+
 TEST(ServeConfigTest, BatchingWindowIsMillisecondsStoredAsMicroseconds) {
   ServeConfig config;
   ASSERT_TRUE(ParseArgs(config, {"--batching-window", "10000"}).ok());
@@ -141,6 +167,7 @@ TEST(ServeConfigTest, RefusalsNameTheFlagTheRangeAndTheValue) {
       {{"--log-level", "loud"},
        "--log-level must be trace, debug, info, warn, error, critical or off, got "
        "'loud'"},
+      {{"--log-format", "yaml"}, "--log-format must be text or json, got 'yaml'"},
       {{"--token", " \t"},
        "--token is empty or blank: give it a secret of visible characters, or leave it "
        "unset (loopback only)"},

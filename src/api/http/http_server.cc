@@ -125,7 +125,9 @@ enum class Phase {
   kLingering,     // final response sent, write side shut; dropping input before closing
 };
 
-// The request timeouts the sweep enforces by answering (then closing).
+// The request timeouts the sweep enforces by answering (then closing). A TLS
+// connection whose handshake is not complete at the head timeout cannot be answered
+// (the answer would wait for the handshake): the sweep closes it outright instead.
 enum class Timeout {
   kHead,            // header_timeout_ms from the head's first byte: 408
   kBodyStalled,     // no body byte for body_timeout_ms: 408
@@ -433,9 +435,21 @@ class HttpServer::Impl {
     return it->second.get();
   }
 
-  static bool IsIdle(const Connection& c) {
-    return !c.closed && c.phase == Phase::kReadingHead && c.in.empty() &&
-           c.out_pos == c.out.size();
+  // Whether a connection may be closed to make room for a new one, and how readily
+  // (EvictForRoom takes the greatest). Idle: waiting, with nothing received or unsent,
+  // between requests or for its first. A TLS connection still in its handshake is a
+  // client on its way to a request: taken only when none is idle (never taking it
+  // would let clients that never finish a handshake lock new ones out until the head
+  // timeout).
+  enum class Evictable { kNo, kWhenNoneIsIdle, kIdle };
+
+  static Evictable EvictableAs(const Connection& c) {
+    if (c.closed || c.phase != Phase::kReadingHead || !c.in.empty() ||
+        c.out_pos != c.out.size()) {
+      return Evictable::kNo;
+    }
+    return c.transport->handshake_complete() ? Evictable::kIdle
+                                             : Evictable::kWhenNoneIsIdle;
   }
 
   // --- accepting ---
@@ -450,11 +464,11 @@ class HttpServer::Impl {
           // until the next sweep (level-triggered, the listener would spin). An evicted
           // connection's file is released at the end of this turn, and the listener,
           // still readable, brings the loop back to accept.
-          if (!EvictOldestIdle()) PauseAccepting();
+          if (!EvictForRoom()) PauseAccepting();
         }
         return;
       }
-      if (live_connections_ >= max_connections_ && !EvictOldestIdle()) {
+      if (live_connections_ >= max_connections_ && !EvictForRoom()) {
         close(fd);  // full of busy connections: refuse this one
         continue;
       }
@@ -466,7 +480,8 @@ class HttpServer::Impl {
       std::shared_ptr<TlsContext> tls = CurrentTls();
       c->transport = tls ? MakeTlsTransport(fd, std::move(tls)) : MakePlainTransport(fd);
       // A TLS client must finish its handshake and its first head within
-      // header_timeout, like the head alone.
+      // header_timeout, like the head alone (one still handshaking then is closed
+      // without an answer: Sweep).
       if (tls_enabled_) c->head_started = now_;
       c->last_activity = now_;
       c->idle_order = ++idle_counter_;
@@ -479,15 +494,24 @@ class HttpServer::Impl {
     }
   }
 
-  bool EvictOldestIdle() {
-    Connection* oldest = nullptr;
+  // Closes one connection to make room for a new one: the idle connection idle the
+  // longest (EvictableAs); if none is idle, the TLS connection whose handshake began
+  // first. Returns false, closing nothing, if every connection has a request under way
+  // or partly received.
+  bool EvictForRoom() {
+    Connection* chosen = nullptr;
+    Evictable chosen_as = Evictable::kNo;
     for (auto& [id, c] : connections_) {
-      if (IsIdle(*c) && (!oldest || c->idle_order < oldest->idle_order)) {
-        oldest = c.get();
+      const Evictable as = EvictableAs(*c);
+      if (as == Evictable::kNo) continue;
+      if (chosen == nullptr || as > chosen_as ||
+          (as == chosen_as && c->idle_order < chosen->idle_order)) {
+        chosen = c.get();
+        chosen_as = as;
       }
     }
-    if (!oldest) return false;
-    Close(*oldest);
+    if (chosen == nullptr) return false;
+    Close(*chosen);
     return true;
   }
 
@@ -1178,7 +1202,14 @@ class HttpServer::Impl {
       if (c->closed) continue;
       switch (c->phase) {
         case Phase::kReadingHead:
-          if (c->in.empty() && c->head_started == 0) {
+          if (!c->transport->handshake_complete()) {
+            // The handshake counts against header_timeout from the accept
+            // (head_started); past it, no 408 could get through: close at once rather
+            // than hold the connection for write_timeout more.
+            if (now_ - c->head_started > options_.header_timeout_ms) {
+              expired.push_back(id);
+            }
+          } else if (c->in.empty() && c->head_started == 0) {
             if (now_ - c->last_activity > options_.idle_timeout_ms) {
               expired.push_back(id);
             }

@@ -75,7 +75,10 @@ struct HttpServerOptions {
   // closes. Default: 256 MiB.
   int64_t max_buffered_body_bytes = 256 << 20;
   // Set: every connection speaks TLS (tls.h) with this context, replaceable while
-  // serving (HttpServer::ReplaceTls). Empty: plain HTTP.
+  // serving (HttpServer::ReplaceTls). Empty: plain HTTP. The handshake counts against
+  // header_timeout_ms from the accept: a connection still in its handshake then is
+  // closed without an answer (no 408 could get through), and one is closed to make
+  // room for a new connection only when no connection is idle.
   std::shared_ptr<TlsContext> tls;
 };
 

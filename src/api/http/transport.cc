@@ -83,6 +83,9 @@ class TlsTransport final : public Transport {
 
   bool wants_write() const override { return want_ == SSL_ERROR_WANT_WRITE; }
   bool wants_read() const override { return want_ == SSL_ERROR_WANT_READ; }
+  bool handshake_complete() const override {
+    return ssl_ != nullptr && SSL_is_init_finished(ssl_);
+  }
   bool HasBufferedInput() const override {
     return ssl_ != nullptr && SSL_pending(ssl_) > 0;
   }

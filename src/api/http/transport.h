@@ -28,6 +28,10 @@ class Transport {
   // write that must receive one first; any plain read).
   virtual bool wants_write() const { return false; }
   virtual bool wants_read() const { return false; }
+  // False while a TLS handshake is under way (or failed): nothing but handshake
+  // messages can cross the connection yet, so no HTTP response can reach the client.
+  // Always true for a plain socket.
+  virtual bool handshake_complete() const { return true; }
   // Input already taken off the socket but not yet returned by Read (TLS records):
   // epoll will not report it, so the reader must ask.
   virtual bool HasBufferedInput() const { return false; }
