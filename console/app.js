@@ -8,7 +8,9 @@
 //   /console/pipeline             snapshots, queues, change feed, jobs, verify
 //   /console/functions            the invocation log of the runtime's workers
 //   /console/blobs?prefix=        the blob store
-//   /console/controls             clock, fault points, reset (when the flags allow)
+//   /console/controls             clock, fault points, reset (when the flags allow), health
+// On a narrow screen the sections scroll sideways; an arrow at either edge shows that
+// there are more of them that way (updateNavHints).
 import {renderBlobs} from './pages/blobs.js';
 import {renderControls} from './pages/controls.js';
 import {renderFunctions} from './pages/functions.js';
@@ -16,7 +18,7 @@ import {renderPipeline} from './pages/pipeline.js';
 import {renderSheet} from './pages/sheet.js';
 import {renderSheets} from './pages/sheets.js';
 import {renderTables} from './pages/tables.js';
-import {el, clear} from './ui.js';
+import {el, clear, navOverflow} from './ui.js';
 
 const main = /** @type {HTMLElement} */ (document.getElementById('main'));
 /** @type {(() => void)|null} */
@@ -74,10 +76,37 @@ function route() {
                       el('a', {href: '/console/'}, 'Back to the sheets'))));
   }
   for (const link of /** @type {NodeListOf<HTMLElement>} */ (document.querySelectorAll('.nav-link'))) {
-    if (link.dataset.section === section) link.setAttribute('aria-current', 'page');
-    else link.removeAttribute('aria-current');
+    if (link.dataset.section === section) {
+      link.setAttribute('aria-current', 'page');
+      showNavLink(link);
+    } else {
+      link.removeAttribute('aria-current');
+    }
   }
+  updateNavHints();
 }
+
+const nav = /** @type {HTMLElement} */ (document.querySelector('.nav'));
+const navMoreLeft = /** @type {HTMLElement} */ (document.querySelector('.nav-more-left'));
+const navMoreRight = /** @type {HTMLElement} */ (document.querySelector('.nav-more-right'));
+
+function updateNavHints() {
+  const more = navOverflow(nav);
+  navMoreLeft.hidden = !more.left;
+  navMoreRight.hidden = !more.right;
+}
+
+// Scrolls the navigation (only it) so that the current section's link is in view.
+/** @param {HTMLElement} link */
+function showNavLink(link) {
+  const start = link.getBoundingClientRect().left - nav.getBoundingClientRect().left + nav.scrollLeft;
+  const end = start + link.offsetWidth;
+  if (start < nav.scrollLeft) nav.scrollLeft = start;
+  else if (end > nav.scrollLeft + nav.clientWidth) nav.scrollLeft = end - nav.clientWidth;
+}
+
+nav.addEventListener('scroll', updateNavHints, {passive: true});
+new ResizeObserver(updateNavHints).observe(nav);
 
 // Same-origin links to console pages navigate in place.
 document.addEventListener('click', (event) => {

@@ -1,18 +1,22 @@
 // @ts-check
 // SPDX-License-Identifier: Apache-2.0
 // The grid's edits on their way to the server: every edit is shown at once, marked
-// pending, and appended in the order it was made with expect_seq = the seq after the
-// cells the user saw. What happens next:
+// pending, and appended in the order it was made, one at a time, with expect_seq = the
+// seq after the cells the user saw, moved past this page's own appends that followed
+// them (chainedExpect): edits typed in quick succession each carry the head their
+// predecessor left, so none of them meets a 409 of its own making. What happens next:
 //   201        saved (the mark goes once the grid reads the cells back);
 //   409        the entries appended since are read: if none of them touched the edit's
-//              cells (another cell, a snapshot), the edit is sent again behind them by
-//              itself; if one did, the edit waits as a conflict showing both values,
-//              until the user keeps theirs or applies the edit over it;
+//              cells (another cell, a snapshot, this page's own edits), the edit is sent
+//              again behind them by itself; if one did, the edit waits as a conflict
+//              showing both values, until the user keeps theirs or applies the edit over it;
 //   no answer  (network down, 5xx, 503, 507) the edit is marked failed and retried,
 //              with backoff, until the server answers: edits behind it wait, in order;
 //   4xx        (the edit itself is refused) marked failed with the server's message.
 // Unsaved edits are kept in localStorage per sheet, so a reload (or a crash of the tab)
 // does not lose what was typed; they are sent again when the sheet is opened again.
+// The undo history (undo.js) follows an edit by its id: outcome(id) says whether it was
+// saved (and at which seq) or dropped, cancel(id) takes back one not sent yet.
 import {cellRef} from './a1.js';
 import {ApiError, get, post, query, sheetPath} from './api.js';
 import {touches} from './entries.js';
@@ -44,6 +48,20 @@ export function rectOf(cells) {
 }
 
 /**
+ * The expect_seq of an edit whose cells were read up to `next` - 1: `next`, moved past
+ * the seqs this page appended itself (`own`) that follow it without a gap. Those entries
+ * are the user's own earlier edits, which a later edit builds on; anyone else's entry
+ * in between still makes the append fail with 409 (and the edit is judged against it).
+ * @param {number} next
+ * @param {ReadonlySet<number>} own
+ */
+export function chainedExpect(next, own) {
+  let expect = next;
+  while (own.has(expect)) expect++;
+  return expect;
+}
+
+/**
  * Whether an error means "no answer": the edit may succeed later as it is.
  * @param {unknown} error
  */
@@ -72,6 +90,14 @@ export class EditQueue {
     this.edits = [];
     this.nextId = 1;
     this.running = false;
+    /** @type {Edit|null} the edit being sent (its POST or its 409's reads under way) */
+    this.inFlight = null;
+    /** @type {Set<number>} the seqs this page appended (chainedExpect, judge) */
+    this.ownSeqs = new Set();
+    /** @type {Map<number, number|null>} edit id -> its seq once saved, null once dropped */
+    this.outcomes = new Map();
+    /** @type {(() => void)[]} nextChange() waiting */
+    this.waiting = [];
     /** @type {ReturnType<typeof setTimeout>|null} */
     this.timer = null;
     this.closed = false;
@@ -84,13 +110,16 @@ export class EditQueue {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     window.removeEventListener('online', this.onOnline);
+    this.wake();
   }
 
   /**
-   * Queues an edit: `entry` to append, `cells` the values it shows meanwhile.
+   * Queues an edit: `entry` to append, `cells` the values it shows meanwhile. Returns the
+   * edit's id (outcome, cancel).
    * @param {{type: string, body: any}} entry
    * @param {EditCell[]} cells
    * @param {number|null} baseSeq
+   * @returns {number}
    */
   add(entry, cells, baseSeq) {
     /** @type {Edit} */
@@ -100,6 +129,64 @@ export class EditQueue {
     this.mark(edit);
     this.changed();
     this.run();
+    return edit.id;
+  }
+
+  /**
+   * What became of edit `id`: its seq once saved, null once dropped (kept theirs,
+   * discarded, cancelled), undefined while it is queued.
+   * @param {number} id
+   * @returns {number|null|undefined}
+   */
+  outcome(id) {
+    if (this.outcomes.has(id)) return this.outcomes.get(id);
+    return this.edits.some((e) => e.id === id) ? undefined : null;
+  }
+
+  /**
+   * Takes back edit `id` if it is still queued and not being sent: its cells show the
+   * server's values again. False when it is on its way (or gone).
+   * @param {number} id
+   */
+  cancel(id) {
+    const edit = this.edits.find((e) => e.id === id);
+    if (!edit || edit === this.inFlight) return false;
+    this.drop(edit);
+    this.grid.invalidate();
+    this.changed();
+    return true;
+  }
+
+  /**
+   * The state of edit `id` while it is queued ('pending', 'failed', 'conflict',
+   * 'rejected'), else undefined.
+   * @param {number} id
+   */
+  state(id) {
+    return this.edits.find((e) => e.id === id)?.state;
+  }
+
+  /** Resolves on the next change of any edit (sent, saved, failed, dropped). */
+  nextChange() {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push(() => resolve(undefined)));
+  }
+
+  /**
+   * Notes an entry this page appended outside the queue (rows and columns).
+   * @param {number} seq
+   */
+  noteOwn(seq) {
+    this.ownSeqs.add(seq);
+  }
+
+  // Wakes nextChange() once the queue has finished its step (the edit that changed is no
+  // longer in flight then).
+  wake() {
+    if (this.waiting.length === 0) return;
+    const waiting = this.waiting;
+    this.waiting = [];
+    setTimeout(() => { for (const resolve of waiting) resolve(); }, 0);
   }
 
   /** Sends the failed edits again now (a "Retry" button, the network coming back). */
@@ -150,6 +237,7 @@ export class EditQueue {
   /** @param {Edit} edit */
   drop(edit) {
     this.edits = this.edits.filter((e) => e !== edit);
+    this.outcomes.set(edit.id, null);
     for (const cell of edit.cells) {
       // Another queued edit of the same cell keeps its mark.
       const later = this.edits.find((e) => e.cells.some((c) => c.row === cell.row && c.column === cell.column));
@@ -171,6 +259,7 @@ export class EditQueue {
   changed() {
     this.save();
     this.onChange(this.edits);
+    this.wake();
   }
 
   async run() {
@@ -183,7 +272,12 @@ export class EditQueue {
         // Edits wait behind a failed one: they are sent in the order made.
         const blocked = this.edits.find((e) => e.state === 'failed');
         if (blocked && this.edits.indexOf(blocked) < this.edits.indexOf(edit)) return;
-        await this.send(edit);
+        this.inFlight = edit;
+        try {
+          await this.send(edit);
+        } finally {
+          this.inFlight = null;
+        }
       }
     } finally {
       this.running = false;
@@ -193,7 +287,8 @@ export class EditQueue {
   /** @param {Edit} edit */
   async send(edit) {
     for (;;) {
-      const expect = edit.baseSeq !== null ? edit.baseSeq + 1 : this.knownHead();
+      const expect = chainedExpect(edit.baseSeq !== null ? edit.baseSeq + 1 : this.knownHead(),
+                                   this.ownSeqs);
       let result;
       try {
         result = await post(sheetPath(this.sheetId, '/entries'), {...edit.entry, expect_seq: expect});
@@ -226,6 +321,8 @@ export class EditQueue {
         return;
       }
       this.edits = this.edits.filter((e) => e !== edit);
+      this.ownSeqs.add(result.seq);
+      this.outcomes.set(edit.id, result.seq);
       for (const cell of edit.cells) {
         const later = this.edits.find((e) => e.cells.some((c) => c.row === cell.row && c.column === cell.column));
         if (later) continue;
@@ -256,7 +353,8 @@ export class EditQueue {
   /**
    * Reads the entries in [from, to) and says whether `edit` can go behind them by
    * itself ('retry'), meets one that changed its cells ('conflict', with theirs), or
-   * could not tell ('unknown').
+   * could not tell ('unknown'). This page's own entries are not theirs: a later edit of
+   * the user builds on an earlier one.
    * @param {Edit} edit
    * @param {number} from
    * @param {number} to
@@ -269,7 +367,7 @@ export class EditQueue {
         const page = await get(sheetPath(this.sheetId, '/entries') +
                                query({from: next, to, limit: 1000, body: 'inline'}));
         for (const entry of page.entries) {
-          if (touches(entry, edit.rect)) touching = entry;
+          if (!this.ownSeqs.has(entry.seq) && touches(entry, edit.rect)) touching = entry;
         }
         if (page.complete || page.entries.length === 0) break;
         next = page.entries[page.entries.length - 1].seq + 1;

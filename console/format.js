@@ -40,6 +40,51 @@ export function formatTime(unixSeconds) {
 }
 
 /**
+ * Whether a table attribute holds a time: created, modified, expires, deleted, updated,
+ * or a name ending in _at, _time, _micros or _us.
+ * @param {string} name
+ */
+export function isTimeAttribute(name) {
+  return /^(created|modified|expires|deleted|updated)$|_(at|time|micros|us)$/.test(name);
+}
+
+/**
+ * A stored time in microseconds since 1970 and the fraction digits its unit has, from a
+ * number of seconds (0 digits), milliseconds (3) or microseconds (6), told apart by size
+ * (times from 1973 to 5138); null for anything else (not a number, 0, negative).
+ * @param {unknown} value
+ * @returns {{micros: number, digits: number}|null}
+ */
+export function storedTime(value) {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) return null;
+  if (value < 1e11) return {micros: value * 1e6, digits: 0};
+  if (value < 1e14) return {micros: value * 1e3, digits: 3};
+  if (value < 1e17) return {micros: value, digits: 6};
+  return null;
+}
+
+/**
+ * A stored time (storedTime) as ISO-like local date and time: "2026-01-01 13:00:00",
+ * with the fraction a finer unit has when there is one (".250", ".000125"). '' when the
+ * value is no time.
+ * @param {unknown} value
+ * @returns {string}
+ */
+export function formatStoredTime(value) {
+  const time = storedTime(value);
+  if (!time) return '';
+  const whole = Math.floor(time.micros / 1e6);
+  const date = new Date(whole * 1000);
+  if (Number.isNaN(date.getTime())) return '';
+  const pad = (/** @type {number} */ n, width = 2) => String(n).padStart(width, '0');
+  let text = `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ` +
+             `${pad(date.getHours())}:${pad(date.getMinutes())}:${pad(date.getSeconds())}`;
+  const fraction = Math.round(time.micros - whole * 1e6);
+  if (time.digits && fraction) text += `.${pad(fraction, 6).slice(0, time.digits)}`;
+  return text;
+}
+
+/**
  * US dollars in plain decimal notation: cents from a cent up, and three significant
  * digits below ("$0.000000114", never "$1.14e-7").
  * @param {number} usd

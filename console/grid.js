@@ -13,10 +13,16 @@
 //   arrows, PageUp/Down move (Shift extends the selection; Ctrl goes to the data edge);
 //   Home, Ctrl+Home (A1), Ctrl+End (the last used cell); Enter or F2 edits the cell;
 //   Delete/Backspace clears the selection; Ctrl+C copies it as tab-separated text and
-//   Ctrl+V pastes such text at the active cell. While editing, Enter/Tab commit and move
-//   (Shift: back), Escape cancels, and arrows commit and move when the edit began by
-//   typing. Outside an edit, Tab and Shift+Tab leave the grid and Escape goes to the
-//   toolbar (onLeave): the grid is never a keyboard trap.
+//   Ctrl+V pastes such text at the active cell; Ctrl+Z undoes, Ctrl+Y and Ctrl+Shift+Z
+//   redo (Cmd on a Mac; onUndo/onRedo). While editing, Enter/Tab commit and move
+//   (Shift: back), Escape cancels, arrows commit and move when the edit began by typing,
+//   and Ctrl+Z takes back the typing (the cell's content again, then no edit). Outside an
+//   edit, Tab and Shift+Tab leave the grid and Escape goes to the toolbar (onLeave): the
+//   grid is never a keyboard trap.
+// The input's own undo history never acts: it spans every edit made in the input (and
+// its undo once started an edit with nothing in it, which cleared the cell on Enter).
+// Read-only (time travel), an attempt to write calls onReadOnly, so the page can say why
+// nothing happens.
 //
 // The owner supplies the data and decides what an edit means:
 //   new VirtualGrid(host, {
@@ -27,6 +33,8 @@
 //     onActiveChange(row, column, cell)        cell: {value, format, cached} | null
 //     usedRange() -> Promise<{lastRow, lastColumn}>   for Ctrl+End and the data edges
 //     onLeave()                                Escape outside an edit
+//     onUndo(), onRedo()                       Ctrl+Z, Ctrl+Y / Ctrl+Shift+Z outside an edit
+//     onReadOnly()                             typing, Delete or a paste while read-only
 //   })
 // `baseSeq` is the seq after which the cells the user saw were read (a tile's at_seq):
 // the owner appends with expect_seq = baseSeq + 1 and judges a conflict by the entries
@@ -101,6 +109,21 @@ export function dataEdge(from, step, end, gridEnd, filled) {
   return gridEnd;
 }
 
+/**
+ * Whether a key press asks to undo or redo: Ctrl+Z (Cmd+Z) undoes; Ctrl+Y and
+ * Ctrl+Shift+Z (Cmd+Shift+Z) redo. By the key's character, so that a layout with Z
+ * elsewhere (AZERTY, QWERTZ) undoes with its own Z.
+ * @param {{key: string, ctrlKey: boolean, metaKey: boolean, shiftKey: boolean, altKey: boolean}} event
+ * @returns {'undo'|'redo'|null}
+ */
+export function historyKey(event) {
+  if (!(event.ctrlKey || event.metaKey) || event.altKey) return null;
+  const key = event.key.toLowerCase();
+  if (key === 'z') return event.shiftKey ? 'redo' : 'undo';
+  if (key === 'y' && !event.shiftKey) return 'redo';
+  return null;
+}
+
 export class VirtualGrid {
   /**
    * @param {HTMLElement} host
@@ -111,10 +134,13 @@ export class VirtualGrid {
    *          onActiveChange?: (row: number, column: number, cell: CellData|null) => void,
    *          usedRange?: () => Promise<{lastRow: number, lastColumn: number}>,
    *          onLeave?: () => void,
+   *          onUndo?: () => void,
+   *          onRedo?: () => void,
+   *          onReadOnly?: () => void,
    *          label?: string}} options
    */
   constructor(host, {loadTile, onCommit, onPaste, onClear, onActiveChange, usedRange, onLeave,
-                     label = 'Sheet'}) {
+                     onUndo, onRedo, onReadOnly, label = 'Sheet'}) {
     this.loadTile = loadTile;
     this.onCommit = onCommit;
     this.onPaste = onPaste || (() => {});
@@ -122,6 +148,9 @@ export class VirtualGrid {
     this.onActiveChange = onActiveChange || (() => {});
     this.usedRange = usedRange || (async () => ({lastRow: 0, lastColumn: 0}));
     this.onLeave = onLeave || (() => {});
+    this.onUndo = onUndo || (() => {});
+    this.onRedo = onRedo || (() => {});
+    this.onReadOnly = onReadOnly || (() => {});
     this.readOnly = false;
     this.active = {row: 1, column: 1};
     this.anchor = {row: 1, column: 1};  // the other corner of the selection
@@ -137,7 +166,7 @@ export class VirtualGrid {
     this.flashes = new Map();
     /** @type {Map<string, OverlayCell>} "row:column" -> the user's value not yet read back */
     this.overlay = new Map();
-    /** @type {null|{row: number, column: number, kind: 'enter'|'edit', baseSeq: number|null}} */
+    /** @type {null|{row: number, column: number, kind: 'enter'|'edit', baseSeq: number|null, original: string}} */
     this.editing = null;
     this.frozenRows = 0;
     this.requestedScroll = null;  // {physical, virtual}: a position we scrolled to
@@ -199,7 +228,8 @@ export class VirtualGrid {
 
     this.scroller.addEventListener('scroll', () => this.queueRender(), {passive: true});
     this.input.addEventListener('keydown', (e) => this.onKeyDown(e));
-    this.input.addEventListener('input', () => this.onInput());
+    this.input.addEventListener('beforeinput', (e) => this.onBeforeInput(e));
+    this.input.addEventListener('input', (e) => this.onInput(/** @type {InputEvent} */ (e)));
     this.input.addEventListener('compositionstart', () => this.beginTypedEdit());
     this.input.addEventListener('blur', () => {
       if (this.editing) this.commitEditing(null);
@@ -865,7 +895,15 @@ export class VirtualGrid {
       PageUp: [-pageRows, 0], PageDown: [pageRows, 0],
     };
     const ctrl = event.ctrlKey || event.metaKey;
-    if (moves[event.key]) {
+    const history = historyKey(event);
+    if (history === 'undo') {
+      this.onUndo();
+    } else if (history === 'redo') {
+      this.onRedo();
+    } else if (this.readOnly && !ctrl && !event.altKey && event.key.length === 1) {
+      this.onReadOnly();  // a character typed: nothing is edited here
+      return;
+    } else if (moves[event.key]) {
       const [dr, dc] = moves[event.key];
       if (ctrl && event.key.startsWith('Arrow')) {
         this.moveToEdge(dr, dc, event.shiftKey);
@@ -898,6 +936,12 @@ export class VirtualGrid {
   /** @param {KeyboardEvent} event */
   onEditorKey(event) {
     const editing = /** @type {NonNullable<typeof this.editing>} */ (this.editing);
+    const history = historyKey(event);
+    if (history) {
+      event.preventDefault();
+      if (history === 'undo') this.undoTyping();
+      return;
+    }
     /** @type {[number, number]|null} */
     let move = null;
     if (event.key === 'Enter') move = event.shiftKey ? [-1, 0] : [1, 0];
@@ -916,14 +960,54 @@ export class VirtualGrid {
     }
   }
 
+  // The input's own undo and redo (a menu's Undo, the context menu's) never act: outside
+  // an edit they are the grid's undo and redo, in an edit Undo takes back the typing.
+  /** @param {InputEvent} event */
+  onBeforeInput(event) {
+    const type = event.inputType || '';
+    if (type !== 'historyUndo' && type !== 'historyRedo') return;
+    event.preventDefault();
+    if (this.editing) {
+      if (type === 'historyUndo') this.undoTyping();
+    } else if (type === 'historyUndo') {
+      this.onUndo();
+    } else {
+      this.onRedo();
+    }
+  }
+
   // Text arrived in the input outside an edit (a key, IME, a dead key, inserted text).
-  onInput() {
+  /** @param {InputEvent} [event] */
+  onInput(event) {
+    const type = event?.inputType || '';
+    if (type.startsWith('history')) {
+      // An undo the browser did anyway (execCommand): it is no typing.
+      if (!this.editing) this.input.value = '';
+      else if (this.editing.kind === 'enter' && this.input.value === '') this.cancelEditing();
+      return;
+    }
     if (this.editing) return;
     if (this.readOnly) {
       this.input.value = '';
+      this.onReadOnly();
       return;
     }
+    // Nothing typed (an input event that removed text): no edit starts.
+    if (this.input.value === '') return;
     this.beginTypedEdit();
+  }
+
+  // Ctrl+Z in an edit: the content the edit began with, or, when that is what it holds
+  // (or the edit began by typing over the cell), no edit at all.
+  undoTyping() {
+    const editing = this.editing;
+    if (!editing) return;
+    if (editing.kind === 'edit' && this.input.value !== editing.original) {
+      this.input.value = editing.original;
+      this.input.setSelectionRange(this.input.value.length, this.input.value.length);
+    } else {
+      this.cancelEditing();
+    }
   }
 
   // An edit that starts with what is typed (the input already holds it).
@@ -931,7 +1015,7 @@ export class VirtualGrid {
     if (this.editing || this.readOnly) return;
     const {row, column} = this.active;
     this.anchor = {row, column};
-    this.editing = {row, column, kind: 'enter', baseSeq: this.seqAt(row, column)};
+    this.editing = {row, column, kind: 'enter', baseSeq: this.seqAt(row, column), original: ''};
     this.showEditor();
   }
 
@@ -940,6 +1024,7 @@ export class VirtualGrid {
    * @param {'edit'} kind
    */
   startEditing(kind) {
+    if (this.readOnly) this.onReadOnly();
     if (this.readOnly || this.editing) return;
     const {row, column} = this.active;
     this.scrollIntoView(row, column);
@@ -964,8 +1049,8 @@ export class VirtualGrid {
    */
   openEditor(kind, value, baseSeq) {
     const {row, column} = this.active;
-    this.editing = {row, column, kind, baseSeq};
     this.input.value = editValue(value);
+    this.editing = {row, column, kind, baseSeq, original: this.input.value};
     this.showEditor();
     this.input.setSelectionRange(this.input.value.length, this.input.value.length);
   }
@@ -1012,7 +1097,10 @@ export class VirtualGrid {
   }
 
   clearSelection() {
-    if (this.readOnly) return;
+    if (this.readOnly) {
+      this.onReadOnly();
+      return;
+    }
     const rect = this.selection();
     this.onClear({rect, baseSeq: this.seqOfRect(rect)});
   }
@@ -1121,7 +1209,12 @@ export class VirtualGrid {
 
   /** @param {ClipboardEvent} event */
   onPasteEvent(event) {
-    if (this.editing || this.readOnly) return;
+    if (this.editing) return;
+    if (this.readOnly) {
+      event.preventDefault();
+      this.onReadOnly();
+      return;
+    }
     const text = event.clipboardData?.getData('text/plain') ?? '';
     event.preventDefault();
     if (!text) return;

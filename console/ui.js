@@ -192,3 +192,15 @@ export async function busy(btn, action) {
 export function badge(text, kind = '') {
   return el(`span.badge${kind ? `.badge-${kind}` : ''}`, text);
 }
+
+/**
+ * Which edges of a sideways-scrolling strip (the top navigation on a phone) have more
+ * beyond them: the hints shown there.
+ * @param {{scrollLeft: number, scrollWidth: number, clientWidth: number}} box
+ * @returns {{left: boolean, right: boolean}}
+ */
+export function navOverflow({scrollLeft, scrollWidth, clientWidth}) {
+  const hidden = scrollWidth - clientWidth;
+  if (hidden <= 1) return {left: false, right: false};
+  return {left: scrollLeft > 1, right: scrollLeft < hidden - 1};
+}

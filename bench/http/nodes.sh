@@ -99,3 +99,8 @@ extra = acked - ($requests - $non2xx)
 print('answered 201 and stored: %s; stored beyond those wrk counted: %d (at most %d in flight)'
       % ('all' if extra >= 0 else 'NOT ALL', extra, 8 * $NODES))
 "
+# BENCH_WAKE=1: then the latency from an append acknowledged by node 1 to node 2's event
+# stream carrying it (bench/http/wake_latency.py), with the nodes idle otherwise.
+if [ "${BENCH_WAKE:-0}" = 1 ] && [ "$NODES" -ge 2 ]; then
+  python3 bench/http/wake_latency.py "${URLS[0]}" "${URLS[1]}" 200
+fi

@@ -3,13 +3,51 @@
 // Controls: the test controls of api.md "Operations" as buttons, shown only when the
 // server was started with the flag that allows each (GET /v1/admin/controls): the manual
 // clock (--clock manual), fault points (--enable-faults) and reset (--allow-reset).
+// A fault point is chosen from the points the server knows, never typed: the `points`
+// GET /v1/admin/controls lists.
 import {del, get, post} from '../api.js';
 import {badge, busy, button, clear, confirmDialog, el, formatTime, toast} from '../ui.js';
+import {renderHealthPanel} from './health_panel.js';
+
+/**
+ * The fault points a server knows, from an answer of its that lists them: a `points`
+ * array (of names, or of {name} / {point}), or the message refusing an unknown point
+ * ("unknown fault point 'x' (known points: a, b, c)"). [] when it lists none.
+ * @param {any} answer a JSON body, or an error message
+ * @returns {string[]}
+ */
+export function knownFaultPoints(answer) {
+  if (answer && typeof answer === 'object' && Array.isArray(answer.points)) {
+    return answer.points.map((/** @type {any} */ p) => (typeof p === 'string' ? p : p?.name ?? p?.point))
+      .filter((/** @type {any} */ p) => typeof p === 'string' && p !== '');
+  }
+  const text = typeof answer === 'string' ? answer : answer?.error?.message ?? '';
+  const match = /known points: ([^)]*)\)/.exec(text);
+  if (!match) return [];
+  return match[1].split(',').map((p) => p.trim()).filter(Boolean);
+}
+
+/**
+ * The server's fault points.
+ * @param {any} controls GET /v1/admin/controls
+ * @param {any} faults GET /v1/admin/faults
+ * @returns {Promise<string[]>}
+ */
+async function loadFaultPoints(controls, faults) {
+  for (const answer of [controls, faults]) {
+    const points = knownFaultPoints(answer);
+    if (points.length) return points;
+  }
+  return [];
+}
 
 /** @param {HTMLElement} main */
 export function renderControls(main) {
   let alive = true;
   const clockBox = el('div', {}, el('p.muted', 'Loading…'));
+  // GET /v1/health: not a test control, but what an operator looks at beside them.
+  const healthHead = el('div.card-head', {}, el('h2', 'Health'));
+  const healthBox = el('div');
   const faultsBox = el('div');
   const resetBox = el('div');
   main.append(el('section.page', {},
@@ -19,7 +57,9 @@ export function renderControls(main) {
                  el('div.two-columns', {},
                     el('section.card#clock-card', {}, el('h2', 'Clock'), clockBox),
                     el('section.card#reset-card', {}, el('h2', 'Reset'), resetBox)),
-                 el('section.card#faults-card', {}, el('h2', 'Fault points'), faultsBox)));
+                 el('section.card#faults-card', {}, el('h2', 'Fault points'), faultsBox),
+                 el('section.card#health-card', {}, healthHead, healthBox)));
+  const stopHealth = renderHealthPanel(healthHead, healthBox);
 
   /** @param {any} controls */
   function showClock(controls) {
@@ -45,13 +85,22 @@ export function renderControls(main) {
                             'by hand (tests).'));
   }
 
-  async function showFaults() {
-    const {armed} = await get('/v1/admin/faults');
-    const point = el('input.input#fault-point', {placeholder: 'snapshot.before_complete', autocomplete: 'off'});
+  /** @type {string[]|null} the server's points, read once */
+  let points = null;
+
+  /** @param {any} controls */
+  async function showFaults(controls) {
+    const faults = await get('/v1/admin/faults');
+    const {armed} = faults;
+    if (!points || points.length === 0) points = await loadFaultPoints(controls, faults);
+    if (!alive) return;
+    const point = el('select.input#fault-point', {required: true},
+                     el('option', {value: ''}, 'Choose a point…'),
+                     points.map((p) => el('option', {value: p}, p)));
     const kind = el('select.input#fault-kind', {},
                     ['error', 'crash', 'delay', 'duplicate', 'disk-full'].map((k) => el('option', {value: k}, k)));
     const count = el('input.input.input-narrow#fault-count', {type: 'number', value: 1, min: -1});
-    const arm = el('button.btn.btn-primary', {type: 'submit'}, 'Arm');
+    const arm = el('button.btn.btn-primary', {type: 'submit', disabled: points.length === 0}, 'Arm');
     clear(faultsBox,
           armed.length ? el('div.table-wrap', {}, el('table.table#faults-table', {},
             el('thead', {}, el('tr', {}, ['Point', 'Kind', 'Remaining', 'Fired'].map((h) => el('th', h)),
@@ -62,17 +111,17 @@ export function renderControls(main) {
               el('td.actions', {}, button('Disarm', async () => {
                 await del(`/v1/admin/faults?point=${encodeURIComponent(f.point)}`);
                 toast(`Disarmed ${f.point}`, 'success');
-                showFaults();
+                showFaults(controls);
               }, 'small', {'aria-label': `Disarm ${f.point}`})))))))
             : el('p.muted', 'No fault point is armed.'),
           el('form.form-row#arm-fault', {
             onsubmit(/** @type {Event} */ event) {
               event.preventDefault();
               busy(arm, async () => {
-                await post('/v1/admin/faults', {point: point.value.trim(), kind: kind.value,
+                await post('/v1/admin/faults', {point: point.value, kind: kind.value,
                                                 count: Number(count.value)});
-                toast(`Armed ${point.value.trim()}`, 'success');
-                await showFaults();
+                toast(`Armed ${point.value}`, 'success');
+                await showFaults(controls);
               });
             },
           },
@@ -80,10 +129,12 @@ export function renderControls(main) {
           el('div.field', {}, el('label', {for: 'fault-kind'}, 'Kind'), kind),
           el('div.field', {}, el('label', {for: 'fault-count', title: '-1: every hit'}, 'Count'), count),
           el('div.field.field-button', {}, arm)),
+          points.length ? null : el('p.notice.notice-warning', 'The server named no fault points: ' +
+                                    'none can be armed from here.'),
           armed.length ? button('Disarm all', async () => {
             await del('/v1/admin/faults');
             toast('Disarmed every fault point', 'success');
-            showFaults();
+            showFaults(controls);
           }, 'small') : null);
   }
 
@@ -111,7 +162,7 @@ export function renderControls(main) {
       if (!alive) return;
       showClock(controls);
       showReset(controls);
-      if (controls.faults) await showFaults();
+      if (controls.faults) await showFaults(controls);
       else {
         clear(faultsBox, el('p.muted', 'Off: start the server with --enable-faults to arm fault ' +
                                        'points from here (tests).'));
@@ -120,5 +171,8 @@ export function renderControls(main) {
       clear(clockBox, el('div.notice.notice-error', error.message));
     }
   })();
-  return () => { alive = false; };
+  return () => {
+    alive = false;
+    stopHealth();
+  };
 }

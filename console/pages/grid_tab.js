@@ -1,17 +1,39 @@
 // @ts-check
 // SPDX-License-Identifier: Apache-2.0
-// The grid tab of a sheet: the formula bar, the rows-and-columns menu, freezing row 1,
-// "snapshot now", the history bar (the sheet as of any seq, read-only), and the grid,
-// whose edits go through the EditQueue (pending, retried, judged per cell on conflict).
+// The grid tab of a sheet: the formula bar, undo and redo of the user's own edits
+// (undo.js), the rows-and-columns menu, freezing row 1, "snapshot now", the history bar
+// (the sheet as of any seq, read-only: every write is refused, visibly, until the view
+// is back at the head), and the grid, whose edits go through the EditQueue (pending,
+// retried, judged per cell on conflict).
 import {cellRef, columnName, displayValue, editValue, parseInput, parseRef} from '../a1.js';
 import {get, post, query, sheetPath} from '../api.js';
 import {EditQueue} from '../edits.js';
 import {cellsOf, describeEntry} from '../entries.js';
 import {formatNumber, formatTime} from '../format.js';
-import {GRID_COLUMNS, GRID_ROWS, VirtualGrid} from '../grid.js';
+import {GRID_COLUMNS, GRID_ROWS, VirtualGrid, historyKey} from '../grid.js';
 import {badge, button, clear, el, toast} from '../ui.js';
+import {UndoHistory} from '../undo.js';
 
 const FREEZE_KEY = 'sheetlog.freeze.';
+// The undo history of each sheet for this page session: it outlives a visit to another
+// tab of the sheet (a reload starts afresh).
+/** @type {Map<string, UndoHistory>} */
+const undoHistories = new Map();
+// How long one "read-only" message stands for the attempts after it.
+const REFUSAL_MS = 2500;
+
+/**
+ * The seq to show for a requested one: null (live) at or past the head, else within the
+ * retained log.
+ * @param {number|null} seq
+ * @param {number} firstSeq
+ * @param {number} head the last seq
+ * @returns {number|null}
+ */
+export function viewSeq(seq, firstSeq, head) {
+  if (seq === null || !Number.isFinite(seq) || seq >= head) return null;
+  return Math.max(seq, firstSeq);
+}
 
 /**
  * Whether two cell values are the same (a no-op edit appends nothing).
@@ -33,6 +55,7 @@ export function renderGridTab(body, ctx, params) {
   const {id} = ctx;
   /** @type {{at: number|null, ownSeqs: Set<number>}} */
   const state = {at: null, ownSeqs: new Set()};
+  let snapshotting = false;  // "Snapshot now" waiting for its answer
   const initialAt = params.get('at');
   let usedCache = /** @type {{seq: number, value: Promise<{lastRow: number, lastColumn: number}>}|null} */ (null);
 
@@ -79,6 +102,11 @@ export function renderGridTab(body, ctx, params) {
       }
     },
     onkeydown(/** @type {KeyboardEvent} */ event) {
+      if (formulaInput.readOnly && (event.key === 'Enter' || event.key === 'Delete' ||
+          (event.key.length === 1 && !event.ctrlKey && !event.metaKey && !event.altKey))) {
+        refuseReadOnly('edit');  // the past is shown: the bar only shows the cell
+        return;
+      }
       if (event.key === 'Enter') {
         event.preventDefault();
         const target = formulaEdit || {...grid.active, baseSeq: grid.seqAt(grid.active.row, grid.active.column)};
@@ -117,7 +145,14 @@ export function renderGridTab(body, ctx, params) {
     id: 'snapshot-now',
     title: 'Append a Snapshot entry now: reads of deep rows start from it once it is built',
   });
-  const tools = el('div.grid-tools', {}, structureMenu, freezeButton, snapshotButton);
+  const undoButton = button('Undo', () => undo(), 'small', {
+    id: 'undo', 'aria-keyshortcuts': 'Control+Z Meta+Z', disabled: true,
+  });
+  const redoButton = button('Redo', () => redo(), 'small', {
+    id: 'redo', 'aria-keyshortcuts': 'Control+Y Control+Shift+Z Meta+Shift+Z', disabled: true,
+  });
+  const tools = el('div.grid-tools', {}, undoButton, redoButton, structureMenu, freezeButton,
+                   snapshotButton);
 
   // History bar: the grid as of any seq of the retained log.
   const slider = /** @type {HTMLInputElement} */ (el('input.history-slider', {
@@ -161,6 +196,9 @@ export function renderGridTab(body, ctx, params) {
       refBox.focus();
       refBox.select();
     },
+    onUndo: () => undo(),
+    onRedo: () => redo(),
+    onReadOnly: () => refuseReadOnly('edit'),
   });
 
   const edits = new EditQueue({
@@ -176,6 +214,86 @@ export function renderGridTab(body, ctx, params) {
     },
     onChange: showEdits,
   });
+
+  let undoHistory = undoHistories.get(id);
+  if (!undoHistory) {
+    undoHistory = new UndoHistory();
+    undoHistories.set(id, undoHistory);
+  }
+  const steps = undoHistory;
+  steps.attach({
+    queue: edits,
+    read: (rect, at) => get(sheetPath(id, '/cells') + query({
+      range: `${cellRef(rect.firstRow, rect.firstColumn)}:${cellRef(rect.lastRow, rect.lastColumn)}`,
+      at,
+    })),
+    notify: (message, kind) => toast(message, kind),
+    describe: (entry) => describeEntry({seq: 0, ...entry}),
+    onChange: syncWriteControls,
+  });
+
+  /** @type {HTMLElement|null} the "read-only" message standing */
+  let refusal = null;
+  let refusedAt = 0;
+  /**
+   * Says (once for a burst of attempts) why a write does nothing while the past is shown.
+   * @param {string} what
+   */
+  function refuseReadOnly(what) {
+    if (state.at === null) return;
+    const now = performance.now();
+    if (refusal && refusal.isConnected && now - refusedAt < REFUSAL_MS) return;
+    refusedAt = now;
+    refusal = toast(`Read-only: you are viewing the sheet as of seq ${formatNumber(state.at)}. ` +
+                    `Go back to live to ${what}.`, 'warning');
+  }
+
+  function undo() {
+    if (state.at !== null) {
+      refuseReadOnly('undo');
+      return;
+    }
+    steps.undo();
+  }
+
+  function redo() {
+    if (state.at !== null) {
+      refuseReadOnly('redo');
+      return;
+    }
+    steps.redo();
+  }
+
+  // Undo and redo buttons, and every write control: off while the past is shown.
+  function syncWriteControls() {
+    const past = state.at !== null;
+    undoButton.disabled = past || !steps.canUndo();
+    redoButton.disabled = past || !steps.canRedo();
+    undoButton.title = past ? 'Read-only while viewing the past'
+      : steps.canUndo() ? `Undo ${steps.undoLabel()} (Ctrl+Z)` : 'Nothing to undo';
+    redoButton.title = past ? 'Read-only while viewing the past'
+      : steps.canRedo() ? `Redo ${steps.redoLabel()} (Ctrl+Y)` : 'Nothing to redo';
+    snapshotButton.disabled = past || snapshotting;
+    for (const item of structureMenu.querySelectorAll('.menu-items button')) {
+      /** @type {HTMLButtonElement} */ (item).disabled = past;
+    }
+    formulaInput.readOnly = past;
+  }
+
+  // Ctrl+Z and its kin when the focus is on the page but not in a text field (a button,
+  // the page itself): the grid's undo. A text field keeps its own undo; the grid's input
+  // hands the keys to the grid (onUndo, onRedo).
+  /** @param {KeyboardEvent} event */
+  function onPageKey(event) {
+    const action = historyKey(event);
+    if (!action || event.defaultPrevented) return;
+    const target = /** @type {HTMLElement} */ (event.target);
+    if (target.closest('input, textarea, select, [contenteditable=""], [contenteditable="true"], dialog')) return;
+    event.preventDefault();
+    if (action === 'undo') undo();
+    else redo();
+  }
+  document.addEventListener('keydown', onPageKey);
 
   function setFrozen(/** @type {boolean} */ on) {
     grid.setFrozenRows(on ? 1 : 0);
@@ -285,14 +403,28 @@ export function renderGridTab(body, ctx, params) {
    * @param {number|null} baseSeq
    */
   function commit(row, column, text, baseSeq) {
-    if (state.at !== null) return;
+    if (state.at !== null) {
+      refuseReadOnly('edit');
+      return;
+    }
     const value = parseInput(text);
     const before = grid.cellAt(row, column);
     if (before && sameValue(before.value, value)) return;
     if (!before && value === null) return;
     const format = grid.serverCellAt(row, column)?.format || '';
     const body = {ref: cellRef(row, column), value, ...(format ? {format} : {})};
-    edits.add({type: 'SetCell', body}, [{row, column, value}], baseSeq);
+    record({type: 'SetCell', body}, [{row, column, value}], baseSeq);
+  }
+
+  /**
+   * Queues an edit of the user's and makes it a step to undo.
+   * @param {{type: string, body: any}} entry
+   * @param {{row: number, column: number, value: any}[]} cells
+   * @param {number|null} baseSeq
+   */
+  function record(entry, cells, baseSeq) {
+    const editId = edits.add(entry, cells, baseSeq);
+    steps.record(entry, cells, baseSeq, editId);
   }
 
   /**
@@ -304,7 +436,7 @@ export function renderGridTab(body, ctx, params) {
    */
   function paste(row, column, rows, baseSeq) {
     if (state.at !== null) {
-      toast('Read-only: go back to live to paste', 'warning');
+      refuseReadOnly('paste');
       return;
     }
     if (row + rows.length - 1 > GRID_ROWS ||
@@ -315,7 +447,7 @@ export function renderGridTab(body, ctx, params) {
     const values = rows.map((r) => r.map((text) => parseInput(text)));
     const cells = [];
     values.forEach((r, i) => r.forEach((value, j) => cells.push({row: row + i, column: column + j, value})));
-    edits.add({type: 'SetCells', body: {at: cellRef(row, column), rows: values}}, cells, baseSeq);
+    record({type: 'SetCells', body: {at: cellRef(row, column), rows: values}}, cells, baseSeq);
   }
 
   /**
@@ -325,7 +457,10 @@ export function renderGridTab(body, ctx, params) {
    * @param {number|null} baseSeq
    */
   async function clearRect(rect, baseSeq) {
-    if (state.at !== null) return;
+    if (state.at !== null) {
+      refuseReadOnly('clear cells');
+      return;
+    }
     const count = (rect.lastRow - rect.firstRow + 1) * (rect.lastColumn - rect.firstColumn + 1);
     if (count > 100000) {
       toast('Select at most 100,000 cells to clear', 'warning');
@@ -363,12 +498,13 @@ export function renderGridTab(body, ctx, params) {
       }
     }
     if (filled.length === 0) return;  // nothing to clear: no entry
+    if (state.at !== null) return;  // the past came into view while the cells were read
     const spec = (/** @type {{format: string}} */ c) => (c.format ? {value: null, format: c.format} : null);
     const entry = filled.length === 1
       ? {type: 'SetCell', body: {ref: cellRef(filled[0].row, filled[0].column), value: null,
                                  ...(filled[0].format ? {format: filled[0].format} : {})}}
       : {type: 'SetCells', body: {cells: Object.fromEntries(filled.map((c) => [cellRef(c.row, c.column), spec(c)]))}};
-    edits.add(entry, filled.map(({row, column}) => ({row, column, value: null})), baseSeq);
+    record(entry, filled.map(({row, column}) => ({row, column, value: null})), baseSeq);
   }
 
   /**
@@ -378,7 +514,7 @@ export function renderGridTab(body, ctx, params) {
   async function structural(type, offset = 0) {
     structureMenu.removeAttribute('open');
     if (state.at !== null) {
-      toast('Read-only: go back to live to edit', 'warning');
+      refuseReadOnly('change rows and columns');
       return;
     }
     const {row, column} = grid.active;
@@ -391,10 +527,15 @@ export function renderGridTab(body, ctx, params) {
     try {
       const done = await post(sheetPath(id, '/entries'), {type, body: bodies[type](), expect_seq: ctx.nextSeq});
       state.ownSeqs.add(done.seq);
+      edits.noteOwn(done.seq);
       ctx.nextSeq = Math.max(ctx.nextSeq, done.next_seq || done.seq + 1);
       ctx.feed?.refresh();
       grid.invalidate();
-      toast(`${type} appended at seq ${done.seq}`, 'success');
+      // The cells the undo history addresses have moved: it cannot be followed any more.
+      const forgot = steps.canUndo() || steps.canRedo();
+      steps.clear();
+      toast(`${type} appended at seq ${done.seq}${forgot ? '; the undo history was cleared (cells moved)' : ''}`,
+            'success');
     } catch (error) {
       const e = /** @type {any} */ (error);
       if (e.status === 409) {
@@ -412,6 +553,11 @@ export function renderGridTab(body, ctx, params) {
   }
 
   async function snapshotNow() {
+    if (state.at !== null) {
+      refuseReadOnly('take a snapshot');
+      return;
+    }
+    snapshotting = true;
     snapshotButton.disabled = true;
     try {
       const done = await post(sheetPath(id, '/snapshots'), {});
@@ -420,7 +566,8 @@ export function renderGridTab(body, ctx, params) {
     } catch (error) {
       toast(`Snapshot failed: ${/** @type {Error} */ (error).message}`, 'error');
     } finally {
-      snapshotButton.disabled = false;
+      snapshotting = false;
+      syncWriteControls();
     }
   }
 
@@ -433,24 +580,29 @@ export function renderGridTab(body, ctx, params) {
   }
 
   /**
-   * Shows the grid as of `seq` (read-only, with the entry at seq), or live for null.
+   * Shows the grid as of `seq` (read-only, with the entry at seq), or live for null. The
+   * head itself is live: the view follows new entries and takes edits again.
    * @param {number|null} seq
    */
   async function travelTo(seq) {
     clearTimeout(previewTimer);
-    const head = ctx.nextSeq - 1;
-    if (seq !== null) seq = Math.min(Math.max(seq, ctx.info.first_seq), head);
-    if (seq === state.at) return;
-    state.at = seq;
+    seq = viewSeq(seq, ctx.info.first_seq, ctx.nextSeq - 1);
     const url = new URL(location.href);
     if (seq === null) url.searchParams.delete('at');
     else url.searchParams.set('at', String(seq));
-    history.replaceState(null, '', url.pathname + url.search);
-    grid.setReadOnly(seq !== null);
+    window.history.replaceState(null, '', url.pathname + url.search);
+    if (seq === state.at) {
+      if (seq === null) syncHistoryBar();
+      return;
+    }
+    state.at = seq;
+    if (seq !== null) formulaEdit = null;
+    grid.setReadOnly(seq !== null);  // an edit under way is dropped
     grid.invalidate();
     liveButton.hidden = seq === null;
     historyBar.classList.toggle('history-active', seq !== null);
-    formulaInput.readOnly = seq !== null;
+    syncWriteControls();
+    ctx.setViewAt?.(seq);
     if (seq === null) {
       banner.hidden = true;
       syncHistoryBar();
@@ -491,10 +643,14 @@ export function renderGridTab(body, ctx, params) {
     if (localStorage.getItem(FREEZE_KEY + id)) setFrozen(true);
   } catch { /* storage disabled */ }
   syncHistoryBar();
+  syncWriteControls();
   if (initialAt !== null && initialAt !== '') travelTo(Number(initialAt));
+  else ctx.setViewAt?.(null);
   grid.focus();
   return () => {
     ctx.listeners.delete(listener);
+    document.removeEventListener('keydown', onPageKey);
+    steps.detach();
     edits.close();
     grid.destroy();
   };

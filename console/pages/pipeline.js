@@ -190,9 +190,8 @@ export function renderPipeline(main) {
                              {'aria-label': `Show the body of ${m.id}`}),
                       dead ? button('Redrive', (/** @type {MouseEvent} */ event) => busy(
                         /** @type {any} */ (event.currentTarget), async () => {
-                          await redrive(queue, m.id);
-                          showMessages(queue, true);
-                        }), 'small') : null)), details];
+                          if (await redriveOne(queue, m.id)) showMessages(queue, true);
+                        }), 'small', {'aria-label': `Redrive message ${m.id}`}) : null)), details];
       });
       const sendBody = el('textarea.input.textarea#send-body', {rows: 3, placeholder: '{"sheet": "…"}'});
       const sendButton = el('button.btn.btn-small', {type: 'submit'}, 'Send');
@@ -266,6 +265,22 @@ export function renderPipeline(main) {
     toast(`Redrove ${result.moved} message${result.moved === 1 ? '' : 's'} from ${result.dead_letter_queue}`,
           'success');
     await refreshState();
+  }
+
+  /**
+   * One dead letter back to its queue, after a confirmation (as "Redrive all"). True when
+   * it was redriven.
+   * @param {string} queue
+   * @param {string} messageId
+   */
+  async function redriveOne(queue, messageId) {
+    const ok = await confirmDialog(`Redrive this message of ${queue}?`,
+                                   `Message ${messageId} goes back to ${queue} and runs again. ` +
+                                   'Fix what failed it first, or it fails again.',
+                                   'Redrive', 'primary');
+    if (!ok) return false;
+    await redrive(queue, messageId);
+    return true;
   }
 
   /**

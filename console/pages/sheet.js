@@ -2,7 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // One sheet: a header (name, id, next seq, live state) over four tabs — the grid (with
 // editing and time travel), the log, import/export, and cost. The header's live feed
-// is shared by the tabs.
+// is shared by the tabs. While the grid shows the past (?at=seq), the header says which
+// seq is shown instead of "live", and the tabs keep that view: Import refuses to write
+// while it lasts.
 import {get, sheetPath} from '../api.js';
 import {formatNumber} from '../format.js';
 import {LiveFeed} from '../live.js';
@@ -20,11 +22,22 @@ const TABS = [
 ];
 
 /**
- * What a sheet's tabs share: the sheet, the next seq the page knows, the live feed and
- * the listeners of its entries.
+ * What a sheet's tabs share: the sheet, the next seq the page knows, the live feed, the
+ * listeners of its entries, and the seq shown when it is the past (null: live), which the
+ * grid tab sets with setViewAt.
  * @typedef {{id: string, info: any, nextSeq: number, listeners: Set<(entries: any[]) => void>,
- *            feed: LiveFeed|null}} SheetContext
+ *            feed: LiveFeed|null, viewAt: number|null,
+ *            setViewAt: (seq: number|null) => void}} SheetContext
  */
+
+/**
+ * The seq of `?at=` (a view of the past), or null.
+ * @param {string|null} text
+ */
+export function atParam(text) {
+  if (text === null || !/^\d+$/.test(text.trim())) return null;
+  return Number(text);
+}
 
 /**
  * @param {HTMLElement} main
@@ -40,10 +53,18 @@ export function renderSheet(main, {id, tab, params}) {
     nextSeq: 0,
     listeners: new Set(),  // (entries) => void, for the tab shown
     feed: null,
+    viewAt: atParam(params.get('at')),
+    setViewAt: (seq) => {
+      ctx.viewAt = seq;
+      showLive();
+      syncTabLinks();
+    },
   };
   /** @type {(() => void)|null} */
   let tabCleanup = null;
   let alive = true;
+  let liveText = 'connecting';  // what the feed says (shown when the view is live)
+  let liveOn = false;
 
   const title = el('h1.sheet-title', '…');
   const seqLabel = el('span.stat-value#next-seq', '…');
@@ -59,13 +80,16 @@ export function renderSheet(main, {id, tab, params}) {
                     el('div.sheet-stats', {},
                        el('div.stat', {}, el('span.stat-label', 'Next seq'), seqLabel),
                        liveBox));
-  const tabs = el('nav.tabs', {'aria-label': 'Sheet views'},
-                  TABS.map(([key, label]) => el('a.tab', {
-                    href: `/console/sheets/${id}${key === 'grid' ? '' : `/${key}`}`,
-                    'aria-current': key === tab ? 'page' : false,
-                  }, label)));
+  const tabLinks = TABS.map(([key, label]) => el('a.tab', {
+    href: `/console/sheets/${id}${key === 'grid' ? '' : `/${key}`}`,
+    'aria-current': key === tab ? 'page' : false,
+    dataset: {tab: key},
+  }, label));
+  const tabs = el('nav.tabs', {'aria-label': 'Sheet views'}, tabLinks);
   const body = el('div.sheet-body');
   page.append(header, tabs, body);
+  showLive();
+  syncTabLinks();
 
   /** @param {number} next */
   function setNextSeq(next) {
@@ -73,13 +97,33 @@ export function renderSheet(main, {id, tab, params}) {
     seqLabel.textContent = formatNumber(next);
   }
 
+  // The tabs keep the view of the past (?at=seq) while there is one.
+  function syncTabLinks() {
+    for (const link of tabLinks) {
+      const key = link.dataset.tab;
+      link.setAttribute('href', `/console/sheets/${id}${key === 'grid' ? '' : `/${key}`}` +
+                                (ctx.viewAt !== null ? `?at=${ctx.viewAt}` : ''));
+    }
+  }
+
   /**
    * @param {string} text
    * @param {boolean} on
    */
   function setLive(text, on) {
-    liveLabel.textContent = text;
-    liveDot.classList.toggle('live-on', on);
+    liveText = text;
+    liveOn = on;
+    showLive();
+  }
+
+  // "live" (or offline, polling...), except while the past is shown: then the seq shown.
+  function showLive() {
+    const past = ctx.viewAt !== null;
+    liveLabel.textContent = past ? `viewing seq ${formatNumber(ctx.viewAt)} · read-only` : liveText;
+    liveDot.classList.toggle('live-on', !past && liveOn);
+    liveDot.classList.toggle('live-past', past);
+    if (past) liveBox.dataset.viewing = String(ctx.viewAt);
+    else delete liveBox.dataset.viewing;
   }
 
   (async () => {
@@ -99,6 +143,8 @@ export function renderSheet(main, {id, tab, params}) {
     title.textContent = ctx.info.name || '(unnamed sheet)';
     document.title = `${ctx.info.name || id} · sheetlog`;
     setNextSeq(ctx.info.next_seq);
+    // The head is live, whatever the address says.
+    if (ctx.viewAt !== null && ctx.viewAt >= ctx.nextSeq - 1) ctx.setViewAt(null);
     let transport = '';
     ctx.feed = new LiveFeed(id, ctx.info.next_seq, {
       onEntries(entries) {

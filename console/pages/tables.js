@@ -5,8 +5,10 @@
 // partition key with a sort-key range and direction, a filter on any attribute (applied
 // to each page after the read, as DynamoDB's FilterExpression), pages of up to 1000
 // items, and each item as JSON. Read-only: an entry's metadata is edited through the
-// API (PATCH .../entries/{seq}) from the item's view.
+// API (PATCH .../entries/{seq}) from the item's view. Times (created, created_at, ...)
+// read as local date and time next to the stored number (seconds or microseconds).
 import {get, patch, query, sheetPath} from '../api.js';
+import {formatStoredTime, isTimeAttribute, storedTime} from '../format.js';
 import {busy, button, clear, el, formatNumber, modal, preview, toast} from '../ui.js';
 
 const METADATA_FIELDS = ['snapshot', 'history', 'pending'];
@@ -156,7 +158,7 @@ export function renderTables(main, {name, params}) {
     function showPage(page, start) {
       const columns = table.attributes;
       const rows = page.items.map((/** @type {any} */ item) => el('tr', {},
-        columns.map((c) => el('td', {}, cellText(item[c]))),
+        columns.map((c) => el('td', {}, cellText(item[c], c))),
         el('td.actions', {}, button('JSON', () => showItem(item), 'small.btn-ghost'))));
       clear(results,
             el('div.card-head', {},
@@ -178,9 +180,19 @@ export function renderTables(main, {name, params}) {
               : el('p.muted', 'No items on this page.'));
     }
 
-    /** @param {any} value */
-    function cellText(value) {
+    /**
+     * @param {any} value
+     * @param {string} column
+     */
+    function cellText(value, column) {
       if (value === null || value === undefined) return el('span.muted', '—');
+      const time = isTimeAttribute(column) ? storedTime(value) : null;
+      if (time) {
+        const utc = new Date(Math.floor(time.micros / 1000)).toISOString();
+        return el('span.stored-time', {title: `${utc.replace('T', ' ').replace('Z', '')} UTC`},
+                  el('time', {datetime: utc}, formatStoredTime(value)), ' ',
+                  el('span.muted.small.raw-time', String(value)));
+      }
       return preview(typeof value === 'string' ? value : JSON.stringify(value), 60);
     }
 

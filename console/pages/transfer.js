@@ -4,7 +4,10 @@
 // (POST .../uploads, PUT the file to the presigned URL with a progress bar, complete),
 // and the sheet comes out as CSV or XLSX (GET .../export). An import merges over the
 // sheet unless Replace is chosen, and Replace asks first: a stray file never wipes a
-// sheet. Files other than .csv and .xlsx are refused before anything is sent.
+// sheet. Files other than .csv and .xlsx are refused before anything is sent. A refusal
+// is said once, in the notice under the form (the progress line only says it failed).
+// While the sheet is viewed as of a past seq (?at=), nothing is imported: the form says
+// so, with the way back to live.
 import {download, post, putWithProgress, sheetPath} from '../api.js';
 import {busy, clear, confirmDialog, el, formatBytes, formatNumber, toast} from '../ui.js';
 
@@ -66,6 +69,7 @@ export function importFormat(name) {
  */
 export function renderTransfer(body, ctx) {
   const {id} = ctx;
+  const past = ctx.viewAt !== null && ctx.viewAt !== undefined;
   const fileInput = el('input.input#import-file', {
     type: 'file', accept: '.csv,.xlsx,text/csv', required: true,
   });
@@ -78,7 +82,20 @@ export function renderTransfer(body, ctx) {
   });
   const uploadProgress = progressBar('Upload progress');
   const importResult = el('div.import-result', {role: 'status'});
-  const importButton = el('button.btn.btn-primary', {type: 'submit'}, 'Upload and import');
+  const importButton = el('button.btn.btn-primary', {type: 'submit', disabled: past},
+                          'Upload and import');
+  const pastNotice = past
+    ? el('div.notice.notice-history.field-actions#import-read-only', {role: 'status'},
+         `Read-only: you are viewing the sheet as of seq ${formatNumber(ctx.viewAt)}. ` +
+         'An import writes at the head. ',
+         el('a', {href: `/console/sheets/${id}/files`}, 'Back to live'))
+    : null;
+
+  /** @param {string} message the one place a refusal is said */
+  function refused(message) {
+    uploadProgress.failed('Not imported');
+    clear(importResult, el('div.notice.notice-error', {role: 'alert'}, message));
+  }
 
   async function importFile() {
     const file = fileInput.files[0];
@@ -86,8 +103,7 @@ export function renderTransfer(body, ctx) {
     clear(importResult);
     const format = importFormat(file.name);
     if (!format) {
-      uploadProgress.failed(`Not imported: ${file.name} is not a .csv or .xlsx file.`);
-      toast(`${file.name} is not a .csv or .xlsx file`, 'warning');
+      refused(`Not imported: ${file.name} is not a .csv or .xlsx file.`);
       return;
     }
     const mode = modeSelect.value;
@@ -124,21 +140,24 @@ export function renderTransfer(body, ctx) {
                              el('a', {href: `/console/sheets/${id}`}, 'Open the grid')));
       toast(`Imported ${file.name}`, 'success');
     } catch (error) {
-      // The line says what happened; nothing was appended.
-      uploadProgress.failed(`Not imported: ${error.message}`);
-      clear(importResult, el('div.notice.notice-error', {role: 'alert'},
-                             `${file.name} was refused; nothing was written. ${error.message}`));
-      throw error;
+      // Said once, here (not again as a toast); nothing was appended.
+      refused(`${file.name} was refused; nothing was written. ${error.message}`);
     }
   }
 
-  const importForm = el('form.form-grid', {
+  const importForm = el('form.form-grid#import-form', {
     'aria-label': 'Import a file',
     onsubmit(/** @type {Event} */ event) {
       event.preventDefault();
+      if (past) {  // the button is off; an Enter in a field submits all the same
+        refused(`Not imported: the sheet is shown as of seq ${ctx.viewAt} (read-only). ` +
+                'Go back to live to import.');
+        return;
+      }
       busy(importButton, importFile).catch(() => {});
     },
   },
+  pastNotice,
   el('div.field', {}, el('label', {for: 'import-file'}, 'File (CSV or XLSX)'), fileInput),
   el('div.field', {}, el('label', {for: 'import-mode'}, 'Mode'), modeSelect),
   el('div.field', {}, el('label', {for: 'import-at'}, 'At (top-left cell)'), atInput),

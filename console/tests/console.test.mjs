@@ -483,6 +483,200 @@ describe('console', () => {
     await page.close();
   });
 
+  // Issue 35: Ctrl+Z reached the grid's hidden input, whose native undo fired `input`
+  // and started a typed edit with an empty value: Enter then appended `SetCell B5 = null`.
+  test('native undo in the grid never edits a cell (Ctrl+Z, or an undo command)', TEST_OPTIONS, async () => {
+    const sheet = await createSheet(server, {name: 'native undo'});
+    await append(server, sheet, 'SetCell', {ref: 'B5', value: 45});
+    const page = await browser.page();
+    await openSheet(page, server, sheet);
+    await waitForCellText(page, 'B5', '45');
+    // The input has an undo history of its own: something was typed in it before.
+    await page.click('.grid-cell[data-ref="A1"]');
+    await page.keyboard.type('x');
+    await page.keyboard.press('Enter');
+    await waitUntil('A1 = x', async () => (await cellValue(server, sheet, 'A1')) === 'x');
+    await settled(page, 'A1', 'x');
+    const before = await nextSeq(server, sheet);
+    await page.click('.grid-cell[data-ref="B5"]');
+    await page.keyboard.press('Control+Z');
+    await page.keyboard.press('Enter');
+    await page.click('.grid-cell[data-ref="C9"]');
+    // The browser's own undo command (the context menu's, the Edit menu's) likewise.
+    await page.click('.grid-cell[data-ref="B5"]');
+    await page.evaluate(() => document.execCommand('undo'));
+    await page.evaluate(() => document.execCommand('undo'));
+    await page.keyboard.press('Enter');
+    await page.click('.grid-cell[data-ref="C9"]');
+    await page.click('.grid-cell[data-ref="B5"]');
+    await page.keyboard.press('Tab');
+    // Whatever was appended since (the page's undo of its own A1, at most), none of it
+    // touched B5.
+    await waitUntil('the page is idle', () => page.evaluate(() =>
+      !document.querySelector('.grid-pending, .grid-saved, .grid-input.grid-editing')));
+    const entries = (await api(server, 'GET', `/v1/sheets/${sheet}/entries?from=${before}`)).body.entries;
+    assert.deepEqual(entries.filter((e) => JSON.stringify(e.body).includes('B5')), []);
+    assert.equal(await cellValue(server, sheet, 'B5'), 45);
+    await waitForCellText(page, 'B5', '45');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  test("undo and redo revert the page's own edits, a paste as one step, never another client's",
+       TEST_OPTIONS, async () => {
+    const sheet = await createSheet(server, {name: 'undo redo'});
+    await append(server, sheet, 'SetCell', {ref: 'A1', value: 'base'});
+    const page = await browser.page();
+    await openSheet(page, server, sheet);
+    await waitForCellText(page, 'A1', 'base');
+    const values = async (range) =>
+      (await api(server, 'GET', `/v1/sheets/${sheet}/cells?range=${range}`)).body.rows;
+    await page.click('.grid-cell[data-ref="A1"]');
+    await page.keyboard.type('one');
+    await page.keyboard.press('Enter');
+    await page.click('.grid-cell[data-ref="B1"]');
+    await page.keyboard.type('two');
+    await page.keyboard.press('Enter');
+    await page.evaluate(() => navigator.clipboard.writeText('p\tq\r\nr\ts\r\n'));
+    await page.click('.grid-cell[data-ref="D1"]');
+    await page.keyboard.press('Control+V');
+    await waitUntil('all three saved', async () =>
+      JSON.stringify(await values('A1:E2')) === JSON.stringify([['one', 'two', null, 'p', 'q'],
+                                                                [null, null, null, 'r', 's']]));
+    await page.waitForSelector('#undo:not([disabled])');
+    assert.equal(await page.getAttribute('#redo', 'disabled'), '');
+
+    // Ctrl+Z: the paste goes, in one entry.
+    let seq = await nextSeq(server, sheet);
+    await page.keyboard.press('Control+Z');
+    await waitUntil('the paste undone', async () =>
+      JSON.stringify(await values('D1:E2')) === JSON.stringify([[null, null], [null, null]]));
+    assert.equal(await nextSeq(server, sheet), seq + 1, 'one entry');
+    await page.waitForSelector('#redo:not([disabled])');
+    // Ctrl+Z again, then the toolbar's Undo: B1, then A1 go back to what they held.
+    await page.keyboard.press('Control+Z');
+    await waitUntil('B1 undone', async () => (await cellValue(server, sheet, 'B1')) === null);
+    await page.click('#undo');
+    await waitUntil('A1 undone', async () => (await cellValue(server, sheet, 'A1')) === 'base');
+    await page.waitForSelector('#undo[disabled]');
+    // Redo: Ctrl+Y, Ctrl+Shift+Z, the toolbar's Redo.
+    await page.click('.grid-cell[data-ref="H9"]');
+    await page.keyboard.press('Control+Y');
+    await waitUntil('A1 redone', async () => (await cellValue(server, sheet, 'A1')) === 'one');
+    await page.keyboard.press('Control+Shift+Z');
+    await waitUntil('B1 redone', async () => (await cellValue(server, sheet, 'B1')) === 'two');
+    await page.click('#redo');
+    await waitUntil('the paste redone', async () =>
+      JSON.stringify(await values('D1:E2')) === JSON.stringify([['p', 'q'], ['r', 's']]));
+    await page.waitForSelector('#redo[disabled]');
+
+    // Someone else changes B1: undoing the page's B1 says so and leaves theirs.
+    await page.keyboard.press('Control+Z');  // the paste
+    await waitUntil('the paste undone again', async () => (await cellValue(server, sheet, 'D1')) === null);
+    seq = (await append(server, sheet, 'SetCell', {ref: 'B1', value: 'theirs'})).seq;
+    await waitForNextSeq(page, seq + 1);
+    await waitForCellText(page, 'B1', 'theirs');
+    await page.click('.grid-cell[data-ref="H9"]');
+    await page.keyboard.press('Control+Z');
+    await page.waitForSelector('.toast:has-text("B1")');
+    assert.match(await page.textContent('.toast:has-text("B1")'), /another client/);
+    assert.equal(await cellValue(server, sheet, 'B1'), 'theirs');
+    // The next undo goes on to A1.
+    await page.keyboard.press('Control+Z');
+    await waitUntil('A1 undone again', async () => (await cellValue(server, sheet, 'A1')) === 'base');
+    assert.equal(await cellValue(server, sheet, 'B1'), 'theirs');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  test('typing fast in several cells chains expect_seq: no 409', TEST_OPTIONS, async () => {
+    const sheet = await createSheet(server, {name: 'fast typing'});
+    const page = await browser.page();
+    const statuses = [];
+    page.on('response', (response) => {
+      const request = response.request();
+      if (request.method() === 'POST' && new URL(response.url()).pathname.endsWith('/entries')) {
+        statuses.push(response.status());
+      }
+    });
+    await openSheet(page, server, sheet);
+    await page.click('.grid-cell[data-ref="A1"]');
+    for (let i = 1; i <= 5; i++) {
+      await page.keyboard.type(`v${i}`);
+      await page.keyboard.press('Tab');
+    }
+    await waitUntil('E1 saved', async () => (await cellValue(server, sheet, 'E1')) === 'v5');
+    assert.deepEqual((await api(server, 'GET', `/v1/sheets/${sheet}/cells?range=A1:E1`)).body.rows,
+                     [['v1', 'v2', 'v3', 'v4', 'v5']]);
+    assert.deepEqual(statuses, [201, 201, 201, 201, 201]);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  test('viewing the past: the header names the seq, every write is refused, the head is live',
+       TEST_OPTIONS, async () => {
+    const sheet = await createSheet(server, {name: 'past view'});
+    const old = await append(server, sheet, 'SetCell', {ref: 'A1', value: 'old'});
+    await append(server, sheet, 'SetCell', {ref: 'A1', value: 'new'});
+    const last = await append(server, sheet, 'SetCell', {ref: 'A2', value: 'newer'});
+    const page = await browser.page();
+    await openSheet(page, server, sheet);
+    await waitForCellText(page, 'A2', 'newer');
+    await page.waitForSelector('#live-state[data-transport="stream"]');
+    await page.getByLabel('Seq', {exact: true}).fill(String(old.seq));
+    await page.getByLabel('Seq', {exact: true}).press('Enter');
+    await waitForCellText(page, 'A1', 'old');
+    // The header says which seq is shown, not "live".
+    await page.waitForSelector(`#live-state:has-text("seq ${old.seq}")`);
+    assert.doesNotMatch(await page.textContent('#live-state'), /^live/);
+    const head = await nextSeq(server, sheet);
+    // Every write is refused, visibly.
+    const refusals = () => page.locator('.toast:has-text("Read-only")').count();
+    await page.click('.grid-cell[data-ref="B1"]');
+    await page.keyboard.type('x');
+    await waitUntil('typing refused', async () => (await refusals()) >= 1);
+    assert.equal(await page.locator('.grid-input.grid-editing').count(), 0);
+    await page.evaluate(() => document.querySelectorAll('.toast').forEach((t) => t.remove()));
+    await page.click('.grid-cell[data-ref="A1"]');
+    await page.keyboard.press('Delete');
+    await waitUntil('Delete refused', async () => (await refusals()) >= 1);
+    await page.evaluate(() => document.querySelectorAll('.toast').forEach((t) => t.remove()));
+    await page.evaluate(() => navigator.clipboard.writeText('pasted'));
+    await page.keyboard.press('Control+V');
+    await waitUntil('paste refused', async () => (await refusals()) >= 1);
+    await page.evaluate(() => document.querySelectorAll('.toast').forEach((t) => t.remove()));
+    await page.keyboard.press('Control+Z');
+    await waitUntil('undo refused', async () => (await refusals()) >= 1);
+    assert.equal(await page.getAttribute('#undo', 'disabled'), '');
+    assert.equal(await page.getAttribute('#redo', 'disabled'), '');
+    assert.equal(await page.getAttribute('#snapshot-now', 'disabled'), '');
+    assert.equal(await page.locator('#structure-menu button:not([disabled])').count(), 0);
+    assert.equal(await page.getAttribute('#formula-input', 'readonly'), '');
+    // Import, on its tab, too: the view of the past goes along.
+    await page.click('a.tab:has-text("Import / export")');
+    await page.waitForSelector(`.notice:has-text("seq ${old.seq}")`);
+    await page.waitForSelector(`#live-state:has-text("seq ${old.seq}")`);
+    assert.equal(await page.getAttribute('button:has-text("Upload and import")', 'disabled'), '');
+    await page.click('a.tab:has-text("Grid")');
+    await waitForCellText(page, 'A1', 'old');
+    assert.equal(await nextSeq(server, sheet), head, 'nothing was written');
+    // The slider dragged to the head: live again, writable, the header says live.
+    await page.locator('.history-slider').fill(String(last.seq));
+    await page.waitForFunction(() => document.querySelector('[role="grid"]').getAttribute('aria-readonly') === 'false');
+    await waitForCellText(page, 'A1', 'new');
+    await page.waitForSelector('#live-state:has-text("live")');
+    assert.doesNotMatch(await page.textContent('#live-state'), /seq/);
+    assert.equal(await page.isHidden('#history-banner'), true);
+    assert.equal(await page.isHidden('#back-to-live'), true);
+    assert.doesNotMatch(page.url(), /at=/);
+    await page.click('.grid-cell[data-ref="B1"]');
+    await page.keyboard.type('written');
+    await page.keyboard.press('Enter');
+    await waitUntil('B1 written', async () => (await cellValue(server, sheet, 'B1')) === 'written');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
   test('selects ranges, copies and pastes tab-separated text, and Ctrl+arrows go to the data edge',
        TEST_OPTIONS, async () => {
     const sheet = await createSheet(server, {name: 'clipboard'});
@@ -712,16 +906,23 @@ describe('console', () => {
       name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello'),
     });
     await page.click('button:has-text("Upload and import")');
-    await page.waitForSelector('.progress-failed:has-text("is not a .csv or .xlsx file")');
+    await page.waitForSelector('.progress-failed');
+    await page.waitForSelector('.import-result:has-text("is not a .csv or .xlsx file")');
+    // Said once: not again in the progress line or a toast.
+    const times = (text) => page.evaluate((t) => document.body.innerText.split(t).length - 1, text);
+    assert.equal(await times('is not a .csv or .xlsx file'), 1);
     // A file that does not parse is refused with nothing written, and the progress line
     // says so (it stayed at "checking and appending…").
     await page.getByLabel('File (CSV or XLSX)').setInputFiles({
       name: 'broken.csv', mimeType: 'text/csv', buffer: Buffer.from('a,"b\r\n'),
     });
     await page.click('button:has-text("Upload and import")');
-    await page.waitForSelector('.progress-failed:has-text("CSV line")');
+    await page.waitForSelector('.progress-failed');
+    await page.waitForSelector('.import-result:has-text("CSV line")');
     assert.doesNotMatch(await page.textContent('.progress-row'), /checking and appending/);
     assert.match(await page.textContent('.import-result'), /broken.csv was refused; nothing was written/);
+    // The server's message is shown once (not in the progress line, the notice and a toast).
+    assert.equal(await times('CSV line'), 1);
     assert.equal(await nextSeq(server, sheet), next);
     await page.close();
   });
@@ -827,6 +1028,17 @@ print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, m
     await page.click('button:has-text("Run")');
     await page.waitForSelector('#items-table');
     assert.equal(await page.locator('#items-table tbody tr').count(), 4);  // num 2..5
+    // Times read as local date and time, next to the raw value.
+    const created = (await api(server, 'GET', `/v1/sheets/${sheet}/entries/2`)).body.created;
+    const column = await page.$$eval('#items-table th', (hs) => hs.map((h) => h.textContent).indexOf('created'));
+    const shown = await page.$eval(`#items-table tbody tr:first-child td:nth-child(${column + 1})`, (td) => td.textContent);
+    const local = await page.evaluate((s) => {
+      const d = new Date(s * 1000);
+      const p = (n) => String(n).padStart(2, '0');
+      return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+    }, created);
+    assert.ok(shown.includes(local), `'${shown}' shows ${local}`);
+    assert.ok(shown.includes(String(created)), `'${shown}' shows ${created}`);
     await page.getByLabel('Attribute').selectOption('type');
     await page.getByLabel('Value').fill('Note');
     await page.click('button:has-text("Run")');
@@ -846,6 +1058,13 @@ print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, m
     await page.waitForSelector('#items-table');
     await page.click('button:has-text("Next page")');
     await page.waitForSelector('button:has-text("Previous page")');
+    // Microseconds (the execution history's created_at) likewise.
+    await page.click('#table-list a:has-text("execution_history")');
+    await page.click('button:has-text("Run")');
+    await page.waitForSelector('#items-table tbody tr');
+    const micros = await page.$$eval('#items-table th', (hs) => hs.map((h) => h.textContent).indexOf('created_at'));
+    const cell = await page.$eval(`#items-table tbody tr:first-child td:nth-child(${micros + 1})`, (td) => td.textContent);
+    assert.match(cell, /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?\s*\d{16}$/);
     assert.deepEqual(page.errors, []);
     await page.close();
   });
@@ -880,7 +1099,15 @@ print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, m
     await page.getByLabel('Seconds').fill('5');
     await page.click('#clock-card button:has-text("Advance")');
     await waitUntil('the clock moved', async () => (await api(server, 'GET', '/v1/admin/clock')).body.now === before + 5);
-    await page.getByLabel('Point').fill('log.truncate.before_drop');
+    // The points to choose from are the server's (it names them when refusing an unknown one).
+    const refusal = (await api(server, 'DELETE', '/v1/admin/faults?point=no.such.point')).body.error.message;
+    const known = /known points: ([^)]*)\)/.exec(refusal)[1].split(', ');
+    assert.ok(known.includes('log.truncate.before_drop'));
+    await page.waitForSelector('#fault-point option[value="log.truncate.before_drop"]', {state: 'attached'});
+    assert.equal(await page.$eval('#fault-point', (e) => e.tagName), 'SELECT');
+    assert.deepEqual(await page.$$eval('#fault-point option', (os) => os.map((o) => o.value).filter(Boolean)),
+                     known);
+    await page.getByLabel('Point').selectOption('log.truncate.before_drop');
     await page.click('#arm-fault button:has-text("Arm")');
     await page.waitForSelector('#faults-table tr[data-point="log.truncate.before_drop"]');
     assert.equal((await api(server, 'GET', '/v1/admin/faults')).body.armed[0].point, 'log.truncate.before_drop');
@@ -908,6 +1135,30 @@ print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, m
     await page.click('dialog.modal button:has-text("Purge")');
     await page.waitForSelector('#queue-messages:has-text("The queue is empty")');
     assert.equal((await api(server, 'GET', '/v1/admin/queues/snapshots-dlq/messages')).body.messages.length, 0);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  test('pipeline: redriving one dead letter asks first, as "Redrive all" does', TEST_OPTIONS, async () => {
+    const sent = await api(server, 'POST', '/v1/admin/queues/snapshots-dlq/messages', {body: '{"poison": 1}'});
+    assert.ok(sent.status < 300, JSON.stringify(sent.body));
+    const deadLetters = async () => (await api(server, 'GET', '/v1/admin/queues/snapshots/dead-letters')).body.messages;
+    assert.equal((await deadLetters()).length, 1);
+    const page = await browser.page();
+    await page.goto(`${server.url}/console/pipeline`);
+    await page.click('button[aria-label="Show dead letters of snapshots"]');
+    await page.waitForSelector(`#dead-letter-table tr[data-message="${sent.body.id}"]`);
+    await page.click(`#dead-letter-table tr[data-message="${sent.body.id}"] button:has-text("Redrive")`);
+    await page.waitForSelector('dialog.modal[open]:has-text("Redrive")');
+    assert.match(await page.textContent('dialog.modal[open]'), new RegExp(sent.body.id));
+    await page.click('dialog.modal button:has-text("Cancel")');
+    assert.equal((await deadLetters()).length, 1, 'Cancel redrives nothing');
+    await page.click(`#dead-letter-table tr[data-message="${sent.body.id}"] button:has-text("Redrive")`);
+    // Confirmed, the redrive is asked of the server (which cannot return a message put
+    // in the dead-letter queue by hand: it has no source queue, and the page says so).
+    await page.click('dialog.modal[open] button.btn-primary');
+    await page.waitForSelector('.toast:has-text("has no source queue")');
+    await api(server, 'POST', '/v1/admin/queues/snapshots-dlq/purge', {});
     assert.deepEqual(page.errors, []);
     await page.close();
   });
@@ -977,9 +1228,29 @@ print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, m
                 `(${widths.wide.join(', ')})`);
     }
 
+    // Every control a finger taps is at least 24x24 CSS px (WCAG 2.5.8), links inside a
+    // sentence aside.
+    async function assertTapTargets(page, what) {
+      const small = await page.evaluate(() => [...document.querySelectorAll(
+        'a[href], button, input:not([type="hidden"]), select, textarea, summary, [role="button"]')]
+        .filter((e) => {
+          const r = e.getBoundingClientRect();
+          if (r.width === 0 || r.height === 0 || getComputedStyle(e).visibility === 'hidden') return false;
+          if (e.closest('.sr-only, .grid-input')) return false;
+          if (e.tagName === 'A' && e.closest('p, li.inline, .notice') && getComputedStyle(e).display === 'inline') return false;
+          return r.width < 24 || r.height < 24;
+        })
+        .map((e) => {
+          const r = e.getBoundingClientRect();
+          return `${e.tagName}.${e.className} "${(e.textContent || e.getAttribute('aria-label') || '').trim().slice(0, 20)}" ${Math.round(r.width)}x${Math.round(r.height)}`;
+        }));
+      assert.deepEqual(small, [], `${what}: tap targets under 24 px`);
+    }
+
     test('every page fits the screen; the grid edits from the formula bar', TEST_OPTIONS, async () => {
       const sheet = await createSheet(server, {name: 'phone sheet with a rather long name'});
       await append(server, sheet, 'SetCells', {at: 'A1', rows: [['Item', 'Amount'], ['Rent', 3600]]});
+      await append(server, sheet, 'SetCell', {ref: 'C1', value: 'Note'});  // seq 1 is the past
       const page = await phone.page();
       for (const route of ['/console/', `/console/sheets/${sheet}/files`, `/console/sheets/${sheet}/log`,
                            `/console/sheets/${sheet}/cost`, '/console/pipeline', '/console/tables/entry',
@@ -988,7 +1259,17 @@ print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, m
         await page.waitForSelector('.page');
         await page.waitForFunction(() => !document.querySelector('.page p.muted')?.textContent.startsWith('Loading'));
         await assertNoOverflow(page, route);
+        await assertTapTargets(page, route);
       }
+      // The top navigation scrolls sideways on a phone, and says so.
+      await page.goto(`${server.url}/console/`);
+      await page.waitForSelector('.page');
+      const nav = await page.$eval('.nav', (n) => ({scroll: n.scrollWidth, client: n.clientWidth}));
+      assert.ok(nav.scroll > nav.client, 'the navigation is wider than the screen here');
+      await page.waitForSelector('.nav-more-right', {state: 'visible'});
+      await page.$eval('.nav', (n) => { n.scrollLeft = n.scrollWidth; });
+      await page.waitForSelector('.nav-more-right', {state: 'hidden'});
+      await page.waitForSelector('.nav-more-left', {state: 'visible'});
       await page.goto(`${server.url}/console/sheets/${sheet}/files`);
       await page.waitForSelector('#import-worksheet');
       for (const field of ['#import-file', '#import-mode', '#import-at', '#import-worksheet']) {
@@ -1086,6 +1367,11 @@ describe('console pipeline', () => {
     await page.click('button[aria-label="Show dead letters of snapshots"]');
     await page.waitForSelector('#dead-letter-table');
     assert.match(await page.textContent('#dead-letter-table'), new RegExp(sheet));
+    // Redriving the one message asks first too.
+    await page.click('#dead-letter-table button[aria-label^="Redrive message"]');
+    await page.waitForSelector('dialog.modal[open]:has-text("Redrive this message of snapshots?")');
+    await page.click('dialog.modal button:has-text("Cancel")');
+    assert.equal((await snapshotsQueue()).dead_letter_depth, 1);
     // "Redrive all" asks first.
     await page.click('button[aria-label="Redrive snapshots"]');
     await page.waitForSelector('dialog.modal[open]:has-text("Redrive snapshots?")');

@@ -373,6 +373,7 @@ Result<int64_t> PostgresConnection::RunSql(
   if (row) PQsetSingleRowMode(conn_);
   bool wanted = static_cast<bool>(row);
   int64_t affected = 0;
+  std::string command;  // the command tag: "INSERT 0 1", "SELECT 3", ...
   Status status;
   while (pg_result* result = PQgetResult(conn_)) {
     switch (PQresultStatus(result)) {
@@ -384,6 +385,7 @@ Result<int64_t> PostgresConnection::RunSql(
       case PGRES_COMMAND_OK: {
         const char* tuples = PQcmdTuples(result);
         if (tuples != nullptr && *tuples != '\0') affected = std::atoll(tuples);
+        command = PQcmdStatus(result);
         break;
       }
       default:
@@ -396,11 +398,27 @@ Result<int64_t> PostgresConnection::RunSql(
     if (PQtransactionStatus(conn_) == PQTRANS_INERROR) failed_ = status;
     return status;
   }
+  if (MayHaveWritten(sql, command, affected)) ++possible_writes_;
   return affected;
+}
+
+bool PostgresConnection::MayHaveWritten(std::string_view sql, std::string_view command,
+                                        int64_t affected) {
+  // A data-modifying WITH answers with its last statement's tag (often SELECT).
+  const size_t start = sql.find_first_not_of(" \t\r\n(");
+  if (start != std::string_view::npos && sql.size() - start >= 4 &&
+      (sql.substr(start, 4) == "WITH" || sql.substr(start, 4) == "with")) {
+    return true;
+  }
+  for (std::string_view writing : {"INSERT", "UPDATE", "DELETE", "MERGE"}) {
+    if (command.substr(0, writing.size()) == writing) return affected > 0;
+  }
+  return command.substr(0, 6) != "SELECT";
 }
 
 Status PostgresConnection::Begin(const std::string& mode, const std::string& then) {
   failed_ = Status::OK();
+  possible_writes_ = 0;
   wake_at_commit_.clear();
   std::string sql = mode.empty() ? "BEGIN" : "BEGIN " + mode;
   if (!then.empty()) sql += "; " + then;

@@ -97,13 +97,24 @@ class PostgresConnection final : public Connection {
   void WakeOtherProcessesAtCommit(RemoteChange kind) override;
   // The kinds WakeOtherProcessesAtCommit asked for in this transaction; clears them.
   std::vector<RemoteChange> TakeWakesAtCommit();
+  // Statements of this transaction (since Begin) run through RunSql that may have
+  // changed data: an INSERT, UPDATE, DELETE or MERGE that touched a row, a
+  // data-modifying WITH, anything but a SELECT. Conservative: a SELECT ... FOR UPDATE
+  // (a lock, no change) does not count; a WITH that only read does. For group commit:
+  // a work that failed without raising this left nothing in the transaction.
+  int64_t possible_writes() const { return possible_writes_; }
+  // Whether a statement PostgreSQL refused ended the transaction (every later one fails).
+  bool transaction_failed() const { return !failed_.ok(); }
   // Rows are read one at a time (single-row mode): a page cut short holds no more than
   // a row in memory; the rest is read and dropped.
   Result<int64_t> RunSql(std::string_view sql, const SqlParams& params,
                          const std::function<bool(const SqlRow&)>& row) override;
   // Exec's: a statement that fails ends the transaction (the work returns the error,
   // and the transaction is rolled back).
-  Status RunScript(std::string_view sql) override { return Exec(std::string(sql)); }
+  Status RunScript(std::string_view sql) override {
+    ++possible_writes_;
+    return Exec(std::string(sql));
+  }
   Status Savepoint(std::string_view name) override;
   Status ReleaseSavepoint(std::string_view name) override;
   Status RollbackToSavepoint(std::string_view name) override;
@@ -114,6 +125,10 @@ class PostgresConnection final : public Connection {
   Status ErrorStatus(const pg_result* result) const;
   // What a statement after failed_ returns: failed_'s code, saying so.
   Status EndedByEarlierError() const;
+  // possible_writes(): whether a statement that completed with `command` (its tag)
+  // having touched `affected` rows may have changed data.
+  static bool MayHaveWritten(std::string_view sql, std::string_view command,
+                             int64_t affected);
 
   pg_conn* conn_;
   // What to wake other processes for once this transaction commits.
@@ -130,6 +145,7 @@ class PostgresConnection final : public Connection {
   };
   std::unordered_map<std::string, std::string, SqlHash, std::equal_to<>> prepared_;
   Status failed_;  // the error that ended the current transaction
+  int64_t possible_writes_ = 0;
 };
 
 }  // namespace sheetlog

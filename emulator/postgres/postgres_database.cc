@@ -327,18 +327,97 @@ Status PostgresDatabase::Run(const Work& work, const std::string& mode, bool wri
   }
   Release(std::move(conn));
   if (!status.ok()) return status;
+  AfterCommit(fed, std::move(wakes));
+  return status;
+}
+
+void PostgresDatabase::AfterCommit(bool fed, std::vector<RemoteChange> wakes) {
   // A commit that fed the change feed wakes the other nodes' readers too.
   if (fed) wakes.push_back(RemoteChange::kChangeFeed);
   PostWakes(wakes);
-  if (fed) {
-    std::vector<std::function<void()>> listeners;
-    {
-      MutexLock lock(&listeners_mu_);
-      listeners = listeners_;
-    }
-    for (auto& listener : listeners) listener();
+  if (!fed) return;
+  std::vector<std::function<void()>> listeners;
+  {
+    MutexLock lock(&listeners_mu_);
+    listeners = listeners_;
   }
-  return status;
+  for (auto& listener : listeners) listener();
+}
+
+void PostgresDatabase::WriteAsync(Work work, std::function<void(Status)> done) {
+  MutexLock lock(&batch_mu_);
+  batch_queue_.push_back(QueuedWrite{std::move(work), std::move(done)});
+  if (batch_running_) return;  // the running caller takes it into its next batch
+  batch_running_ = true;
+  const size_t limit = static_cast<size_t>(std::max(1, options_.batch_limit));
+  while (!batch_queue_.empty()) {
+    std::vector<QueuedWrite> batch;
+    const size_t take = std::min(limit, batch_queue_.size());
+    batch.reserve(take);
+    for (size_t i = 0; i < take; ++i) batch.push_back(std::move(batch_queue_[i]));
+    batch_queue_.erase(batch_queue_.begin(), batch_queue_.begin() + take);
+    lock.Unlock();
+    RunBatch(batch);
+    lock.Lock();
+  }
+  batch_running_ = false;
+}
+
+void PostgresDatabase::RunBatch(std::vector<QueuedWrite>& batch) {
+  batches_.fetch_add(1, std::memory_order_relaxed);
+  batched_works_.fetch_add(static_cast<int64_t>(batch.size()), std::memory_order_relaxed);
+  // Every work on its own (each its own transaction, Write's runs again): what a batch
+  // that cannot commit as one falls back to.
+  auto one_by_one = [&] {
+    for (QueuedWrite& queued : batch) queued.done(Write(queued.work));
+  };
+  if (batch.size() == 1) return one_by_one();
+
+  const std::string clock_setting = "SELECT set_config('sheetlog.now_micros', '" +
+                                    std::to_string(options_.clock->NowMicros()) +
+                                    "', true)";
+  std::unique_ptr<PostgresConnection> conn;
+  Status status;
+  for (int attempt = 0; attempt <= options_.connections; ++attempt) {
+    Result<std::unique_ptr<PostgresConnection>> acquired = Acquire();
+    if (!acquired.ok()) {
+      status = acquired.status();
+      break;
+    }
+    conn = std::move(*acquired);
+    status = conn->Begin("", clock_setting);
+    if (status.ok() || conn->usable()) break;
+    Release(std::move(conn));
+  }
+  if (conn == nullptr || !status.ok()) {
+    if (conn != nullptr) Release(std::move(conn));
+    for (QueuedWrite& queued : batch) queued.done(status);
+    return;
+  }
+  std::vector<Status> outcomes(batch.size());
+  bool alone = false;  // a work failed in a way the others cannot commit past
+  for (size_t i = 0; i < batch.size() && !alone; ++i) {
+    const int64_t writes_before = conn->possible_writes();
+    outcomes[i] = batch[i].work(*conn);
+    if (outcomes[i].ok()) continue;
+    alone = outcomes[i].IsAborted() || conn->transaction_failed() ||
+            conn->possible_writes() != writes_before;
+  }
+  if (alone) {
+    conn->Rollback();
+    Release(std::move(conn));
+    return one_by_one();
+  }
+  std::vector<RemoteChange> wakes = conn->TakeWakesAtCommit();
+  bool fed = false;
+  status = conn->CommitProbing("sheetlog.feed_written", &fed);
+  Release(std::move(conn));
+  if (status.IsAborted()) return one_by_one();  // nothing committed: each on its own
+  if (status.ok()) AfterCommit(fed, std::move(wakes));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    // A work that failed alone keeps its own answer; the others share the commit's.
+    batch[i].done(outcomes[i].ok() ? status : outcomes[i]);
+  }
 }
 
 Status PostgresDatabase::Write(const Work& work) {

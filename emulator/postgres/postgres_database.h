@@ -79,6 +79,8 @@ class PostgresDatabase final : public Transactions {
     // collide again in step.
     int64_t abort_backoff_base_micros = 2000;
     int64_t abort_backoff_cap_micros = 50000;
+    // Most works of one WriteAsync batch (one transaction). 1: no batching.
+    int batch_limit = 64;
   };
 
   // Connects and applies the emulator's migrations and `options.migrations`
@@ -90,6 +92,17 @@ class PostgresDatabase final : public Transactions {
   ~PostgresDatabase() override;
 
   Status Write(const Work& work) override EXCLUDES(mu_);
+  // Group commit: works queued while a batch is in flight run together in the next
+  // one, one transaction and one commit (one WAL flush) for up to
+  // Options::batch_limit of them, on the thread of the caller that found no batch in
+  // flight (it runs batches until the queue is empty). A work that fails having left
+  // nothing in the transaction (PostgresConnection::possible_writes unchanged, no
+  // statement refused) fails alone and the others commit; one that fails otherwise,
+  // or an Aborted batch, sends every work of the batch to Write on its own (each its
+  // own transaction, with Write's runs again). `done` runs after the commit, outside
+  // every lock, on the batch's thread.
+  void WriteAsync(Work work, std::function<void(Status)> done) override
+      EXCLUDES(batch_mu_, mu_);
   Status Read(const Work& work) override EXCLUDES(mu_);
   // Listeners run after each Write of this handle whose transaction wrote a
   // change-feed record (the triggers set `sheetlog.feed_written`, read back in the
@@ -111,6 +124,9 @@ class PostgresDatabase final : public Transactions {
       EXCLUDES(listen_start_mu_, listeners_mu_);
 
   int schema_version() const { return schema_version_; }
+  // WriteAsync batches committed (or fallen back), and the works they held, since Open.
+  int64_t batches() const { return batches_.load(std::memory_order_relaxed); }
+  int64_t batched_works() const { return batched_works_.load(std::memory_order_relaxed); }
   // NOTIFY statements the wake sender sent, since Open (each for every kind pending).
   int64_t wakes_sent() const { return wakes_sent_.load(std::memory_order_relaxed); }
   // Works run again because their transaction was aborted by concurrency, since Open.
@@ -129,6 +145,16 @@ class PostgresDatabase final : public Transactions {
   Result<std::unique_ptr<PostgresConnection>> Acquire() EXCLUDES(mu_);
   // Back to the pool, or closed if the connection was lost.
   void Release(std::unique_ptr<PostgresConnection> conn) EXCLUDES(mu_);
+
+  struct QueuedWrite {
+    Work work;
+    std::function<void(Status)> done;
+  };
+  // One WriteAsync batch: runs the works in one transaction and calls their `done`.
+  void RunBatch(std::vector<QueuedWrite>& batch) EXCLUDES(mu_, listeners_mu_);
+  // After a commit that `fed` the change feed (or asked for `wakes`): the commit
+  // listeners and the wake sender.
+  void AfterCommit(bool fed, std::vector<RemoteChange> wakes) EXCLUDES(listeners_mu_);
 
   // Asks the wake sender to NOTIFY other nodes of `kinds` (starting it if need be).
   void PostWakes(const std::vector<RemoteChange>& kinds) EXCLUDES(wake_mu_);
@@ -163,6 +189,12 @@ class PostgresDatabase final : public Transactions {
   std::atomic<bool> stop_listening_{false};
   std::atomic<int64_t> aborted_writes_retried_{0};
   std::atomic<int64_t> wakes_sent_{0};
+
+  Mutex batch_mu_;
+  std::vector<QueuedWrite> batch_queue_ GUARDED_BY(batch_mu_);
+  bool batch_running_ GUARDED_BY(batch_mu_) = false;  // a caller is running batches
+  std::atomic<int64_t> batches_{0};
+  std::atomic<int64_t> batched_works_{0};
 
   Mutex wake_mu_;
   CondVar wake_cv_;

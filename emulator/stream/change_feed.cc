@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 #include <optional>
+#include <utility>
 
 #include "emulator/env/clock.h"
 #include "emulator/env/mutex.h"
@@ -136,11 +138,48 @@ Result<bool> HasUnnumbered(Connection& conn, const std::string& stream) {
 
 }  // namespace
 
+// The numbering rounds of one stream of one database, shared by every ChangeFeed of
+// this process on them: the readers one commit wakes (the runtime's shard consumers,
+// the live-update hub, ...) join one round instead of queueing a round each behind the
+// advisory lock.
+struct ChangeFeed::NumberingFlight {
+  Mutex mu;
+  CondVar cv;
+  uint64_t asked GUARDED_BY(mu) = 0;    // tickets handed out, one per call
+  uint64_t covered GUARDED_BY(mu) = 0;  // every ticket <= this had a round begin after it
+  bool running GUARDED_BY(mu) = false;
+  Result<int64_t> last GUARDED_BY(mu) = int64_t{0};  // the last round's outcome
+};
+
+namespace {
+
+std::shared_ptr<ChangeFeed::NumberingFlight> SharedNumberingFlight(
+    Transactions* db, const std::string& stream) {
+  static Mutex registry_mu;
+  static std::map<std::pair<Transactions*, std::string>,
+                  std::weak_ptr<ChangeFeed::NumberingFlight>>
+      registry;
+  MutexLock lock(&registry_mu);
+  for (auto it = registry.begin(); it != registry.end();) {
+    it = it->second.expired() ? registry.erase(it) : std::next(it);
+  }
+  std::weak_ptr<ChangeFeed::NumberingFlight>& slot = registry[{db, stream}];
+  std::shared_ptr<ChangeFeed::NumberingFlight> flight = slot.lock();
+  if (flight == nullptr) {
+    flight = std::make_shared<ChangeFeed::NumberingFlight>();
+    slot = flight;
+  }
+  return flight;
+}
+
+}  // namespace
+
 ChangeFeed::ChangeFeed(Transactions* db, Clock* clock, std::string stream)
     : db_(db),
       clock_(clock),
       stream_(std::move(stream)),
-      notifier_(std::make_shared<Notifier>(clock)) {
+      notifier_(std::make_shared<Notifier>(clock)),
+      numbering_(SharedNumberingFlight(db_, stream_)) {
   // The listener keeps the notifier alive: a database has no way to remove a listener.
   std::shared_ptr<Notifier> notifier = notifier_;
   db_->AddCommitListener([notifier] { notifier->OnCommit(); });
@@ -382,6 +421,32 @@ Result<std::vector<ShardStats>> ChangeFeed::Stats(
 }
 
 Result<int64_t> ChangeFeed::NumberCommitted() {
+  NumberingFlight& flight = *numbering_;
+  MutexLock lock(&flight.mu);
+  const uint64_t ticket = ++flight.asked;
+  while (flight.covered < ticket) {
+    if (flight.running) {
+      flight.cv.Wait(flight.mu);
+      continue;
+    }
+    // A round beginning now sees every write committed before any call so far began.
+    flight.running = true;
+    const uint64_t covers = flight.asked;
+    lock.Unlock();
+    Result<int64_t> numbered = RunNumberingRounds();
+    lock.Lock();
+    flight.running = false;
+    flight.covered = covers;
+    flight.last = numbered;
+    flight.cv.NotifyAll();
+    return numbered;
+  }
+  // Joined a round another call ran: its records were counted there.
+  if (!flight.last.ok()) return flight.last.status();
+  return 0;
+}
+
+Result<int64_t> ChangeFeed::RunNumberingRounds() {
   int64_t total = 0;
   while (true) {
     int64_t numbered = 0;
@@ -390,6 +455,14 @@ Result<int64_t> ChangeFeed::NumberCommitted() {
       if (conn.dialect() != SqlDialect::kPostgres) return Status::OK();
       RETURN_IF_ERROR(
           conn.RunSql("SELECT pg_advisory_xact_lock(?1)", {kNumberingLock}).status());
+      // The round's commit need not wait for its WAL flush: whatever is made of its
+      // numbers that lasts (a checkpoint, a side effect's write) is a later commit,
+      // whose flush takes this one's commit record with it (WAL is flushed in order).
+      // Lost in a crash before that, the records are numbered again by the next round,
+      // and nobody kept the lost numbers.
+      RETURN_IF_ERROR(
+          conn.RunSql("SELECT set_config('synchronous_commit', 'off', true)", {})
+              .status());
       return conn
           .RunSql(kNumberingRound, {stream_, kNumberingBatch},
                   [&](const SqlRow& row) {

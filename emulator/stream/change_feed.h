@@ -72,6 +72,9 @@ struct ShardStats {
 class ChangeFeed {
  public:
   static constexpr int kMaxReadLimit = 10000;
+  // Internal (change_feed.cc): the numbering rounds the ChangeFeeds of one database
+  // and stream share in a process.
+  struct NumberingFlight;
 
   // The feed of `stream` (the source table's name; `entry` exists from schema 003,
   // others once AttachStream() ran). `db` and `clock` must outlive this object.
@@ -101,7 +104,8 @@ class ChangeFeed {
 
   // PostgreSQL: numbers the stream's committed records that have only a provisional
   // sequence (stream_triggers.h), one round at a time under an advisory lock shared by
-  // every process; returns how many it numbered. Read, LatestSequences and Stats call
+  // every process; returns how many it numbered (0 when it joined a round that another
+  // call of this process had begun after this one began, which numbered them). Read, LatestSequences and Stats call
   // it when they find such records, so a caller never needs to; a node calls it to
   // number what a writer that died left behind. SQLite: 0 (its records are numbered as
   // they are written).
@@ -156,11 +160,15 @@ class ChangeFeed {
   // numbered: when the first snapshot holds records not yet numbered, NumberCommitted()
   // runs and `work` runs in a new read transaction (so it may run twice).
   Status ReadNumbered(const Transactions::Work& work);
+  // NumberCommitted's rounds, until one numbers less than a full batch.
+  Result<int64_t> RunNumberingRounds();
 
   Transactions* db_;
   Clock* clock_;
   std::string stream_;
   std::shared_ptr<Notifier> notifier_;  // shared with the commit listener
+  // Shared by every ChangeFeed of this process on the same database and stream.
+  std::shared_ptr<NumberingFlight> numbering_;
 };
 
 }  // namespace sheetlog

@@ -69,8 +69,13 @@ void AdminControlRoutes::GetClock(Call& call) { call.Reply(200, ClockJson(clock_
 // Beyond api.md: which of these controls the server was started with (the console
 // shows only those), and the fault points a build knows by name.
 void AdminControlRoutes::GetControls(Call& call) {
+  json points = json::array();
+  for (const FaultPointInfo& info : kFaultPoints) {
+    points.push_back(json{{"name", info.name}, {"meaning", info.meaning}});
+  }
   call.Reply(200, json{{"clock", ClockJson(clock_)},
                        {"faults", controls_.faults},
+                       {"points", std::move(points)},
                        {"reset", controls_.reset}});
 }
 

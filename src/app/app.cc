@@ -218,9 +218,11 @@ Status App::Init() {
   }
 
   EventLog::Options log_options;
-  // PostgreSQL runs each Write as a transaction of its own: this node's appenders to one
-  // sheet queue rather than race (event_log.h).
-  log_options.serialize_appends_per_sheet = postgres_ != nullptr;
+  // Appends go through WriteAsync, whose batches (group commit on either backend) run
+  // this node's appends one after another in one transaction: they never race each
+  // other for head + 1, so no lock per sheet is needed (event_log.h). Between nodes the
+  // conditional put and its retries arbitrate.
+  log_options.serialize_appends_per_sheet = false;
   log_ = std::make_unique<EventLog>(db_.get(), clock_, faults_.get(), log_options);
   head_views_ =
       std::make_unique<HeadViewCache>(log_.get(), blobs_.get(), HeadViewCache::Options{});

@@ -59,13 +59,12 @@ class EventLog {
     // Default: true.
     bool reads_in_write_transaction = true;
     // One Add Entry attempt at a time per sheet in this process (a lock per sheet,
-    // striped), for a table store where each Write is a transaction of its own
-    // (PostgreSQL: no group commit in the node, so this node's appenders to one sheet
-    // would otherwise race each other for head + 1 and exhaust their attempts). They
-    // queue instead; the conditional put and its retries still arbitrate between
-    // processes. Add Entry without waiting (AddEntryAsync) then waits. The composition
-    // root sets it for PostgreSQL. Default: false (SQLite's group commit runs this
-    // node's appends one after another in one transaction already).
+    // striped), for a table store where appends of this process to one sheet would
+    // otherwise race each other for head + 1 in transactions of their own and exhaust
+    // their attempts. They queue instead; the conditional put and its retries still
+    // arbitrate between processes. Add Entry without waiting (AddEntryAsync) then waits.
+    // Default: false (both backends' group commit runs this node's asynchronous appends
+    // one after another, in one transaction per batch).
     bool serialize_appends_per_sheet = false;
     // Test hook, literal form only: runs between the reads and the conditional put,
     // where another writer may slip in.

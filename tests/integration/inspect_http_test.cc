@@ -4,6 +4,8 @@
 // conditional blob writes.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/support/api_client.h"
 #include "tests/support/server_process.h"
 #include "tests/support/temp_dir.h"
@@ -46,6 +48,14 @@ TEST_F(InspectHttpTest, QueueMessagesArePeekedSentAndPurgedOnlyWithTheFlags) {
   EXPECT_EQ(controls.body["faults"], false);
   EXPECT_EQ(controls.body["reset"], false);
   EXPECT_EQ(controls.body["clock"]["manual"], true);
+  // The fault points the build knows, named for the console's chooser.
+  ASSERT_TRUE(controls.body["points"].is_array()) << controls.raw;
+  std::set<std::string> points;
+  for (const json& point : controls.body["points"]) {
+    EXPECT_FALSE(point["meaning"].get<std::string>().empty()) << point.dump();
+    points.insert(point["name"].get<std::string>());
+  }
+  EXPECT_EQ(points.count("blob.put"), 1u) << controls.raw;
   EXPECT_EQ(Get(*client_, "/v1/admin/queues/nope/messages").status, 404);
 }
 

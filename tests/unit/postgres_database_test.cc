@@ -80,6 +80,111 @@ class PostgresDatabaseTest : public ::testing::Test {
       ::testing::UnitTest::GetInstance()->current_test_info()->name()};
 };
 
+// Group commit (WriteAsync): works queued while a batch is in flight run together in
+// the next one. `blocker` is the first work: it holds its batch until `release` while
+// `queued` are queued behind it, so they make one batch of their own.
+struct GroupCommitRun {
+  std::vector<Status> outcomes;
+  int64_t batches = 0;
+  int64_t batched_works = 0;
+};
+GroupCommitRun RunQueuedBehindABlocker(PostgresDatabase& db,
+                                       std::vector<Transactions::Work> queued) {
+  std::latch blocker_running(1);
+  std::latch release(1);
+  std::atomic<int> pending{static_cast<int>(queued.size()) + 1};
+  std::vector<Status> outcomes(queued.size());
+  std::thread leader([&] {
+    db.WriteAsync(
+        [&](Connection& c) -> Status {
+          blocker_running.count_down();
+          release.wait();
+          return AppendLog().PutIfAbsent(
+              c, {{"sheet", "blocker"}, {"seq", 1}, {"writer", "blocker"}}, nullptr);
+        },
+        [&](Status status) {
+          EXPECT_OK(status);
+          --pending;
+        });
+  });
+  blocker_running.wait();
+  const int64_t batches_before = db.batches();
+  const int64_t works_before = db.batched_works();
+  for (size_t i = 0; i < queued.size(); ++i) {
+    // Queued behind the running batch: WriteAsync returns at once.
+    db.WriteAsync(queued[i], [&, i](Status status) {
+      outcomes[i] = status;
+      --pending;
+    });
+  }
+  release.count_down();
+  leader.join();  // the leader ran every batch before its WriteAsync returned
+  EXPECT_EQ(pending.load(), 0);
+  return {outcomes, db.batches() - batches_before, db.batched_works() - works_before};
+}
+
+Transactions::Work PutWork(const std::string& sheet, int64_t seq,
+                           const std::string& writer) {
+  return [=](Connection& c) {
+    return AppendLog().PutIfAbsent(
+        c, {{"sheet", sheet}, {"seq", seq}, {"writer", writer}}, nullptr);
+  };
+}
+
+// A batch where one work fails having written nothing (a lost condition: the slot is
+// taken by an earlier work of the same batch, whose write it sees): it fails alone, and
+// the others commit together, in one transaction.
+TEST_F(PostgresDatabaseTest, AWorkThatFailsWithoutWritingFailsAloneInItsBatch) {
+  std::unique_ptr<PostgresDatabase> db = Open();
+  ASSERT_NE(db, nullptr);
+  std::atomic<int> runs_of_a{0};
+  Transactions::Work a = [&](Connection& c) {
+    ++runs_of_a;
+    return PutWork("s", 1, "a")(c);
+  };
+  GroupCommitRun run = RunQueuedBehindABlocker(
+      *db, {a, PutWork("s", 1, "loser"), PutWork("s", 2, "b"), PutWork("t", 1, "c")});
+  EXPECT_EQ(runs_of_a.load(), 1) << "the batch committed as one: nothing ran again";
+  EXPECT_OK(run.outcomes[0]);
+  EXPECT_TRUE(run.outcomes[1].IsConditionFailed()) << run.outcomes[1].ToString();
+  EXPECT_OK(run.outcomes[2]);
+  EXPECT_OK(run.outcomes[3]);
+  EXPECT_EQ(run.batches, 1) << "the four queued works made one batch";
+  EXPECT_EQ(run.batched_works, 4);
+  std::vector<Item> s = AppendsOf(*db, "s");
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].at("writer").AsString(), "a");
+  EXPECT_EQ(s[1].at("writer").AsString(), "b");
+  EXPECT_EQ(AppendsOf(*db, "t").size(), 1u);
+}
+
+// A work that fails after writing cannot be taken out of the batch's transaction
+// alone: the batch is rolled back and every work runs on its own. The failing one's
+// write is gone; the others committed once each.
+TEST_F(PostgresDatabaseTest, AWorkThatFailsAfterWritingSendsItsBatchOneByOne) {
+  std::unique_ptr<PostgresDatabase> db = Open();
+  ASSERT_NE(db, nullptr);
+  std::atomic<int> runs_of_a{0};
+  Transactions::Work a = [&](Connection& c) {
+    ++runs_of_a;
+    return AppendLog().PutIfAbsent(c, {{"sheet", "s"}, {"seq", 1}, {"writer", "a"}},
+                                   nullptr);
+  };
+  Transactions::Work wrote_then_failed = [](Connection& c) -> Status {
+    RETURN_IF_ERROR(AppendLog().PutIfAbsent(
+        c, {{"sheet", "u"}, {"seq", 1}, {"writer", "half"}}, nullptr));
+    return InvalidArgument("refused after its write");
+  };
+  GroupCommitRun run =
+      RunQueuedBehindABlocker(*db, {a, wrote_then_failed, PutWork("s", 2, "b")});
+  EXPECT_OK(run.outcomes[0]);
+  EXPECT_EQ(run.outcomes[1].code(), StatusCode::kInvalidArgument);
+  EXPECT_OK(run.outcomes[2]);
+  EXPECT_EQ(runs_of_a.load(), 2) << "once in the batch, once on its own";
+  EXPECT_EQ(AppendsOf(*db, "s").size(), 2u);
+  EXPECT_TRUE(AppendsOf(*db, "u").empty()) << "the failed work's write was rolled back";
+}
+
 // Seed 001's append across nodes: two databases (separate connection pools, as two
 // nodes have), four writers each, every one reading the head and putting at head + 1
 // if absent, retrying when another took the slot. Every acknowledged append is present
