@@ -606,6 +606,8 @@ describe('console', () => {
       await page.keyboard.press('Tab');
     }
     await waitUntil('E1 saved', async () => (await cellValue(server, sheet, 'E1')) === 'v5');
+    // The page hears the last response after the server has stored it: wait for all five.
+    await waitUntil('five responses', async () => statuses.length >= 5);
     assert.deepEqual((await api(server, 'GET', `/v1/sheets/${sheet}/cells?range=A1:E1`)).body.rows,
                      [['v1', 'v2', 'v3', 'v4', 'v5']]);
     assert.deepEqual(statuses, [201, 201, 201, 201, 201]);

@@ -295,35 +295,39 @@ void PostgresDatabase::Release(std::unique_ptr<PostgresConnection> conn) {
   idle_cv_.NotifyOne();
 }
 
-Status PostgresDatabase::Run(const Work& work, const std::string& mode, bool write) {
+Result<std::unique_ptr<PostgresConnection>> PostgresDatabase::BeginTransaction(
+    const std::string& mode) {
   // The node's clock travels with the transaction (sheetlog_now_micros()): read for
-  // each run, so a Write run again sees the time of its own BEGIN.
+  // each transaction, so a Write run again sees the time of its own BEGIN.
   const std::string clock_setting = "SELECT set_config('sheetlog.now_micros', '" +
                                     std::to_string(options_.clock->NowMicros()) +
                                     "', true)";
-  std::unique_ptr<PostgresConnection> conn;
   Status status;
   // An idle connection may have been lost meanwhile (the server restarted, failed
   // over): nothing has run on it yet, so another one is tried, up to the whole pool
   // and then a new one.
   for (int attempt = 0; attempt <= options_.connections; ++attempt) {
-    ASSIGN_OR_RETURN(conn, Acquire());
+    ASSIGN_OR_RETURN(std::unique_ptr<PostgresConnection> conn, Acquire());
     status = conn->Begin(mode, clock_setting);
-    if (status.ok() || conn->usable()) break;
+    if (status.ok()) return conn;
+    const bool usable = conn->usable();
+    if (usable) conn->Rollback();  // whatever of the BEGIN's round trip took effect
     Release(std::move(conn));
+    if (usable) break;  // the server refused the BEGIN itself
   }
-  if (conn == nullptr) return status;
+  return status;
+}
+
+Status PostgresDatabase::Run(const Work& work, const std::string& mode, bool write) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PostgresConnection> conn, BeginTransaction(mode));
   bool fed = false;
   std::vector<RemoteChange> wakes;
+  Status status = work(*conn);
   if (status.ok()) {
-    status = work(*conn);
-    if (status.ok()) {
-      wakes = conn->TakeWakesAtCommit();
-      status =
-          write ? conn->CommitProbing("sheetlog.feed_written", &fed) : conn->Commit();
-    } else {
-      conn->Rollback();
-    }
+    wakes = conn->TakeWakesAtCommit();
+    status = write ? conn->CommitProbing("sheetlog.feed_written", &fed) : conn->Commit();
+  } else {
+    conn->Rollback();
   }
   Release(std::move(conn));
   if (!status.ok()) return status;
@@ -373,27 +377,13 @@ void PostgresDatabase::RunBatch(std::vector<QueuedWrite>& batch) {
   };
   if (batch.size() == 1) return one_by_one();
 
-  const std::string clock_setting = "SELECT set_config('sheetlog.now_micros', '" +
-                                    std::to_string(options_.clock->NowMicros()) +
-                                    "', true)";
-  std::unique_ptr<PostgresConnection> conn;
-  Status status;
-  for (int attempt = 0; attempt <= options_.connections; ++attempt) {
-    Result<std::unique_ptr<PostgresConnection>> acquired = Acquire();
-    if (!acquired.ok()) {
-      status = acquired.status();
-      break;
-    }
-    conn = std::move(*acquired);
-    status = conn->Begin("", clock_setting);
-    if (status.ok() || conn->usable()) break;
-    Release(std::move(conn));
-  }
-  if (conn == nullptr || !status.ok()) {
-    if (conn != nullptr) Release(std::move(conn));
-    for (QueuedWrite& queued : batch) queued.done(status);
+  Result<std::unique_ptr<PostgresConnection>> begun = BeginTransaction("");
+  if (!begun.ok()) {
+    for (QueuedWrite& queued : batch) queued.done(begun.status());
     return;
   }
+  std::unique_ptr<PostgresConnection> conn = std::move(*begun);
+  Status status;
   std::vector<Status> outcomes(batch.size());
   bool alone = false;  // a work failed in a way the others cannot commit past
   for (size_t i = 0; i < batch.size() && !alone; ++i) {

@@ -142,6 +142,10 @@ class PostgresDatabase final : public Transactions {
   // `write`: the commit listeners are told of a commit that fed the change feed.
   Status Run(const Work& work, const std::string& mode, bool write)
       EXCLUDES(mu_, listeners_mu_);
+  // A pooled connection in a transaction begun with `mode` and the node's clock
+  // (sheetlog_now_micros()); Unavailable when no connection can begin one.
+  Result<std::unique_ptr<PostgresConnection>> BeginTransaction(const std::string& mode)
+      EXCLUDES(mu_);
   Result<std::unique_ptr<PostgresConnection>> Acquire() EXCLUDES(mu_);
   // Back to the pool, or closed if the connection was lost.
   void Release(std::unique_ptr<PostgresConnection> conn) EXCLUDES(mu_);

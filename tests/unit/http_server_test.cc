@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/counting_clock.h"
+
 namespace sheetlog::api::http {
 namespace {
 
@@ -362,35 +364,6 @@ TEST(HttpServerBudgetTest, BodiesBeingBufferedAreBoundedAcrossConnections) {
   serving.join();
 }
 
-// A manual clock for the server's timeouts (HttpServerOptions::clock_ms) that counts
-// its readings: the event loop reads it once a turn (at least every 50 ms of real
-// time), so a test waits for the loop to have seen what it sent, without a sleep.
-class CountingManualClock {
- public:
-  int64_t Read() {
-    std::lock_guard lock(mu_);
-    ++reads_;
-    read_.notify_all();
-    return now_ms_;
-  }
-  void Advance(int64_t ms) {
-    std::lock_guard lock(mu_);
-    now_ms_ += ms;
-  }
-  // Returns once the server has read the clock `n` more times.
-  void WaitForReads(int n) {
-    std::unique_lock lock(mu_);
-    const int64_t target = reads_ + n;
-    read_.wait(lock, [&] { return reads_ >= target; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable read_;
-  int64_t now_ms_ = 1000000;
-  int64_t reads_ = 0;
-};
-
 // The stall timeout alone restarts with every byte: a client sending one byte just
 // inside it held its connection (and, for a streamed body, a worker) for ever. With
 // the rate rule a body must be complete within body_timeout plus 1 s per
@@ -446,7 +419,7 @@ class HttpServerBodyRateTest : public ::testing::Test {
     return answer;
   }
 
-  CountingManualClock clock_;
+  testing::CountingManualClock clock_;
   TestHandler handler_;
   std::unique_ptr<HttpServer> server_;
   std::thread serving_;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "src/api/http/http_server.h"
+#include "tests/support/counting_clock.h"
 #include "tests/support/raw_http.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_certificates.h"
@@ -200,36 +201,6 @@ TEST(TlsContextTest, UnreadableOrMismatchedFilesAreRefusedByName) {
       << mismatched.status().ToString();
 }
 
-// The server's clock for the handshake tests (HttpServerOptions::clock_ms), moved by
-// the test, counting its readings: the event loop reads it once a turn (at least every
-// 50 ms of real time), so a test waits for the loop to have seen what it did.
-class HandshakeTestClock {
- public:
-  int64_t Read() {
-    std::lock_guard lock(mu_);
-    ++reads_;
-    read_.notify_all();
-    return now_ms_;
-  }
-  void Advance(int64_t ms) {
-    std::lock_guard lock(mu_);
-    now_ms_ += ms;
-  }
-  // Returns once the server has read the clock `n` more times: 3 are two whole turns
-  // of the loop after the call.
-  void WaitForReads(int n) {
-    std::unique_lock lock(mu_);
-    const int64_t target = reads_ + n;
-    read_.wait(lock, [&] { return reads_ >= target; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable read_;
-  int64_t now_ms_ = 1000000;
-  int64_t reads_ = 0;
-};
-
 // A blocking TLS client (OpenSSL) on a RawConnection, whose reads are bounded (30 s) so
 // a connection the server never closes fails a test instead of hanging it. It accepts
 // any certificate: these tests are about connections, not verification.
@@ -350,7 +321,7 @@ class HttpServerTlsHandshakeTest : public ::testing::Test {
 
   TempDir dir_;
   TestCertificate certificate_;
-  HandshakeTestClock clock_;
+  testing::CountingManualClock clock_;
   TlsHandler handler_;
   std::unique_ptr<HttpServer> server_;
   std::thread serving_;
