@@ -81,21 +81,16 @@ class TlsHandler : public HttpHandler {
   }
 };
 
-class HttpServerTlsTest : public ::testing::Test {
+// A TLS server on a free loopback port, serving TlsHandler from a thread of the
+// fixture's until TearDown.
+class ServingTlsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string error;
-    ASSERT_TRUE(testing::MakeTestCertificate(dir_.path(), "first", &first_, &error))
-        << error;
-    Result<std::shared_ptr<TlsContext>> tls =
-        TlsContext::Load(first_.cert_file, first_.key_file);
-    ASSERT_TRUE(tls.ok()) << tls.status().ToString();
-    HttpServerOptions options;
+  // Serves with `options` (port 0, two workers, a short grace at Stop), or fails the
+  // test.
+  void Serve(HttpServerOptions options) {
     options.port = 0;
     options.worker_threads = 2;
-    options.response_buffer_bytes = 128 << 10;
     options.shutdown_grace_ms = 100;
-    options.tls = *tls;
     server_ = std::make_unique<HttpServer>(options, &handler_);
     ASSERT_TRUE(server_->Bind().ok());
     serving_ = std::thread([this] { server_->Serve(); });
@@ -105,6 +100,26 @@ class HttpServerTlsTest : public ::testing::Test {
       server_->Stop();
       serving_.join();
     }
+  }
+
+  TlsHandler handler_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread serving_;
+};
+
+class HttpServerTlsTest : public ServingTlsTest {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(testing::MakeTestCertificate(dir_.path(), "first", &first_, &error))
+        << error;
+    Result<std::shared_ptr<TlsContext>> tls =
+        TlsContext::Load(first_.cert_file, first_.key_file);
+    ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+    HttpServerOptions options;
+    options.response_buffer_bytes = 128 << 10;
+    options.tls = *tls;
+    Serve(options);
   }
 
   std::string Url(const std::string& path) const {
@@ -117,9 +132,6 @@ class HttpServerTlsTest : public ::testing::Test {
 
   TempDir dir_;
   TestCertificate first_;
-  TlsHandler handler_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread serving_;
 };
 
 TEST_F(HttpServerTlsTest, ServesRequestsAndKeepsTheConnection) {
@@ -275,7 +287,7 @@ std::string PartialClientHello() {
 // the body and write timeouts are far beyond anything the tests move it by: a
 // connection closed here was closed by the head timeout (or to make room), never by
 // waiting out the write timeout after a 408 that could not be sent.
-class HttpServerTlsHandshakeTest : public ::testing::Test {
+class HttpServerTlsHandshakeTest : public ServingTlsTest {
  protected:
   static constexpr int64_t kHeadTimeoutMs = 1000;
 
@@ -288,9 +300,6 @@ class HttpServerTlsHandshakeTest : public ::testing::Test {
         TlsContext::Load(certificate_.cert_file, certificate_.key_file);
     ASSERT_TRUE(tls.ok()) << tls.status().ToString();
     HttpServerOptions options;
-    options.port = 0;
-    options.worker_threads = 2;
-    options.shutdown_grace_ms = 100;
     options.max_connections = max_connections;
     options.header_timeout_ms = kHeadTimeoutMs;
     options.body_timeout_ms = 600000;
@@ -298,15 +307,7 @@ class HttpServerTlsHandshakeTest : public ::testing::Test {
     options.idle_timeout_ms = 600000;
     options.clock_ms = [this] { return clock_.Read(); };
     options.tls = *tls;
-    server_ = std::make_unique<HttpServer>(options, &handler_);
-    ASSERT_TRUE(server_->Bind().ok());
-    serving_ = std::thread([this] { server_->Serve(); });
-  }
-  void TearDown() override {
-    if (server_) {
-      server_->Stop();
-      serving_.join();
-    }
+    Serve(options);
   }
 
   // A TLS client that finished its handshake and had a request answered: idle now.
@@ -322,9 +323,6 @@ class HttpServerTlsHandshakeTest : public ::testing::Test {
   TempDir dir_;
   TestCertificate certificate_;
   testing::CountingManualClock clock_;
-  TlsHandler handler_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread serving_;
 };
 
 TEST_F(HttpServerTlsHandshakeTest, AClientThatSendsNothingIsClosedAtTheHeadTimeout) {
