@@ -34,7 +34,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr char kToken[] = "soak-token";
+constexpr char kSoakToken[] = "soak-token";
 constexpr int kClients = 6;
 
 int EnvInt(const char* name, int fallback) {
@@ -93,7 +93,7 @@ class SoakClient {
   bool Coin() { return Uniform(0, 1) == 0; }
 
   std::string Auth() const {
-    return std::string("Authorization: Bearer ") + kToken + "\r\n";
+    return std::string("Authorization: Bearer ") + kSoakToken + "\r\n";
   }
 
   std::string AppendRequest(const std::string& version = "1.1") {
@@ -346,7 +346,7 @@ TEST(HttpSoakTest, MixedHostileTrafficLeavesTheServerUpCleanAndLossless) {
   ServerOptions options(dir.path(),
                         {"--threads", "8", "--max-request", "65536", "--header-timeout",
                          "2", "--body-timeout", "2", "--idle-timeout", "5"},
-                        kToken);
+                        kSoakToken);
   options.env.push_back(
       {"ASAN_OPTIONS", "abort_on_error=1:detect_leaks=1:quarantine_size_mb=64"});
   ServerProcess server(options);
