@@ -124,6 +124,16 @@ export function formatCell(value, format) {
     const date = new Date(Math.round((value - 25569) * 86400000));
     if (Number.isNaN(date.getTime())) return displayValue(value);
     const iso = date.toISOString();
+    // A plain day format ("m/d/yyyy", "d.m.yyyy", "yyyy-mm-dd"): written as it says.
+    if (/^(yyyy|yy|mm|m|dd|d)([-/. ])(mm|m|dd|d)\2(yyyy|yy|mm|m|dd|d)$/i.test(fmt)) {
+      const parts = {y: date.getUTCFullYear(), m: date.getUTCMonth() + 1, d: date.getUTCDate()};
+      return fmt.replace(/yyyy|yy|mm|m|dd|d/gi, (token) => {
+        const unit = /** @type {'y'|'m'|'d'} */ (token[0].toLowerCase());
+        const n = parts[unit];
+        if (unit === 'y') return token.length === 2 ? String(n % 100).padStart(2, '0') : String(n);
+        return token.length === 2 ? String(n).padStart(2, '0') : String(n);
+      });
+    }
     return /h/i.test(fmt) ? `${iso.slice(0, 10)} ${iso.slice(11, 16)}` : iso.slice(0, 10);
   }
   const decimals = (/\.(0+)/.exec(fmt) || ['', ''])[1].length;

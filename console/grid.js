@@ -28,18 +28,26 @@
 //   new VirtualGrid(host, {
 //     loadTile(range, signal) -> Promise<{rows, formats?, cached?, at_seq}>
 //     onCommit({row, column, text, baseSeq})   an edit typed by the user
-//     onPaste({row, column, rows, baseSeq})    tab-separated text pasted at the cell
+//     onPaste({row, column, rows, baseSeq, shift})  tab-separated text pasted at the cell;
+//                                              shift: its offset from where it was copied
 //     onClear({rect, baseSeq})                 Delete on a selection with something in it
 //     onActiveChange(row, column, cell)        cell: {value, format, cached} | null
 //     usedRange() -> Promise<{lastRow, lastColumn}>   for Ctrl+End and the data edges
 //     onLeave()                                Escape outside an edit
 //     onUndo(), onRedo()                       Ctrl+Z, Ctrl+Y / Ctrl+Shift+Z outside an edit
 //     onReadOnly()                             typing, Delete or a paste while read-only
+//     evaluate(row, column) -> value | {error}  a formula's value (formulas.js); shown
+//                                              in the cell, the formula stays its content
+//     onColumnWidths(widths)                   a column's width dragged (Map column->px)
 //   })
+// A paste of cells copied from this grid moves their formulas' relative references by
+// the offset from where they were copied (onPaste's `shift`), as spreadsheets do; text
+// from elsewhere is pasted as it is. Tab, Tab, ..., Enter while entering a row goes to
+// the next row in the column the run of Tabs started from.
 // `baseSeq` is the seq after which the cells the user saw were read (a tile's at_seq):
 // the owner appends with expect_seq = baseSeq + 1 and judges a conflict by the entries
 // since.
-import {cellRef, columnName, displayValue, editValue, rangeRef} from './a1.js';
+import {cellRef, columnName, displayValue, editText, rangeRef} from './a1.js';
 import {formatCell} from './format.js';
 import {parseTsv, toTsv} from './tsv.js';
 import {el} from './ui.js';
@@ -50,6 +58,10 @@ export const GRID_ROWS = 1048576;
 export const GRID_COLUMNS = 16384;
 const ROW_HEIGHT = 24;
 const COLUMN_WIDTH = 112;
+export const MIN_COLUMN_WIDTH = 24;
+const MAX_COLUMN_WIDTH = 1200;
+// How near a column header's right edge (px) a drag resizes the column.
+const RESIZE_EDGE = 5;
 const HEADER_HEIGHT = 26;
 const ROW_HEADER_WIDTH = 72;
 // Beyond this many pixels browsers stop laying out a scroll area (Firefox near 17.9M,
@@ -70,7 +82,7 @@ const MAX_COPY_CELLS = 200000;
  * @typedef {{rows: any[][], formats?: string[][], cached?: any[][], at_seq?: number}} TileData
  * @typedef {{state: 'loading'|'ready', data?: TileData, abort?: AbortController}} Tile
  * @typedef {{firstRow: number, firstColumn: number, lastRow: number, lastColumn: number}} Rect
- * @typedef {{value: any, state: string, title?: string, seq?: number}} OverlayCell
+ * @typedef {{value: any, state: string, title?: string, seq?: number, format?: string}} OverlayCell
  */
 
 /**
@@ -129,7 +141,8 @@ export class VirtualGrid {
    * @param {HTMLElement} host
    * @param {{loadTile: (range: string, signal?: AbortSignal) => Promise<TileData>,
    *          onCommit: (edit: {row: number, column: number, text: string, baseSeq: number|null}) => any,
-   *          onPaste?: (paste: {row: number, column: number, rows: string[][], baseSeq: number|null}) => any,
+   *          onPaste?: (paste: {row: number, column: number, rows: string[][], baseSeq: number|null,
+   *                             shift: {rows: number, columns: number}|null}) => any,
    *          onClear?: (clear: {rect: Rect, baseSeq: number|null}) => any,
    *          onActiveChange?: (row: number, column: number, cell: CellData|null) => void,
    *          usedRange?: () => Promise<{lastRow: number, lastColumn: number}>,
@@ -137,10 +150,12 @@ export class VirtualGrid {
    *          onUndo?: () => void,
    *          onRedo?: () => void,
    *          onReadOnly?: () => void,
+   *          evaluate?: (row: number, column: number) => any,
+   *          onColumnWidths?: (widths: Map<number, number>) => void,
    *          label?: string}} options
    */
   constructor(host, {loadTile, onCommit, onPaste, onClear, onActiveChange, usedRange, onLeave,
-                     onUndo, onRedo, onReadOnly, label = 'Sheet'}) {
+                     onUndo, onRedo, onReadOnly, evaluate, onColumnWidths, label = 'Sheet'}) {
     this.loadTile = loadTile;
     this.onCommit = onCommit;
     this.onPaste = onPaste || (() => {});
@@ -151,7 +166,24 @@ export class VirtualGrid {
     this.onUndo = onUndo || (() => {});
     this.onRedo = onRedo || (() => {});
     this.onReadOnly = onReadOnly || (() => {});
+    this.evaluate = evaluate || null;
+    this.onColumnWidths = onColumnWidths || (() => {});
+    /** @type {Map<number, number>} column -> width in px, for the columns not COLUMN_WIDTH */
+    this.widths = new Map();
+    /** @type {number[]} the columns of `widths`, ascending */
+    this.widthColumns = [];
+    /** @type {null|{column: number, startX: number, startWidth: number}} a header edge dragged */
+    this.resizing = null;
+    /** @type {null|{row: number, column: number}} the cell a find matched (highlighted) */
+    this.found = null;
+    /** @type {null|number} the column a run of Tab-committed edits started in */
+    this.tabStart = null;
+    /** @type {null|{text: string, row: number, column: number}} what this grid last copied */
+    this.copied = null;
     this.readOnly = false;
+    // Bumped whenever a cell's content as shown may have changed (a tile read, the user's
+    // value shown or dropped): what was computed from the cells is stale then.
+    this.version = 0;
     this.active = {row: 1, column: 1};
     this.anchor = {row: 1, column: 1};  // the other corner of the selection
     /** @type {Map<string, Tile>} */
@@ -221,7 +253,7 @@ export class VirtualGrid {
     host.append(this.root);
 
     this.virtualHeight = HEADER_HEIGHT + GRID_ROWS * ROW_HEIGHT;
-    this.contentWidth = ROW_HEADER_WIDTH + GRID_COLUMNS * COLUMN_WIDTH;
+    this.contentWidth = ROW_HEADER_WIDTH + this.columnLeft(GRID_COLUMNS + 1);
     this.physicalHeight = Math.min(this.virtualHeight, MAX_SCROLL_PIXELS);
     this.content.style.height = `${this.physicalHeight}px`;
     this.content.style.width = `${this.contentWidth}px`;
@@ -241,7 +273,14 @@ export class VirtualGrid {
     this.body.addEventListener('mousedown', (e) => this.onMouseDown(e));
     this.frozen.addEventListener('mousedown', (e) => this.onMouseDown(e));
     this.body.addEventListener('mousemove', (e) => this.onMouseMove(e));
-    window.addEventListener('mouseup', this.onMouseUp = () => { this.dragging = false; });
+    window.addEventListener('mouseup', this.onMouseUp = () => {
+      this.dragging = false;
+      if (this.resizing) {
+        this.resizing = null;
+        this.root.classList.remove('grid-resizing');
+        this.onColumnWidths(new Map(this.widths));
+      }
+    });
     this.body.addEventListener('dblclick', (e) => {
       const ref = this.cellFromEvent(e);
       if (!ref) return;
@@ -253,8 +292,27 @@ export class VirtualGrid {
         /** @type {HTMLElement} */ (e.target).closest('[data-column]'));
       if (!head || !head.dataset.column) return;
       e.preventDefault();
+      const edge = this.resizeEdge(head, e);
+      if (edge !== null) {
+        this.resizing = {column: edge, startX: e.clientX, startWidth: this.columnWidth(edge)};
+        this.root.classList.add('grid-resizing');
+        return;
+      }
       this.setActive(this.active.row, Number(head.dataset.column));
       this.focus();
+    });
+    // A header's right edge (or the left edge of the next) resizes its column by dragging.
+    this.headerCells.addEventListener('mousemove', (e) => {
+      if (this.resizing) return;
+      const head = /** @type {HTMLElement|null} */ (
+        /** @type {HTMLElement} */ (e.target).closest('[data-column]'));
+      this.headerCells.classList.toggle('grid-resize-hover',
+                                        !!head && this.resizeEdge(head, e) !== null);
+    });
+    window.addEventListener('mousemove', this.onResizeMove = (/** @type {MouseEvent} */ e) => {
+      if (!this.resizing) return;
+      const width = this.resizing.startWidth + e.clientX - this.resizing.startX;
+      this.setColumnWidth(this.resizing.column, width);
     });
     this.resizeObserver = new ResizeObserver(() => this.layout());
     this.resizeObserver.observe(this.scroller);
@@ -263,12 +321,115 @@ export class VirtualGrid {
   destroy() {
     this.resizeObserver.disconnect();
     window.removeEventListener('mouseup', this.onMouseUp);
+    window.removeEventListener('mousemove', this.onResizeMove);
     for (const tile of this.tiles.values()) tile.abort?.abort();
     this.root.remove();
   }
 
   focus() {
     this.input.focus({preventScroll: true});
+  }
+
+  // --- column widths ---
+
+  /** @param {number} column */
+  columnWidth(column) {
+    return this.widths.get(column) ?? COLUMN_WIDTH;
+  }
+
+  /**
+   * The x of column `column`'s left edge from column A's (columnLeft(GRID_COLUMNS + 1) is
+   * the width of all of them).
+   * @param {number} column
+   */
+  columnLeft(column) {
+    let x = (column - 1) * COLUMN_WIDTH;
+    for (const c of this.widthColumns) {
+      if (c >= column) break;
+      x += /** @type {number} */ (this.widths.get(c)) - COLUMN_WIDTH;
+    }
+    return x;
+  }
+
+  /**
+   * The column under x (pixels from column A's left edge).
+   * @param {number} x
+   */
+  columnAt(x) {
+    let left = 0;
+    let column = 1;
+    for (const c of this.widthColumns) {
+      const plain = (c - column) * COLUMN_WIDTH;
+      if (x < left + plain) break;
+      left += plain;
+      const width = /** @type {number} */ (this.widths.get(c));
+      if (x < left + width) return c;
+      left += width;
+      column = c + 1;
+    }
+    return Math.min(GRID_COLUMNS, column + Math.floor(Math.max(0, x - left) / COLUMN_WIDTH));
+  }
+
+  /**
+   * Sets the widths of columns (as kept for the sheet); the others are the default.
+   * @param {Map<number, number>} widths
+   */
+  setColumnWidths(widths) {
+    this.widths = new Map();
+    for (const [column, width] of widths) {
+      if (Number.isInteger(column) && column >= 1 && column <= GRID_COLUMNS && Number.isFinite(width)) {
+        const w = Math.round(Math.min(MAX_COLUMN_WIDTH, Math.max(MIN_COLUMN_WIDTH, width)));
+        if (w !== COLUMN_WIDTH) this.widths.set(column, w);
+      }
+    }
+    this.widthsChanged();
+  }
+
+  /**
+   * @param {number} column
+   * @param {number} width
+   */
+  setColumnWidth(column, width) {
+    const w = Math.round(Math.min(MAX_COLUMN_WIDTH, Math.max(MIN_COLUMN_WIDTH, width)));
+    if (w === this.columnWidth(column)) return;
+    if (w === COLUMN_WIDTH) this.widths.delete(column);
+    else this.widths.set(column, w);
+    this.widthsChanged();
+  }
+
+  widthsChanged() {
+    this.widthColumns = [...this.widths.keys()].sort((a, b) => a - b);
+    this.contentWidth = ROW_HEADER_WIDTH + this.columnLeft(GRID_COLUMNS + 1);
+    this.content.style.width = `${this.contentWidth}px`;
+    // Narrower columns: more of them in view, the pool grows (it never shrinks here).
+    const narrowest = Math.min(COLUMN_WIDTH, ...this.widths.values());
+    const needed = Math.ceil((this.viewWidth - ROW_HEADER_WIDTH) / narrowest) + 1;
+    if (this.viewWidth > 0 && needed > this.poolColumns) this.buildPool(this.poolRows, needed);
+    this.render();
+  }
+
+  /**
+   * The column whose right edge the pointer is on in a header, or null.
+   * @param {HTMLElement} head
+   * @param {MouseEvent} event
+   * @returns {number|null}
+   */
+  resizeEdge(head, event) {
+    const rect = head.getBoundingClientRect();
+    const column = Number(head.dataset.column);
+    if (!column) return null;
+    if (rect.right - event.clientX <= RESIZE_EDGE) return column;
+    if (event.clientX - rect.left <= RESIZE_EDGE && column > 1) return column - 1;
+    return null;
+  }
+
+  /**
+   * Highlights the cell a find matched (null: none).
+   * @param {{row: number, column: number}|null} ref
+   */
+  setFound(ref) {
+    this.found = ref;
+    this.queueRender();
   }
 
   hasFocus() {
@@ -366,8 +527,29 @@ export class VirtualGrid {
   cellAt(row, column) {
     const mine = this.overlayAt(row, column);
     const server = this.serverCellAt(row, column);
-    if (mine) return {value: mine.value, format: server?.format || '', cached: null};
+    if (mine) return {value: mine.value, format: mine.format ?? server?.format ?? '', cached: null};
     return server;
+  }
+
+  /**
+   * The last row and column of the cells loaded or being edited (tiles and the user's own
+   * values), for computations that stop at the data's edge.
+   */
+  loadedExtent() {
+    let lastRow = 0;
+    let lastColumn = 0;
+    for (const [key, tile] of [...this.tiles, ...this.stale]) {
+      if (tile.state !== 'ready') continue;
+      const [tr, tc] = key.split(':').map(Number);
+      lastRow = Math.max(lastRow, (tr + 1) * TILE_ROWS);
+      lastColumn = Math.max(lastColumn, (tc + 1) * TILE_COLUMNS);
+    }
+    for (const key of this.overlay.keys()) {
+      const [row, column] = key.split(':').map(Number);
+      lastRow = Math.max(lastRow, row);
+      lastColumn = Math.max(lastColumn, column);
+    }
+    return {lastRow, lastColumn};
   }
 
   /**
@@ -385,6 +567,7 @@ export class VirtualGrid {
       const at = this.seqAt(row, column);
       if (at !== null && mine.seq !== undefined && at >= mine.seq) {
         this.overlay.delete(key);
+        this.version++;
         return null;
       }
     }
@@ -430,7 +613,11 @@ export class VirtualGrid {
    * @param {number} [seq] for 'saved': the seq it was saved at
    */
   setOverlay(row, column, value, state, title, seq) {
-    this.overlay.set(`${row}:${column}`, {value, state, title, seq});
+    // The format the edit gives the cell (setOverlayFormat) stays while its value does.
+    const before = this.overlay.get(`${row}:${column}`);
+    const format = before && before.value === value ? before.format : undefined;
+    this.overlay.set(`${row}:${column}`, {value, state, title, seq, format});
+    this.version++;
     this.queueRender();
     if (row === this.active.row && column === this.active.column) {
       this.onActiveChange(row, column, this.cellAt(row, column));
@@ -438,11 +625,29 @@ export class VirtualGrid {
   }
 
   /**
+   * The number format the user's value on its way gives the cell ("5%" typed: "0%"), so
+   * that it shows as it will once saved.
+   * @param {number} row
+   * @param {number} column
+   * @param {string} format
+   */
+  setOverlayFormat(row, column, format) {
+    const mine = this.overlay.get(`${row}:${column}`);
+    if (!mine) return;
+    mine.format = format;
+    this.version++;
+    this.queueRender();
+  }
+
+  /**
    * @param {number} row
    * @param {number} column
    */
   clearOverlay(row, column) {
-    if (this.overlay.delete(`${row}:${column}`)) this.queueRender();
+    if (this.overlay.delete(`${row}:${column}`)) {
+      this.version++;
+      this.queueRender();
+    }
   }
 
   /** The selection as a rectangle. @returns {Rect} */
@@ -465,6 +670,7 @@ export class VirtualGrid {
     row = Math.min(Math.max(row, 1), GRID_ROWS);
     column = Math.min(Math.max(column, 1), GRID_COLUMNS);
     this.edgeToken++;  // a Ctrl+arrow still looking for its edge is overtaken
+    this.tabStart = null;  // a run of Tabs ends with any other move (commitEditing)
     this.active = {row, column};
     if (!extend) this.anchor = {row, column};
     if (scroll) this.scrollIntoView(row, column);
@@ -488,7 +694,8 @@ export class VirtualGrid {
     this.pane.style.width = `${width}px`;
     this.pane.style.height = `${height}px`;
     const rows = Math.max(1, Math.ceil((height - HEADER_HEIGHT) / ROW_HEIGHT) + 1);
-    const columns = Math.max(1, Math.ceil((width - ROW_HEADER_WIDTH) / COLUMN_WIDTH) + 1);
+    const narrowest = Math.min(COLUMN_WIDTH, ...this.widths.values());
+    const columns = Math.max(1, Math.ceil((width - ROW_HEADER_WIDTH) / narrowest) + 1);
     this.buildPool(rows, columns);
     this.render();
   }
@@ -504,7 +711,6 @@ export class VirtualGrid {
     this.columnHeads = [];
     for (let j = 0; j < columns; j++) {
       const head = el('div.grid-column-head', {role: 'columnheader'});
-      head.style.left = `${j * COLUMN_WIDTH}px`;
       this.columnHeads.push(head);
       this.headerCells.append(head);
     }
@@ -517,7 +723,6 @@ export class VirtualGrid {
       const cells = [];
       for (let j = 0; j < columns; j++) {
         const cell = el('div.grid-cell', {role: 'gridcell', id: `${idPrefix}-${j}`});
-        cell.style.left = `${j * COLUMN_WIDTH}px`;
         cells.push(cell);
         cellsNode.append(cell);
       }
@@ -583,7 +788,8 @@ export class VirtualGrid {
     const bodyHeight = this.viewHeight - HEADER_HEIGHT;
     const bodyWidth = this.viewWidth - ROW_HEADER_WIDTH;
     const rowTop = (row - 1) * ROW_HEIGHT;
-    const columnLeft = (column - 1) * COLUMN_WIDTH;
+    const columnLeft = this.columnLeft(column);
+    const columnWidth = this.columnWidth(column);
     let newTop = top;
     let newLeft = left;
     if (row <= this.frozenRows) {
@@ -594,8 +800,8 @@ export class VirtualGrid {
       newTop = rowTop + ROW_HEIGHT - bodyHeight;
     }
     if (columnLeft < left) newLeft = columnLeft;
-    else if (columnLeft + COLUMN_WIDTH > left + bodyWidth) {
-      newLeft = columnLeft + COLUMN_WIDTH - bodyWidth;
+    else if (columnLeft + columnWidth > left + bodyWidth) {
+      newLeft = Math.min(columnLeft, columnLeft + columnWidth - bodyWidth);
     }
     if (newTop !== top || newLeft !== left) this.scrollToVirtual(newTop, newLeft);
   }
@@ -617,9 +823,18 @@ export class VirtualGrid {
     if (top !== this.lastTop) this.scrollDirection = top > this.lastTop ? 1 : -1;
     this.lastTop = top;
     const firstRow = Math.floor(top / ROW_HEIGHT) + 1;
-    const firstColumn = Math.floor(left / COLUMN_WIDTH) + 1;
+    const firstColumn = this.columnAt(left);
+    const firstLeft = this.columnLeft(firstColumn);
     const offsetY = top % ROW_HEIGHT;
-    const offsetX = left % COLUMN_WIDTH;
+    const offsetX = left - firstLeft;
+    /** @type {string[]} */
+    const lefts = [];
+    /** @type {string[]} */
+    const widths = [];
+    for (let j = 0; j < this.poolColumns; j++) {
+      lefts.push(`${this.columnLeft(firstColumn + j) - firstLeft}px`);
+      widths.push(`${this.columnWidth(firstColumn + j)}px`);
+    }
     this.firstRow = firstRow;
     this.firstColumn = firstColumn;
     this.body.style.transform = `translateY(${-offsetY}px)`;
@@ -633,6 +848,8 @@ export class VirtualGrid {
       const head = this.columnHeads[j];
       const visible = column <= GRID_COLUMNS;
       head.textContent = visible ? columnName(column) : '';
+      if (head.style.left !== lefts[j]) head.style.left = lefts[j];
+      if (head.style.width !== widths[j]) head.style.width = widths[j];
       head.dataset.column = visible ? String(column) : '';
       head.setAttribute('aria-colindex', String(column + 1));
       head.classList.toggle('grid-active-head',
@@ -657,6 +874,8 @@ export class VirtualGrid {
       for (let j = 0; j < this.poolColumns; j++) {
         const column = firstColumn + j;
         const node = line.cells[j];
+        if (node.style.left !== lefts[j]) node.style.left = lefts[j];
+        if (node.style.width !== widths[j]) node.style.width = widths[j];
         this.renderCell(node, row, column, now, selection, isFrozenCopy);
         if (row === this.active.row && column === this.active.column &&
             (isFrozenCopy || !(row <= this.frozenRows && top > 0)) && activeId === null) {
@@ -698,8 +917,17 @@ export class VirtualGrid {
       const {value, format, cached} = cell;
       if (typeof value === 'string' && value.startsWith('=')) {
         kind = 'formula';
-        text = cached !== null ? formatCell(cached, format) : value;
-        title = cached !== null ? `${value} → ${displayValue(cached)}` : value;
+        const computed = this.evaluate ? this.evaluate(row, column) : undefined;
+        const result = computed !== undefined ? computed : cached;
+        if (result !== null && typeof result === 'object' && typeof result.error === 'string') {
+          kind = 'formula-error';
+          text = result.error;
+          title = `${value} → ${result.error === '#CYCLE!' ? 'circular reference' : result.error}`;
+        } else {
+          if (typeof result === 'string') kind = 'formula-text';
+          text = result !== null ? formatCell(result, format) : (this.evaluate ? '' : value);
+          title = `${value} → ${displayValue(result)}`;
+        }
       } else if (value !== null && typeof value === 'object') {
         kind = 'error';
         text = String(value.value ?? '');
@@ -721,7 +949,8 @@ export class VirtualGrid {
                  (active ? ' grid-active' : '') +
                  (selected && !active ? ' grid-selected' : '') +
                  (mine ? ` grid-${mine.state}` : '') +
-                 (flashing ? ' grid-flash' : '');
+                 (flashing ? ' grid-flash' : '') +
+                 (this.found && this.found.row === row && this.found.column === column ? ' grid-found' : '');
     if (node.className !== full) node.className = full;
     node.setAttribute('aria-selected', String(selected));
   }
@@ -788,6 +1017,7 @@ export class VirtualGrid {
           if (generation !== this.generation) return;
           tile.state = 'ready';
           tile.data = data;
+          this.version++;
           this.stale.delete(key);
           this.evictTiles();
           this.queueRender();
@@ -1035,21 +1265,22 @@ export class VirtualGrid {
       const token = ++this.edgeToken;
       this.loadTile(rangeRef(row, column, row, column)).then((data) => {
         if (token !== this.edgeToken || this.editing) return;
-        this.openEditor(kind, data.rows[0]?.[0] ?? null, data.at_seq ?? null);
+        this.openEditor(kind, data.rows[0]?.[0] ?? null, data.at_seq ?? null, data.formats?.[0]?.[0] || '');
       }).catch(() => {});
       return;
     }
-    this.openEditor(kind, cell.value, this.seqAt(row, column));
+    this.openEditor(kind, cell.value, this.seqAt(row, column), cell.format);
   }
 
   /**
    * @param {'edit'} kind
    * @param {any} value the cell's content
    * @param {number|null} baseSeq the seq it was read at
+   * @param {string} [format] its number format (a percentage edits as "5%")
    */
-  openEditor(kind, value, baseSeq) {
+  openEditor(kind, value, baseSeq, format = '') {
     const {row, column} = this.active;
-    this.input.value = editValue(value);
+    this.input.value = editText(value, format, navigator.language);
     this.editing = {row, column, kind, baseSeq, original: this.input.value};
     this.showEditor();
     this.input.setSelectionRange(this.input.value.length, this.input.value.length);
@@ -1068,8 +1299,14 @@ export class VirtualGrid {
     const {top, left} = this.scrollPosition();
     const frozen = row <= this.frozenRows;
     const y = HEADER_HEIGHT + (row - 1) * ROW_HEIGHT - (frozen ? 0 : top);
-    const x = ROW_HEADER_WIDTH + (column - 1) * COLUMN_WIDTH - left;
+    const x = ROW_HEADER_WIDTH + this.columnLeft(column) - left;
     this.input.style.transform = `translate(${x}px, ${y}px)`;
+    const width = `${this.columnWidth(column)}px`;
+    // The editor is never narrower than a default column (a narrow column's content
+    // still fits while it is typed).
+    const minWidth = `${Math.max(this.columnWidth(column), COLUMN_WIDTH)}px`;
+    if (this.input.style.width !== width) this.input.style.width = width;
+    if (this.input.style.minWidth !== minWidth) this.input.style.minWidth = minWidth;
   }
 
   closeEditor() {
@@ -1085,15 +1322,29 @@ export class VirtualGrid {
     this.render();
   }
 
-  /** @param {[number, number]|null} move */
+  /**
+   * Ends the edit and moves by `move`. A Tab (a move to the right) starts or continues a
+   * run; Enter after a run goes down to the column the run started in, as spreadsheets
+   * do when a row is typed in.
+   * @param {[number, number]|null} move
+   */
   commitEditing(move) {
     if (!this.editing) return;
     const {row, column, baseSeq} = this.editing;
     const text = this.input.value;
     this.closeEditor();
     this.onCommit({row, column, text, baseSeq});
-    if (move) this.setActive(row + move[0], column + move[1]);
-    else this.render();
+    const tabStart = this.tabStart;
+    if (move && move[0] === 0 && move[1] === 1) {
+      this.setActive(row, column + 1);
+      this.tabStart = tabStart ?? column;
+    } else if (move && move[0] === 1 && move[1] === 0 && tabStart !== null) {
+      this.setActive(row + 1, tabStart);
+    } else if (move) {
+      this.setActive(row + move[0], column + move[1]);
+    } else {
+      this.render();
+    }
   }
 
   clearSelection() {
@@ -1192,18 +1443,26 @@ export class VirtualGrid {
           complete = false;
           break;
         }
-        line.push(editValue(cell.value));
+        // As the editor shows it ("5%", a date as typed): pasted, it reads back the same.
+        line.push(editText(cell.value, cell.format, navigator.language));
       }
       rows.push(line);
     }
     if (complete) {
-      event.clipboardData?.setData('text/plain', toTsv(rows));
+      const text = toTsv(rows);
+      event.clipboardData?.setData('text/plain', text);
+      this.copied = {text, row: rect.firstRow, column: rect.firstColumn};
       return;
     }
+    this.copied = null;
     // Not all loaded: read the range, then write the clipboard asynchronously.
-    this.readRect(rect)
-      .then((values) => navigator.clipboard.writeText(
-        toTsv(values.map((line) => line.map((v) => editValue(v))))))
+    this.loadTile(rangeRef(rect.firstRow, rect.firstColumn, rect.lastRow, rect.lastColumn))
+      .then((data) => {
+        const text = toTsv(data.rows.map((line, i) => line.map((v, j) =>
+          editText(v, data.formats?.[i]?.[j] || '', navigator.language))));
+        this.copied = {text, row: rect.firstRow, column: rect.firstColumn};
+        return navigator.clipboard.writeText(text);
+      })
       .catch(() => {});
   }
 
@@ -1224,7 +1483,11 @@ export class VirtualGrid {
     const width = Math.max(...rows.map((r) => r.length));
     const rect = {firstRow: row, firstColumn: column, lastRow: row + rows.length - 1,
                   lastColumn: column + width - 1};
-    this.onPaste({row, column, rows, baseSeq: this.seqOfRect(rect)});
+    // Copied here (the same text on the clipboard): formulas move with the cells.
+    const copied = this.copied && this.copied.text.replace(/\r\n?/g, '\n') === text.replace(/\r\n?/g, '\n')
+      ? this.copied : null;
+    const shift = copied ? {rows: row - copied.row, columns: column - copied.column} : null;
+    this.onPaste({row, column, rows, baseSeq: this.seqOfRect(rect), shift});
     const anchor = {row: rect.lastRow, column: rect.lastColumn};
     this.setActive(row, column);
     this.anchor = anchor;

@@ -4,17 +4,25 @@
 // (undo.js), the rows-and-columns menu, freezing row 1, "snapshot now", the history bar
 // (the sheet as of any seq, read-only: every write is refused, visibly, until the view
 // is back at the head), and the grid, whose edits go through the EditQueue (pending,
-// retried, judged per cell on conflict).
-import {cellRef, columnName, displayValue, editValue, parseInput, parseRef} from '../a1.js';
+// retried, judged per cell on conflict). Formulas show their values (formulas.js, over
+// the sheet's used range read at the seq shown); entries are read as a spreadsheet reads
+// them (parseEntry: "1,234.50", "5%", "$12", dates become numbers with a number format
+// kept on the cell through the API's per-cell format); pasted formulas move with the
+// cells; column widths (dragged on the header) are kept per sheet in localStorage, the
+// API having no column metadata; Ctrl+F finds in values and formulas.
+import {cellRef, columnName, displayValue, editText, isDayFormat, parseEntry, parseRef, shiftFormula}
+  from '../a1.js';
 import {get, post, query, sheetPath} from '../api.js';
 import {EditQueue} from '../edits.js';
 import {cellsOf, describeEntry} from '../entries.js';
-import {formatNumber, formatTime} from '../format.js';
+import {formatCell, formatNumber, formatTime} from '../format.js';
+import {FormulaEvaluator, SheetCells, findCells, isCellError, isFormula, nextMatch} from '../formulas.js';
 import {GRID_COLUMNS, GRID_ROWS, VirtualGrid, historyKey} from '../grid.js';
 import {badge, button, clear, el, toast} from '../ui.js';
 import {UndoHistory} from '../undo.js';
 
 const FREEZE_KEY = 'sheetlog.freeze.';
+const WIDTHS_KEY = 'sheetlog.widths.';
 // The undo history of each sheet for this page session: it outlives a visit to another
 // tab of the sheet (a reload starts afresh).
 /** @type {Map<string, UndoHistory>} */
@@ -33,6 +41,15 @@ const REFUSAL_MS = 2500;
 export function viewSeq(seq, firstSeq, head) {
   if (seq === null || !Number.isFinite(seq) || seq >= head) return null;
   return Math.max(seq, firstSeq);
+}
+
+/**
+ * A value as the grid shows it under its format: errors as their code.
+ * @param {any} value
+ * @param {string} format
+ */
+function shownText(value, format) {
+  return isCellError(value) ? value.error : formatCell(value, format);
 }
 
 /**
@@ -151,8 +168,11 @@ export function renderGridTab(body, ctx, params) {
   const redoButton = button('Redo', () => redo(), 'small', {
     id: 'redo', 'aria-keyshortcuts': 'Control+Y Control+Shift+Z Meta+Shift+Z', disabled: true,
   });
+  const findButton = button('Find', () => openFind(), 'small', {
+    id: 'find-open', 'aria-keyshortcuts': 'Control+F Meta+F', title: 'Find in the sheet (Ctrl+F)',
+  });
   const tools = el('div.grid-tools', {}, undoButton, redoButton, structureMenu, freezeButton,
-                   snapshotButton);
+                   snapshotButton, findButton);
 
   // History bar: the grid as of any seq of the retained log.
   const slider = /** @type {HTMLInputElement} */ (el('input.history-slider', {
@@ -188,7 +208,7 @@ export function renderGridTab(body, ctx, params) {
     loadTile: (range, signal) =>
       get(sheetPath(id, '/cells') + query({range, at: state.at}), {signal}),
     onCommit: ({row, column, text, baseSeq}) => commit(row, column, text, baseSeq),
-    onPaste: ({row, column, rows, baseSeq}) => paste(row, column, rows, baseSeq),
+    onPaste: ({row, column, rows, baseSeq, shift}) => paste(row, column, rows, baseSeq, shift),
     onClear: ({rect, baseSeq}) => clearRect(rect, baseSeq),
     onActiveChange: showActive,
     usedRange,
@@ -199,7 +219,184 @@ export function renderGridTab(body, ctx, params) {
     onUndo: () => undo(),
     onRedo: () => redo(),
     onReadOnly: () => refuseReadOnly('edit'),
+    evaluate: (row, column) => computed(row, column),
+    onColumnWidths: (widths) => {
+      try {
+        if (widths.size === 0) localStorage.removeItem(WIDTHS_KEY + id);
+        else localStorage.setItem(WIDTHS_KEY + id, JSON.stringify([...widths]));
+      } catch { /* storage disabled */ }
+    },
   });
+
+  // --- formulas: the sheet's cells at the seq shown, computed on demand ---
+  const sheetCells = new SheetCells({
+    usedRange: (at) => get(sheetPath(id, '/used-range') + query({at})).then((r) => ({
+      lastRow: r.last_row, lastColumn: r.last_column,
+    })),
+    read: (range, at) => get(sheetPath(id, '/cells') + query({range, at})),
+  });
+  /**
+   * A cell's content for formulas: the user's value on its way, else the loaded tile's,
+   * else the sheet read for formulas.
+   * @param {number} row
+   * @param {number} column
+   */
+  function content(row, column) {
+    const mine = grid.overlayAt(row, column);
+    if (mine) return mine.value;
+    const loaded = grid.serverCellAt(row, column);
+    if (loaded) return loaded.value;
+    return sheetCells.get(row, column) ?? null;
+  }
+  // Ranges and whole columns end at the used range (or the loaded cells, whichever is
+  // further: the user's own values on their way may be beyond it).
+  /** @type {{version: number, lastRow: number, lastColumn: number}} */
+  let extent = {version: -1, lastRow: 0, lastColumn: 0};
+  const evaluator = new FormulaEvaluator(content, () => {
+    if (extent.version !== grid.version) {
+      const loaded = grid.loadedExtent();
+      extent = {version: grid.version, lastRow: Math.max(sheetCells.lastRow, loaded.lastRow),
+                lastColumn: Math.max(sheetCells.lastColumn, loaded.lastColumn)};
+    }
+    return extent;
+  });
+  let evaluatedVersion = -1;
+  /**
+   * A formula's value (undefined when the sheet is too big to have been read for it and
+   * its cells are not loaded: the grid then shows the value the import cached, if any).
+   * @param {number} row
+   * @param {number} column
+   */
+  function computed(row, column) {
+    formulasSeen = true;
+    if (cellsStale) {
+      cellsStale = false;
+      queueMicrotask(() => refreshFormulas());
+    }
+    // A sheet too big to read whole: a value the import cached stands (the cells the
+    // formula needs may not be loaded).
+    if (!sheetCells.complete) {
+      const cached = grid.serverCellAt(row, column)?.cached;
+      if (cached !== null && cached !== undefined) return undefined;
+    }
+    if (grid.version !== evaluatedVersion) {
+      evaluatedVersion = grid.version;
+      evaluator.reset();
+    }
+    return evaluator.value(row, column);
+  }
+  // The sheet is read for formulas only once one is shown (or Find is open): a sheet
+  // without formulas costs no more than its tiles. One read at a time; a change
+  // meanwhile reads again after it.
+  let formulasSeen = false;
+  let cellsStale = true;
+  let cellsLoading = false;
+  let cellsDirty = false;
+  async function refreshFormulas() {
+    if (!formulasSeen && !find.open) {
+      cellsStale = true;
+      return;
+    }
+    cellsStale = false;
+    if (cellsLoading) {
+      cellsDirty = true;
+      return;
+    }
+    cellsLoading = true;
+    try {
+      do {
+        cellsDirty = false;
+        try {
+          if (await sheetCells.load(state.at, cellRef)) {
+            grid.version++;
+            grid.queueRender();
+            showActive(grid.active.row, grid.active.column, grid.cellAt(grid.active.row, grid.active.column));
+            if (find.open) findAgain();
+          }
+        } catch { /* the server is unreachable: the grid says so; the next change retries */ }
+      } while (cellsDirty);
+    } finally {
+      cellsLoading = false;
+    }
+  }
+
+  // --- find (Ctrl+F): in the shown values and in the formulas ---
+  const findInput = /** @type {HTMLInputElement} */ (el('input.input.find-input#find-input', {
+    type: 'search', spellcheck: 'false', autocomplete: 'off', placeholder: 'Find in sheet',
+    'aria-label': 'Find in sheet',
+    oninput: () => findAgain(),
+    onkeydown(/** @type {KeyboardEvent} */ event) {
+      if (event.key === 'Enter') {
+        event.preventDefault();
+        findStep(event.shiftKey ? -1 : 1);
+      } else if (event.key === 'Escape') {
+        event.preventDefault();
+        closeFind();
+      }
+    },
+  }));
+  const findStatus = el('span.find-status#find-status', {role: 'status', 'aria-live': 'polite'});
+  const findBar = el('div.find-bar#find-bar', {hidden: true, role: 'search'},
+                     findInput, findStatus,
+                     button('Previous', () => findStep(-1), 'small', {'aria-keyshortcuts': 'Shift+Enter'}),
+                     button('Next', () => findStep(1), 'small', {'aria-keyshortcuts': 'Enter'}),
+                     button('Close', () => closeFind(), 'small', {'aria-keyshortcuts': 'Escape'}));
+  gridHost.before(findBar);
+  /** @type {{open: boolean, matches: {row: number, column: number}[], index: number}} */
+  const find = {open: false, matches: [], index: -1};
+  function openFind() {
+    find.open = true;
+    findBar.hidden = false;
+    if (cellsStale) refreshFormulas();
+    findInput.focus();
+    findInput.select();
+    findAgain();
+  }
+  function closeFind() {
+    find.open = false;
+    findBar.hidden = true;
+    find.matches = [];
+    find.index = -1;
+    grid.setFound(null);
+    grid.focus();
+  }
+  // The matches for what the find box holds, from the sheet read for formulas (the whole
+  // used range) and the user's values on their way.
+  function findAgain() {
+    const needle = findInput.value;
+    /** @type {Map<string, any>} */
+    const cells = new Map(sheetCells.cells);
+    for (const [key, mine] of grid.overlay) cells.set(key, mine.value);
+    find.matches = findCells([...cells].filter(([, v]) => v !== null && v !== ''), needle, (row, column, value) => {
+      const format = grid.serverCellAt(row, column)?.format || sheetCells.formats.get(`${row}:${column}`) || '';
+      return shownText(isFormula(value) ? computed(row, column) : value, format);
+    });
+    find.index = -1;
+    if (needle && find.matches.length) {
+      findStep(1, true);
+    } else {
+      grid.setFound(null);
+      findStatus.textContent = needle ? (sheetCells.complete ? 'No match' : 'No match in the cells read') : '';
+    }
+  }
+  /**
+   * @param {1|-1} step
+   * @param {boolean} [fromActive] start at the active cell itself (a new search)
+   */
+  function findStep(step, fromActive = false) {
+    if (find.matches.length === 0) return;
+    const at = find.index >= 0 && !fromActive ? find.matches[find.index] : grid.active;
+    let i = nextMatch(find.matches, at, step);
+    if (fromActive) {
+      const same = find.matches.findIndex((m) => m.row === grid.active.row && m.column === grid.active.column);
+      if (same >= 0) i = same;
+    }
+    find.index = i;
+    const match = find.matches[i];
+    grid.setActive(match.row, match.column);
+    grid.setFound(match);
+    findStatus.textContent = `${i + 1} of ${find.matches.length}`;
+  }
 
   const edits = new EditQueue({
     sheetId: id,
@@ -211,6 +408,7 @@ export function renderGridTab(body, ctx, params) {
       ctx.nextSeq = Math.max(ctx.nextSeq, nextSeq);
       ctx.feed?.refresh();
       grid.invalidate();
+      refreshFormulas();
     },
     onChange: showEdits,
   });
@@ -285,6 +483,11 @@ export function renderGridTab(body, ctx, params) {
   // hands the keys to the grid (onUndo, onRedo).
   /** @param {KeyboardEvent} event */
   function onPageKey(event) {
+    if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === 'f') {
+      event.preventDefault();  // the sheet's find, not the browser's (it sees only the view)
+      openFind();
+      return;
+    }
     const action = historyKey(event);
     if (!action || event.defaultPrevented) return;
     const target = /** @type {HTMLElement} */ (event.target);
@@ -321,10 +524,15 @@ export function renderGridTab(body, ctx, params) {
       return;
     }
     if (!typing) formulaEdit = null;
-    formulaInput.value = cell ? editValue(cell.value) : '';
+    formulaInput.value = cell ? editText(cell.value, cell.format, navigator.language) : '';
     const parts = [];
-    if (cell && cell.cached !== null && cell.cached !== undefined) {
-      parts.push(badge(`= ${displayValue(cell.cached)}`, 'info'));
+    if (cell && isFormula(cell.value)) {
+      const result = computed(row, column);
+      const shown = result !== undefined ? result : cell.cached;
+      if (shown !== null && shown !== undefined) {
+        parts.push(badge(`= ${isCellError(shown) ? shown.error : displayValue(shown)}`,
+                         isCellError(shown) ? 'error' : 'info'));
+      }
     }
     if (cell && cell.format) parts.push(badge(`format ${cell.format}`, 'muted'));
     clear(cellInfo, parts);
@@ -407,13 +615,22 @@ export function renderGridTab(body, ctx, params) {
       refuseReadOnly('edit');
       return;
     }
-    const value = parseInput(text);
+    const entry = parseEntry(text, navigator.language);
+    const value = entry.value;
     const before = grid.cellAt(row, column);
-    if (before && sameValue(before.value, value)) return;
+    // The cell's format as shown: the one an edit on its way gives it, else the server's.
+    const kept = before?.format || '';
+    // The same value is no edit, in a form that gives another format of the same kind
+    // too (a date edited as ISO keeps its day format).
+    const sameForm = !entry.format || entry.format === kept || (isDayFormat(entry.format) && isDayFormat(kept));
+    if (before && sameValue(before.value, value) && sameForm) return;
     if (!before && value === null) return;
-    const format = grid.serverCellAt(row, column)?.format || '';
+    // A number typed in a display form ("5%") takes that form's format; otherwise the
+    // cell keeps the one it has.
+    const format = entry.format && !(isDayFormat(entry.format) && isDayFormat(kept)) ? entry.format : kept;
     const body = {ref: cellRef(row, column), value, ...(format ? {format} : {})};
     record({type: 'SetCell', body}, [{row, column, value}], baseSeq);
+    if (format) grid.setOverlayFormat(row, column, format);
   }
 
   /**
@@ -433,8 +650,10 @@ export function renderGridTab(body, ctx, params) {
    * @param {number} column
    * @param {string[][]} rows
    * @param {number|null} baseSeq
+   * @param {{rows: number, columns: number}|null} shift the offset from where the cells
+   *        were copied in this grid (their formulas move by it), null for outside text
    */
-  function paste(row, column, rows, baseSeq) {
+  function paste(row, column, rows, baseSeq, shift) {
     if (state.at !== null) {
       refuseReadOnly('paste');
       return;
@@ -444,10 +663,31 @@ export function renderGridTab(body, ctx, params) {
       toast('The pasted range does not fit on the sheet from here', 'warning');
       return;
     }
-    const values = rows.map((r) => r.map((text) => parseInput(text)));
+    const parsed = rows.map((r) => r.map((text) => {
+      const entry = parseEntry(text, navigator.language);
+      if (shift && isFormula(entry.value) && (shift.rows || shift.columns)) {
+        entry.value = `=${shiftFormula(entry.value.slice(1), shift.rows, shift.columns)}`;
+      }
+      return entry;
+    }));
+    /** @type {{row: number, column: number, value: any}[]} */
     const cells = [];
-    values.forEach((r, i) => r.forEach((value, j) => cells.push({row: row + i, column: column + j, value})));
-    record({type: 'SetCells', body: {at: cellRef(row, column), rows: values}}, cells, baseSeq);
+    parsed.forEach((r, i) => r.forEach((e, j) => cells.push({row: row + i, column: column + j, value: e.value})));
+    if (parsed.some((r) => r.some((e) => e.format))) {
+      // Formats go with each cell: the cells form of SetCells.
+      /** @type {Record<string, any>} */
+      const map = {};
+      parsed.forEach((r, i) => r.forEach((e, j) => {
+        map[cellRef(row + i, column + j)] = e.format ? {value: e.value, format: e.format} : e.value;
+      }));
+      record({type: 'SetCells', body: {cells: map}}, cells, baseSeq);
+      parsed.forEach((r, i) => r.forEach((e, j) => {
+        if (e.format) grid.setOverlayFormat(row + i, column + j, e.format);
+      }));
+    } else {
+      record({type: 'SetCells', body: {at: cellRef(row, column), rows: parsed.map((r) => r.map((e) => e.value))}},
+             cells, baseSeq);
+    }
   }
 
   /**
@@ -531,6 +771,7 @@ export function renderGridTab(body, ctx, params) {
       ctx.nextSeq = Math.max(ctx.nextSeq, done.next_seq || done.seq + 1);
       ctx.feed?.refresh();
       grid.invalidate();
+      refreshFormulas();
       // The cells the undo history addresses have moved: it cannot be followed any more.
       const forgot = steps.canUndo() || steps.canRedo();
       steps.clear();
@@ -599,6 +840,7 @@ export function renderGridTab(body, ctx, params) {
     if (seq !== null) formulaEdit = null;
     grid.setReadOnly(seq !== null);  // an edit under way is dropped
     grid.invalidate();
+    refreshFormulas();
     liveButton.hidden = seq === null;
     historyBar.classList.toggle('history-active', seq !== null);
     syncWriteControls();
@@ -635,13 +877,17 @@ export function renderGridTab(body, ctx, params) {
       changed.push(...cellsOf(entry));
     }
     grid.invalidate();
+    refreshFormulas();
     if (changed.length) grid.flash(changed);
   };
   ctx.listeners.add(listener);
 
   try {
     if (localStorage.getItem(FREEZE_KEY + id)) setFrozen(true);
-  } catch { /* storage disabled */ }
+    const widths = JSON.parse(localStorage.getItem(WIDTHS_KEY + id) || '[]');
+    if (Array.isArray(widths) && widths.length) grid.setColumnWidths(new Map(widths));
+  } catch { /* storage disabled, or not what this page wrote */ }
+  if (initialAt === null || initialAt === '') refreshFormulas();
   syncHistoryBar();
   syncWriteControls();
   if (initialAt !== null && initialAt !== '') travelTo(Number(initialAt));

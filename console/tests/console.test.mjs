@@ -291,7 +291,7 @@ describe('console', () => {
 
     await page.reload();
     await waitForCellText(page, 'B2', '42');
-    await waitForCellText(page, 'C3', '=B2*2');
+    await waitForCellText(page, 'C3', '84');  // the formula's value; the bar shows =B2*2
     await waitForCellText(page, 'B6', '日本語');
     assert.equal(await page.getAttribute('[role="grid"]', 'aria-rowcount'), '1048577');
     assert.ok(await page.locator('[role="gridcell"][data-ref="B2"]').count() === 1);
@@ -1201,6 +1201,202 @@ print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, m
     await page.goto(`${server.url}/console/functions`);
     await page.waitForSelector('#invocations-table');
     await page.screenshot({path: path.join(screenshotDir, 'console-functions.png')});
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  test('formulas show their values, recomputed as cells change here and elsewhere; errors as spreadsheets show them',
+       TEST_OPTIONS, async () => {
+    const sheet = await createSheet(server, {name: 'formulas'});
+    await append(server, sheet, 'SetCells', {at: 'A1', rows: [
+      ['Item', 'Amount', 'Errors'],
+      ['Rent', 420.5, '=B2/0'],
+      ['Food', 380.09, '=NOSUCHFUNCTION(1)'],
+      ['Fuel', 500, '=C5'],
+      ['Misc', 380, '=C4'],
+      ['Total', '=SUM(B2:B5)', '="a"+1'],
+      ['Twice', '=B6*2', '=#REF!+1'],
+      ['Far', '=Z500+MAX(B2:B5)', '=UPPER(A2)'],
+    ]});
+    // Z500: outside the tiles the view loads; a formula still sees it.
+    await append(server, sheet, 'SetCell', {ref: 'Z500', value: 7});
+    const page = await browser.page();
+    await openSheet(page, server, sheet);
+    await waitForCellText(page, 'B6', '1680.59');
+    await waitForCellText(page, 'B7', '3361.18');
+    await waitForCellText(page, 'B8', '507');
+    await waitForCellText(page, 'C2', '#DIV/0!');
+    await waitForCellText(page, 'C3', '#NAME?');
+    await waitForCellText(page, 'C4', '#CYCLE!');
+    await waitForCellText(page, 'C5', '#CYCLE!');
+    await waitForCellText(page, 'C6', '#VALUE!');
+    await waitForCellText(page, 'C7', '#REF!');
+    await waitForCellText(page, 'C8', 'RENT');
+    // The formula bar shows the formula, the cell its value.
+    await page.click('.grid-cell[data-ref="B6"]');
+    assert.equal(await page.inputValue('#formula-input'), '=SUM(B2:B5)');
+    await page.waitForSelector('.cell-info :text("= 1680.59")');
+    // Typed here: the total follows at once (the value on its way counts), and stays.
+    await page.click('.grid-cell[data-ref="B2"]');
+    await page.keyboard.type('500');
+    await page.keyboard.press('Enter');
+    await waitForCellText(page, 'B6', '1760.09');
+    await waitForCellText(page, 'B7', '3520.18');
+    await waitUntil('B2 saved', async () => (await cellValue(server, sheet, 'B2')) === 500);
+    // Another client's change: the page hears of it and recomputes.
+    await append(server, sheet, 'SetCell', {ref: 'B3', value: 400});
+    await waitForCellText(page, 'B6', '1780');
+    await append(server, sheet, 'SetCell', {ref: 'Z500', value: 1000});
+    await waitForCellText(page, 'B8', '1500');
+    // Breaking the cycle mends both cells.
+    await append(server, sheet, 'SetCell', {ref: 'C5', value: 5});
+    await waitForCellText(page, 'C4', '5');
+    // A few thousand formulas: the page shows their total, and follows a change.
+    const rows = [];
+    for (let r = 1; r <= 3000; r++) rows.push([r, `=A${r}*2`]);
+    const big = await createSheet(server, {name: 'many formulas'});
+    await append(server, big, 'SetCells', {at: 'A1', rows});
+    await append(server, big, 'SetCell', {ref: 'C1', value: '=SUM(B1:B3000)'});
+    await openSheet(page, server, big);
+    await waitForCellText(page, 'C1', String(3000 * 3001));
+    await append(server, big, 'SetCell', {ref: 'A3000', value: 0});
+    await waitForCellText(page, 'C1', String(3000 * 3001 - 6000));
+    await page.screenshot({path: path.join(screenshotDir, 'console-formulas.png')});
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  test('entry as in a spreadsheet: Tab…Enter, numbers typed in display forms, pasted formulas move',
+       TEST_OPTIONS, async () => {
+    const sheet = await createSheet(server, {name: 'entry'});
+    const page = await browser.page();
+    await openSheet(page, server, sheet);
+    // Tab, Tab, Enter: the next row, in the column the run started in.
+    await page.click('.grid-cell[data-ref="B1"]');
+    for (const text of ['x', 'y']) {
+      await page.keyboard.type(text);
+      await page.keyboard.press('Tab');
+    }
+    await page.keyboard.type('z');
+    await page.keyboard.press('Enter');
+    assert.equal(await activeRef(page), 'B2');
+    await waitUntil('D1 = z', async () => (await cellValue(server, sheet, 'D1')) === 'z');
+    // Numbers in display forms: numbers on the server, with the format that shows them so.
+    const typed = [['A3', '1,234.50', 1234.5, '#,##0.00'], ['A4', '5%', 0.05, '0%'],
+                   ['A5', '$12', 12, '$#,##0'], ['A6', '2026-12-07', 46363, 'yyyy-mm-dd'],
+                   ['A7', '12/7/2026', 46363, 'm/d/yyyy']];
+    await page.click('.grid-cell[data-ref="A3"]');
+    for (const [, text] of typed) {
+      await page.keyboard.type(text);
+      await page.keyboard.press('Enter');
+    }
+    await waitUntil('A7 saved', async () => (await cellValue(server, sheet, 'A7')) === 46363);
+    const read = (await api(server, 'GET', `/v1/sheets/${sheet}/cells?range=A3:A7`)).body;
+    assert.deepEqual(read.rows.map((r) => r[0]), typed.map((t) => t[2]));
+    assert.deepEqual(read.formats.map((r) => r[0]), typed.map((t) => t[3]));
+    await page.reload();
+    await page.waitForSelector('.grid-cell[data-ref="A1"]:not(.grid-loading)');
+    for (const [ref, text] of typed) await waitForCellText(page, ref, text);
+    // A formula copied here and pasted one row down and one column right: its relative
+    // references move, $-anchored ones stay (the server's rule for imports).
+    await append(server, sheet, 'SetCells', {at: 'A10', rows: [[1, '=A10*2', '=$A$10+A10']]});
+    await waitForCellText(page, 'B10', '2');
+    await page.click('.grid-cell[data-ref="B10"]');
+    await page.click('.grid-cell[data-ref="C10"]', {modifiers: ['Shift']});
+    await page.keyboard.press('Control+C');
+    await page.click('.grid-cell[data-ref="C11"]');
+    await page.keyboard.press('Control+V');
+    await waitUntil('pasted', async () => (await cellValue(server, sheet, 'D11')) === '=$A$10+B11');
+    assert.equal(await cellValue(server, sheet, 'C11'), '=B11*2');
+    // Text from elsewhere pastes as it is, numbers in display forms with their formats.
+    await page.evaluate(() => navigator.clipboard.writeText('=A1\t5%\t$3\r\n'));
+    await page.click('.grid-cell[data-ref="E1"]');
+    await page.keyboard.press('Control+V');
+    await waitUntil('G1 = 3', async () => (await cellValue(server, sheet, 'G1')) === 3);
+    const pasted = (await api(server, 'GET', `/v1/sheets/${sheet}/cells?range=E1:G1`)).body;
+    assert.deepEqual(pasted.rows, [['=A1', 0.05, 3]]);
+    assert.deepEqual(pasted.formats, [['', '0%', '$#,##0']]);
+    await waitForCellText(page, 'F1', '5%');
+    // Copied, a percentage is "5%" (as shown and as typed), and pasted it stays one.
+    await page.keyboard.press('ArrowRight');
+    assert.equal(await activeRef(page), 'F1');
+    await page.keyboard.press('Control+C');
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), '5%');
+    await page.click('.grid-cell[data-ref="F2"]');
+    await page.keyboard.press('Control+V');
+    await waitForCellText(page, 'F2', '5%');
+    assert.deepEqual((await api(server, 'GET', `/v1/sheets/${sheet}/cells?range=F2:F2`)).body.formats, [['0%']]);
+    // F2 on a percentage edits "5%"; Enter changes nothing.
+    const quiet = await nextSeq(server, sheet);
+    await page.keyboard.press('F2');
+    assert.equal(await page.inputValue('.grid-input'), '5%');
+    await page.keyboard.press('Enter');
+    // Then a real edit: it is the only entry appended.
+    await page.keyboard.type('x');
+    await page.keyboard.press('Enter');
+    await waitUntil('F3 = x', async () => (await cellValue(server, sheet, 'F3')) === 'x');
+    assert.equal(await nextSeq(server, sheet), quiet + 1);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  test('columns resize by dragging the header edge (kept for the sheet); Ctrl+F finds values and formulas',
+       TEST_OPTIONS, async () => {
+    const sheet = await createSheet(server, {name: 'widths and find'});
+    await append(server, sheet, 'SetCells', {at: 'A1', rows: [['apples', 3], ['pears', '=B1*2'],
+                                                              ['total', '=SUM(B1:B2)']]});
+    await append(server, sheet, 'SetCell', {ref: 'C300', value: 'Pear tree'});
+    const page = await browser.page();
+    await openSheet(page, server, sheet);
+    await waitForCellText(page, 'B3', '9');
+    const head = page.locator('.grid-column-head[data-column="2"]');
+    const box = await head.boundingBox();
+    const cellBefore = await page.locator('.grid-cell[data-ref="C1"]').boundingBox();
+    await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width + 40, box.y + box.height / 2);
+    await page.mouse.move(box.x + box.width + 78, box.y + box.height / 2);
+    await page.mouse.up();
+    const widened = await head.boundingBox();
+    assert.ok(Math.abs(widened.width - (box.width + 80)) <= 2, `B is ${widened.width} px wide`);
+    const cellAfter = await page.locator('.grid-cell[data-ref="C1"]').boundingBox();
+    assert.ok(Math.abs(cellAfter.x - (cellBefore.x + 80)) <= 2, 'C moved right by what B grew');
+    // Clicking a cell still selects the cell under the pointer.
+    await page.click('.grid-cell[data-ref="C2"]');
+    assert.equal(await activeRef(page), 'C2');
+    await page.reload();
+    await page.waitForSelector('.grid-cell[data-ref="A1"]:not(.grid-loading)');
+    const kept = await page.locator('.grid-column-head[data-column="2"]').boundingBox();
+    assert.ok(Math.abs(kept.width - widened.width) <= 1, 'the width is kept for the sheet');
+
+    // Find: Ctrl+F, matches in reading order (values shown, formulas' text), Enter and
+    // Shift+Enter go on and back, the match is highlighted and scrolled to.
+    await waitForCellText(page, 'B3', '9');
+    await page.click('.grid-cell[data-ref="A1"]');
+    await page.keyboard.press('Control+F');
+    assert.equal(await focused(page), 'find-input');
+    await page.keyboard.type('pear');
+    await page.waitForFunction(() => document.querySelector('#find-status').textContent === '1 of 2');
+    assert.equal(await activeRef(page), 'A2');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('#find-status').textContent === '2 of 2');
+    assert.equal(await activeRef(page), 'C300');
+    await page.waitForSelector('.grid-cell.grid-found[data-ref="C300"]');
+    await page.keyboard.press('Shift+Enter');
+    await page.waitForFunction(() => document.querySelector('#find-status').textContent === '1 of 2');
+    assert.equal(await activeRef(page), 'A2');
+    // A formula's text ("SUM") and its value ("9") are both found.
+    await page.fill('#find-input', 'sum(');
+    await page.waitForFunction(() => document.querySelector('#find-status').textContent === '1 of 1');
+    assert.equal(await activeRef(page), 'B3');
+    await page.fill('#find-input', '9');
+    await page.waitForFunction(() => document.querySelector('#find-status').textContent === '1 of 1');
+    await page.fill('#find-input', 'nothing like it');
+    await page.waitForFunction(() => document.querySelector('#find-status').textContent === 'No match');
+    await page.keyboard.press('Escape');
+    assert.equal(await page.isHidden('#find-bar'), true);
+    assert.equal(await page.locator('.grid-found').count(), 0);
+    assert.equal(await page.evaluate(() => document.activeElement.classList.contains('grid-input')), true);
     assert.deepEqual(page.errors, []);
     await page.close();
   });
