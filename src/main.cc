@@ -6,18 +6,25 @@
 
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "emulator/env/clock.h"
+#include "emulator/table/request_units.h"
 #include "src/api/server.h"
 #include "src/app/app.h"
+#include "src/app/seed.h"
 #include "src/cli/cli.h"
+#include "src/log/event_log.h"
 #include "src/log_output.h"
 #include "src/serve_config.h"
 #include "src/version.h"
@@ -95,6 +102,195 @@ bool StdoutIsTheJournal() {
   return own == stream;  // not when inherited by a child whose output goes elsewhere
 }
 
+// Present in a SQLite data directory while a seed loads into it: a start that finds it
+// knows the directory holds a seed that never finished (a crash, a kill) and nothing
+// else, and starts it again from empty.
+constexpr const char* kSeedingMarker = ".sheetlog-seeding";
+
+// Removes everything inside `dir` but the seeding marker, leaving `dir` itself (it may
+// be a mount point); then the marker too when `marker_too`. The marker goes last, so a
+// crash in the middle still leaves a directory the next start empties again.
+void EmptyDirectory(const std::string& dir, bool marker_too) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> doomed;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().filename() != kSeedingMarker) doomed.push_back(it->path());
+  }
+  std::error_code ignored;
+  for (const std::filesystem::path& path : doomed) {
+    std::filesystem::remove_all(path, ignored);
+  }
+  if (marker_too)
+    std::filesystem::remove(std::filesystem::path(dir) / kSeedingMarker, ignored);
+}
+
+// What `serve --seed` does around App::Open (src/app/seed.h for the layout).
+//
+// Before anything is written, every seed file is read and checked (ReadSeed). Whether
+// the store is empty: a SQLite data directory that is missing or empty (or holds only
+// the marker of a seed that never finished); --in-memory, always; PostgreSQL, no sheet
+// in the store (checked once open). A store with data is left alone, with one log
+// line. A seed that fails while loading leaves the store as it was: a SQLite data
+// directory emptied again, the sheets made on PostgreSQL deleted; so the next start
+// tries the seed again.
+class Seeding {
+ public:
+  explicit Seeding(std::string dir) : dir_(std::move(dir)) {}
+  ~Seeding() {
+    if (!temp_dir_.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(temp_dir_, ignored);
+    }
+  }
+
+  // Before App::Open: reads the seed, decides whether it loads, and restores a backup.
+  // May change `options` (a backup restored for --in-memory goes to a temporary
+  // directory of its own).
+  Status PrepareStore(AppOptions& options) {
+    const auto start = std::chrono::steady_clock::now();
+    Result<Seed> read = ReadSeed(dir_, options.inline_limit);
+    read_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count();
+    if (!read.ok()) return InvalidArgument("seed refused: " + read.status().message());
+    seed_ = std::move(*read);
+    sqlite_ = options.postgres_store.empty();
+    if (seed_->backup && (!sqlite_ || options.s3_blobs)) {
+      return InvalidArgument("seed refused: " + dir_ +
+                             " is a backup, which seeds only the SQLite store with the "
+                             "directory blob store (no --store postgres://, no --blobs)");
+    }
+    if (sqlite_ && !options.in_memory) {
+      namespace fs = std::filesystem;
+      const fs::path data(options.data_dir);
+      std::error_code ec;
+      if (fs::exists(data / kSeedingMarker, ec)) {
+        spdlog::warn(
+            "seed: the previous start's seed of {} did not finish; emptying it "
+            "and seeding again from {}",
+            options.data_dir, dir_);
+        EmptyDirectory(options.data_dir, /*marker_too=*/false);
+      } else if (fs::exists(data, ec) && !fs::is_empty(data, ec)) {
+        spdlog::info("seed {} skipped: data directory {} already holds data", dir_,
+                     options.data_dir);
+        seed_.reset();
+        return Status::OK();
+      }
+      fs::create_directories(data, ec);
+      marker_ = (data / kSeedingMarker).string();
+      if (ec || !std::ofstream(marker_).good()) {
+        return Internal("seed: cannot write " + marker_);
+      }
+      data_dir_ = options.data_dir;
+    }
+    if (!seed_->backup) return Status::OK();
+    if (options.in_memory) {
+      std::error_code ec;
+      const std::filesystem::path base = std::filesystem::exists("/dev/shm", ec)
+                                             ? "/dev/shm"
+                                             : std::filesystem::temp_directory_path();
+      std::string pattern = (base / "sheetlog-mem-XXXXXX").string();
+      if (mkdtemp(pattern.data()) == nullptr) {
+        return Internal("seed: cannot create a temporary data directory under " +
+                        base.string());
+      }
+      temp_dir_ = pattern;
+      options.in_memory = false;  // this directory, removed at exit by ~Seeding
+      options.data_dir = temp_dir_;
+    }
+    Result<RestoreReport> restored = RestoreBackup(
+        dir_, (std::filesystem::path(options.data_dir) / "sheetlog.db").string(),
+        (std::filesystem::path(options.data_dir) / "blobs").string(),
+        SystemClock::Default());
+    if (!restored.ok()) {
+      Undo(nullptr);
+      return InvalidArgument("seed refused: backup " + dir_ + ": " +
+                             restored.status().message());
+    }
+    spdlog::info("seed: restored backup {} from {} ({} objects)", restored->id, dir_,
+                 restored->blobs);
+    return Status::OK();
+  }
+
+  // After App::Open, before the workers start and the server listens: loads the
+  // fixtures. On an error the caller exits; the store is as it was.
+  Status Load(std::unique_ptr<App>& app) {
+    if (!seed_) return Status::OK();
+    if (!seed_->backup) {
+      if (!sqlite_) {
+        Result<bool> empty = StoreHasNoSheets(*app);
+        if (!empty.ok()) return empty.status().Annotate("seed");
+        if (!*empty) {
+          spdlog::info("seed {} skipped: the store {} already holds sheets", dir_,
+                       app->store_description());
+          return Status::OK();
+        }
+      }
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<std::string> created;
+      Result<SeedLoadReport> loaded = LoadSeed(*seed_, *app, &created);
+      if (!loaded.ok()) {
+        Undo(&app, created);
+        return loaded.status().Annotate("seed " + dir_ + " not loaded, nothing kept");
+      }
+      spdlog::info(
+          "seed: {} sheets, {} entries ({} cells) from {}: read and checked in {} "
+          "ms, loaded in {} ms",
+          loaded->sheets, loaded->entries, loaded->cells, dir_, read_ms_,
+          std::chrono::duration_cast<std::chrono::milliseconds>(
+              std::chrono::steady_clock::now() - start)
+              .count());
+    }
+    Done();
+    return Status::OK();
+  }
+
+  // The seed is whole: the next start sees a data directory with data.
+  void Done() {
+    if (!marker_.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove(marker_, ignored);
+      marker_.clear();
+    }
+  }
+
+  // Takes back what the seed wrote. `app`, when given, is closed first (SQLite) or
+  // used to delete the sheets in `created` (PostgreSQL).
+  void Undo(std::unique_ptr<App>* app, const std::vector<std::string>& created = {}) {
+    if (!sqlite_ && app != nullptr && *app != nullptr) {
+      for (const std::string& id : created) {
+        UnitMeter meter;
+        if (Result<std::vector<std::string>> deleted =
+                (*app)->log()->DeleteSheet(id, &meter);
+            !deleted.ok()) {
+          spdlog::error("seed: deleting sheet {} again failed: {}", id,
+                        deleted.status().ToString());
+        }
+      }
+      (*app)->PurgeDeletedSheets();
+      return;
+    }
+    if (app != nullptr) app->reset();
+    if (!data_dir_.empty()) {
+      EmptyDirectory(data_dir_, /*marker_too=*/true);  // as it was: the next start seeds
+      marker_.clear();
+    }
+  }
+
+  // Started from the seed (in the start-up log line).
+  bool loading() const { return seed_.has_value(); }
+
+ private:
+  std::string dir_;
+  std::optional<Seed> seed_;
+  bool sqlite_ = true;
+  std::string data_dir_;  // a SQLite data directory the seed writes into
+  std::string marker_;
+  std::string temp_dir_;
+  int64_t read_ms_ = 0;  // ReadSeed's time, for the log line
+};
+
 int Serve(int argc, char** argv) {
   // Every setting from the command line, SHEETLOG_<NAME> and the --config file
   // (src/serve_config.h ranks them whatever the order they are applied in).
@@ -138,6 +334,13 @@ int Serve(int argc, char** argv) {
     }
     options.server.token = *token;
   }
+  std::optional<Seeding> seeding;
+  if (!options.seed.empty()) {
+    seeding.emplace(options.seed);
+    if (Status prepared = seeding->PrepareStore(options.app); !prepared.ok()) {
+      return fail(prepared.message());
+    }
+  }
   const AppOptions& app_options = options.app;
   const api::ServerOptions& server_options = options.server;
 
@@ -152,7 +355,14 @@ int Serve(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   auto app = App::Open(app_options);
-  if (!app.ok()) return fail(app.status().ToString());
+  if (!app.ok()) {
+    if (seeding) seeding->Undo(nullptr);
+    return fail(app.status().ToString());
+  }
+  // Before the server binds, so nothing answers (not even /readyz) until the seed is in.
+  if (seeding) {
+    if (Status seeded = seeding->Load(*app); !seeded.ok()) return fail(seeded.ToString());
+  }
   api::ApiServer server(app->get(), server_options);
   if (Status bound = server.Bind(); !bound.ok()) return fail(bound.ToString());
   if (Status started = (*app)->Start(); !started.ok()) return fail(started.ToString());

@@ -227,6 +227,13 @@ std::vector<ServeSetting> BuildTable() {
           {"HOST:PORT with a port in 0..65535", ApplyListen}),
       Row("in-memory", "", "false", "temporary data directory removed at exit, no syncs",
           Switch([](O& o) -> bool& { return o.app.in_memory; })),
+      Row("seed", "DIR", "",
+          "fill an empty store from DIR at start, before listening: a `sheetlog backup` "
+          "(SQLite only), or NAME.csv / NAME.xlsx files (one sheet each, named NAME) "
+          "with optional NAME.entries.json arrays of {type, body} entries appended "
+          "after the cells; every file is checked first and a bad one refuses the "
+          "start naming it; a store that already holds data is left alone",
+          Text([](O& o) -> std::string& { return o.seed; }), "SHEETLOG_SEED"),
       Row("config", "FILE", "",
           "read settings from FILE: `name = value` lines, names as below without the "
           "dashes ('#' starts a comment line); the environment and then the command "

@@ -42,6 +42,9 @@ struct ServeOptions {
   std::string sync;
   // Written with the bound port once listening; "" = none.
   std::string port_file;
+  // A directory that fills an empty store at start (--seed; src/app/seed.h): a backup
+  // or fixture files; "" = none.
+  std::string seed;
   // The configuration file (--config) the caller reads and hands to ApplyFile; "" = none.
   std::string config_file;
   // A file holding the token (--token-file), read by the caller (main.cc checks that

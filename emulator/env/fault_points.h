@@ -61,6 +61,8 @@ namespace sheetlog {
     "an append committed, before the snapshot and segment policies run")                 \
   X(kLogTruncateBeforeDrop, "log.truncate.before_drop",                                  \
     "a truncation with its base built, before entries are dropped")                      \
+  X(kLogForkBeforeSheet, "log.fork.before_sheet",                                        \
+    "a fork's segments and entries written, before its sheet row (same transaction)")    \
   X(kUploadsAfterBlobBeforeEntry, "uploads.after_blob_before_entry",                     \
     "a large body stored, before its entry is appended")                                 \
   X(kSheetPurgeBefore, "sheet.purge.before", "a deleted sheet's purge before it starts") \

@@ -2,16 +2,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "emulator/blob/blob_store.h"
 #include "src/api/json_input.h"
 #include "src/api/request_params.h"
 #include "src/log/event_log.h"
 #include "src/log/pending_snapshots.h"
+#include "src/log/sheet_blobs.h"
 #include "src/log/tables.h"
 #include "src/log/uploads.h"
 #include "src/sheet/sheet_edit.h"
 #include "src/snapshot/head_view_cache.h"
 #include "src/snapshot/sheet_view.h"
+#include "src/snapshot/snapshot_layout.h"
 #include "src/snapshot/snapshot_reader.h"
 
 namespace sheetlog::api {
@@ -95,6 +99,7 @@ void SheetRoutes::AddTo(Router& router) {
           {"GET", R"(/v1/sheets/([^/]+)/load)", &SheetRoutes::Load},
           {"POST", R"(/v1/sheets/([^/]+)/truncate)", &SheetRoutes::Truncate},
           {"POST", R"(/v1/sheets/([^/]+)/segments)", &SheetRoutes::CreateSegment},
+          {"POST", R"(/v1/sheets/([^/]+)/fork)", &SheetRoutes::Fork},
       });
 }
 
@@ -118,6 +123,55 @@ void SheetRoutes::CreateSheet(Call& call) {
   out["next_seq"] = 1;
   out["snapshot_every"] = snapshot_every;
   out["segment_entries"] = segment_entries;
+  call.Reply(201, out);
+}
+
+void SheetRoutes::Fork(Call& call) {
+  std::string id = SheetId(call);
+  json body = call.Body();
+  FieldReader fields(body, "request body");
+  std::optional<int64_t> at = fields.Int("at");
+  std::optional<std::string> name = fields.String("name");
+  fields.Finish();
+  if (at && (*at < 0 || *at > kMaxSeq)) {
+    throw ApiError::Range("at is out of range: " + std::to_string(*at));
+  }
+  if (name && name->size() > 1024) {
+    throw ApiError::Validation("name is longer than 1024 bytes");
+  }
+  EventLog::ForkRequest request;
+  request.source_id = id;
+  request.at = at;
+  request.name = name.value_or("");
+  // The fork holds its shared snapshots' chunks as well as their roots.
+  request.snapshot_objects =
+      [this](const std::string& root) -> Result<std::vector<std::string>> {
+    ASSIGN_OR_RETURN(std::string text, blobs_->Get(root));
+    ASSIGN_OR_RETURN(SnapshotManifest manifest, SnapshotManifest::FromJson(text));
+    std::vector<std::string> keys;
+    for (const ChunkInfo& chunk : manifest.chunks) keys.push_back(chunk.key);
+    return keys;
+  };
+  Result<SheetInfo> fork = log_.Fork(request, &call.meter);
+  if (!fork.ok()) {
+    // api.md: a refused `at` names the valid range.
+    json extra = json::object();
+    if (fork.status().code() == StatusCode::kGone ||
+        fork.status().code() == StatusCode::kOutOfRange) {
+      Result<SheetInfo> source = log_.GetSheet(id, &call.meter);
+      Result<int64_t> next_seq = log_.NextSeq(id, &call.meter);
+      if (source.ok()) extra["first_seq"] = source->first_seq;
+      if (next_seq.ok()) extra["next_seq"] = *next_seq;
+    }
+    throw ApiError::FromStatus(fork.status(), extra);
+  }
+  const int64_t next_seq = Check(log_.NextSeq(fork->id, &call.meter));
+  json out = SheetJson(*fork);
+  out["next_seq"] = next_seq;
+  out["first_seq"] = fork->first_seq;
+  out["fork_of"] = id;
+  out["snapshot_every"] = fork->snapshot_every;
+  out["segment_entries"] = fork->segment_entries;
   call.Reply(201, out);
 }
 
@@ -156,6 +210,7 @@ void SheetRoutes::GetSheet(Call& call) {
   json out = SheetJson(sheet);
   out["first_seq"] = sheet.first_seq;
   out["next_seq"] = next_seq;
+  out["fork_of"] = sheet.fork_of ? json(*sheet.fork_of) : json(nullptr);
   out["snapshot_every"] = sheet.snapshot_every;
   out["segment_entries"] = sheet.segment_entries;
   out["segments"] = segs;
@@ -368,7 +423,10 @@ void SheetRoutes::Truncate(Call& call) {
   // A head view kept loaded may start from a snapshot released here: drop it before
   // the objects go, so the next read opens the sheet from what is retained.
   head_views_.Forget(id);
-  DeleteBlobsBestEffort(truncated.released_blobs);
+  // Forks keep what they share (read after the truncation committed); a fork's
+  // truncation never deletes its source's objects.
+  std::set<std::string> held = Check(log_.HeldBlobs(&call.meter));
+  DeleteBlobsBestEffort(DeletableBlobs(truncated.released_blobs, id, held));
   call.Reply(200, json{{"first_seq", truncated.first_seq},
                        {"dropped_segments", truncated.dropped_segments},
                        {"dropped_entries", truncated.dropped_entries},

@@ -45,6 +45,7 @@ class SheetRoutes : public RouteGroup {
   void Load(Call& call);           // GET /v1/sheets/{id}/load
   void Truncate(Call& call);       // POST /v1/sheets/{id}/truncate
   void CreateSegment(Call& call);  // POST /v1/sheets/{id}/segments
+  void Fork(Call& call);           // POST /v1/sheets/{id}/fork
 
  private:
   // The sheet's first_seq, for the "first_seq" of a 410 Gone.

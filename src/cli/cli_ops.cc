@@ -5,6 +5,7 @@
 // run found problems (violations, snapshots that could not be rebuilt), 2 usage errors
 // and failures to reach the server.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 
@@ -287,8 +288,54 @@ int RunBackup(int argc, char** argv) {
 
 }  // namespace
 
+constexpr const char* kForkUsage = "fork SOURCE [--at SEQ] [--name NAME] [--json]";
+
+// POST /v1/sheets/{id}/fork: prints the new sheet's id (the whole answer with --json).
+int RunFork(int argc, char** argv) {
+  Flags flags(argc, argv, 2, {"json"});
+  int code = 0;
+  if (!ParseFlags(flags, 1, kForkUsage, &code)) return code;
+  if (flags.positional().empty())
+    return Fail(std::string("usage: sheetlog ") + kForkUsage);
+  const std::string source = flags.positional().front();
+  json body = json::object();
+  if (std::optional<std::string> at = flags.Find("at")) {
+    char* end = nullptr;
+    const long long seq = std::strtoll(at->c_str(), &end, 10);
+    if (at->empty() || *end != '\0' || seq < 0) {
+      return Fail("--at must be a sequence number (an integer >= 0), not '" + *at + "'");
+    }
+    body["at"] = static_cast<int64_t>(seq);
+  }
+  if (std::optional<std::string> name = flags.Find("name")) body["name"] = *name;
+  const bool as_json = flags.Bool("json");
+  Client client(flags);
+  if (RejectUnused(flags, kForkUsage, &code)) return code;
+  Client::Response r = client.Post("/v1/sheets/" + source + "/fork", body);
+  if (r.status != 201) return Fail(r.error);
+  if (as_json) {
+    std::printf("%s\n", r.body.dump(2).c_str());
+  } else {
+    std::printf("%s\n", r.body["id"].get<std::string>().c_str());
+  }
+  return 0;
+}
+
 std::vector<Command> OpsCommands() {
   return {
+      {"fork",
+       "fork SOURCE [--at SEQ] [--name NAME] a new sheet whose log is SOURCE's up to SEQ",
+       RunFork,
+       "Usage: sheetlog fork SOURCE [--at SEQ] [--name NAME] [--json]\n"
+       "\n"
+       "Forks a sheet: a new sheet with SOURCE's cells and history up to SEQ and a\n"
+       "future of its own (POST /v1/sheets/{id}/fork). Prints the new sheet's id.\n"
+       "Exit 2: a usage error, no server, or the server refused (the message says why).\n"
+       "\n"
+       "  SOURCE             the id of the sheet to fork\n"
+       "  --at SEQ           the last seq the fork takes (default: the head)\n"
+       "  --name NAME        the new sheet's name\n"
+       "  --json             the new sheet as JSON instead of its id\n"},
       {"verify",
        "verify [--sheet ID] [--json]        check every invariant; exit 1 on a violation",
        RunVerify,

@@ -53,6 +53,16 @@ SheetInfo SheetFromItem(const Item& item) {
   s.segment_entries = IntOr(item, "segment_entries", 0);
   s.first_seq = IntOr(item, "first_seq", 0);
   s.base_root = OptionalString(item, "base_root");
+  s.fork_of = OptionalString(item, "fork_of");
+  s.fork_seq = OptionalInt(item, "fork_seq");
+  if (std::optional<std::string> shared = OptionalString(item, "shared_blobs")) {
+    nlohmann::json keys = ParseJsonOrDiscarded(*shared);
+    if (keys.is_array()) {
+      for (const nlohmann::json& key : keys) {
+        if (key.is_string()) s.shared_blobs.push_back(key.get<std::string>());
+      }
+    }
+  }
   return s;
 }
 

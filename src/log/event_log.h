@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,35 @@ class EventLog {
   Result<TruncateResult> TruncateExact(const std::string& sheet_id, int64_t before_seq,
                                        const std::optional<std::string>& base_root,
                                        BlobStore* archive_to, UnitMeter* meter);
+
+  // Fork (POST /v1/sheets/{id}/fork): a new sheet whose log is the source's up to
+  // `at` (default: the head), with a future of its own. Copies only the entries from
+  // the newest completed snapshot at or before `at` (which becomes the fork's
+  // first_seq and base_root, as after an exact truncation) and the segment rows they
+  // lie in; the snapshot's objects and the copied external bodies are shared and
+  // listed in the fork's shared_blobs (held: see HeldBlobs). Cells reads before the
+  // fork's first_seq go on to the source (ReadSheetHistory). When `at` is an
+  // EndSegment, the next segment's Snapshot entry comes along (same cells), so the
+  // fork's head is at + 1. All in one transaction, conditional on the source's
+  // first_seq being what the plan read: a crash leaves no fork or a whole one.
+  // NotFound (source), OutOfRange (`at` negative or past the head), Gone (`at`
+  // before first_seq, or no retained snapshot covers it), Unavailable (the source
+  // kept being truncated meanwhile).
+  struct ForkRequest {
+    std::string source_id;
+    std::optional<int64_t> at;
+    std::string name;
+    // The objects a snapshot root names besides itself (its chunks): the snapshot
+    // layer reads manifests, the log does not. Null: the root alone is held.
+    std::function<Result<std::vector<std::string>>(const std::string& root)>
+        snapshot_objects;
+  };
+  Result<SheetInfo> Fork(const ForkRequest& request, UnitMeter* meter);
+
+  // Every blob key some sheet holds for a fork (the union of SheetInfo::shared_blobs):
+  // whoever deletes a sheet's objects reads it after its own commit and leaves these
+  // (sheet_blobs.h's DeletableBlobs). A strongly consistent scan of the Sheet table.
+  Result<std::set<std::string>> HeldBlobs(UnitMeter* meter);
 
   // infinisheet's setMetadata: sets each field of `patch` (a JSON object of
   // kEntryMetadataFields, each a string, or null to clear it) on entry `seq`, leaving
@@ -221,6 +251,16 @@ class EventLog {
   };
 
   Result<SheetConfig> Config(const std::string& sheet_id, UnitMeter* meter);
+  // What a fork copies, read in one transaction (event_log_fork.cc).
+  struct ForkPlan {
+    SheetInfo source;
+    int64_t at = 0;
+    int64_t first_seq = 0;  // the fork's: its base snapshot's seq, or the source's
+    std::optional<std::string> base_root;
+    std::vector<SegmentInfo> segments;  // the source's segments the entries lie in
+    std::vector<EntryRecord> entries;   // [first_seq, at] (at + 1 after EndSegment)
+  };
+  Result<ForkPlan> PlanFork(const ForkRequest& request, UnitMeter* meter);
   // Both truncations: drops entries in [first_seq, new_first_seq) (computed by
   // `decide` from the sheet and its segments), moves first_seq and sets or clears
   // base_root.
@@ -278,6 +318,10 @@ class EventLog {
   Mutex cache_mu_;
   std::map<std::string, SheetConfig> configs_ GUARDED_BY(cache_mu_);
 };
+
+// EventLog::HeldBlobs for a user of the Transactions alone (the purge of deleted
+// sheets, sheet_deletion.h).
+Result<std::set<std::string>> ReadHeldBlobs(Transactions* db, UnitMeter* meter);
 
 // Entry/segment <-> table items.
 EntryRecord EntryFromItem(const Item& item);

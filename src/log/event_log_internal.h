@@ -1,6 +1,7 @@
 // Helpers the files of the event log share (event_log.cc, event_log_add_entry.cc,
-// event_log_read.cc, event_log_truncate.cc): the item codecs of the Sheet, Segment and
-// Entry tables and the segment queries, on a Connection of the caller's transaction.
+// event_log_read.cc, event_log_truncate.cc, event_log_fork.cc): the item codecs of the
+// Sheet, Segment and Entry tables and the segment queries, on a Connection of the
+// caller's transaction.
 // Not for use outside src/log/event_log*.cc: everything else goes through EventLog.
 #pragma once
 

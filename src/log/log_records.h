@@ -25,6 +25,15 @@ struct SheetInfo {
   // Root key of a snapshot holding every entry before first_seq, left by an exact
   // truncation (TruncateExact); nullopt when there is none.
   std::optional<std::string> base_root;
+  // A fork (EventLog::Fork): the sheet it was forked from, whose history before
+  // first_seq is the fork's; nullopt for a sheet made by CreateLog.
+  std::optional<std::string> fork_of;
+  // A fork's first_seq when it was made: seqs before it are the source's history
+  // while first_seq is still there (the fork's own truncation ends that).
+  std::optional<int64_t> fork_seq;
+  // Blob keys of other sheets the fork uses (its shared snapshot's objects, its copied
+  // entries' external bodies): held, never deleted, while this sheet exists.
+  std::vector<std::string> shared_blobs;
 };
 
 struct SegmentInfo {

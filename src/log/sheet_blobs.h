@@ -11,6 +11,7 @@
 
 #include <array>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,5 +26,13 @@ std::optional<std::string_view> ServerBlobArea(std::string_view key);
 
 // The prefixes under which every object of `sheet_id` lives, one per area.
 std::vector<std::string> SheetBlobPrefixes(std::string_view sheet_id);
+
+// The keys among `keys` (blobs a truncation or deletion of `sheet_id` released) that
+// may be deleted now: those under the sheet's own prefixes that no fork holds
+// (`held`: EventLog::HeldBlobs, read after the release committed). A fork's released
+// keys that lie under its source's prefixes are the source's: they stay.
+std::vector<std::string> DeletableBlobs(const std::vector<std::string>& keys,
+                                        std::string_view sheet_id,
+                                        const std::set<std::string>& held);
 
 }  // namespace sheetlog

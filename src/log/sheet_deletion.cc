@@ -1,8 +1,10 @@
 #include "src/log/sheet_deletion.h"
 
+#include <set>
 #include <vector>
 
 #include "emulator/env/faults.h"
+#include "src/log/event_log.h"
 #include "src/log/sheet_blobs.h"
 #include "src/log/tables.h"
 #include "src/log/uploads.h"
@@ -50,23 +52,34 @@ Status SheetPurger::Purge(const std::string& sheet_id, PurgeReport* report) {
   }));
   RETURN_IF_ERROR(DeleteUploadRows(sheet_id));
   const int64_t now = clock_->NowSeconds();
+  // Objects a fork of the sheet still uses (its shared snapshot, the entries it
+  // copied) stay. Read after the sheet's rows were deleted: a fork needs its source's
+  // row to commit, so every fork of this sheet is already in it.
+  ASSIGN_OR_RETURN(std::set<std::string> held, ReadHeldBlobs(db_, nullptr));
   for (const std::string& prefix : SheetBlobPrefixes(sheet_id)) {
-    // Each page is deleted before the next is listed, so the first page is always the
-    // rest; the bound only stops a store that keeps refilling the prefix.
+    // Each page is deleted before the next is listed; the next page starts after the
+    // last key listed (a continuation names a key, not a position), so held keys are
+    // passed over. The bound only stops a store that keeps refilling the prefix.
+    BlobListOptions list;
+    list.prefix = prefix;
     for (int page = 0; page < 100000; ++page) {
-      BlobListOptions list;
-      list.prefix = prefix;
       ASSIGN_OR_RETURN(BlobListResult found, blobs_->List(list));
       if (found.keys.empty()) break;
       std::vector<std::string> keys;
       keys.reserve(found.keys.size());
-      for (const BlobInfo& object : found.keys) keys.push_back(object.key);
+      for (const BlobInfo& object : found.keys) {
+        if (held.count(object.key) == 0) keys.push_back(object.key);
+      }
       // One fsync per directory of the page, not one per object.
-      RETURN_IF_ERROR(blobs_->DeleteBatch(keys, [&]() -> Status {
-        ++report->objects_deleted;
-        if (faults_ != nullptr) return faults_->Hit(FaultPoint::kSheetPurgeAfterObject);
-        return Status::OK();
-      }));
+      if (!keys.empty()) {
+        RETURN_IF_ERROR(blobs_->DeleteBatch(keys, [&]() -> Status {
+          ++report->objects_deleted;
+          if (faults_ != nullptr) return faults_->Hit(FaultPoint::kSheetPurgeAfterObject);
+          return Status::OK();
+        }));
+      }
+      if (!found.continuation) break;
+      list.continuation = *found.continuation;
     }
   }
   if (deleted && now - *deleted >= grace_seconds_) {

@@ -46,7 +46,10 @@ const Table& SheetTable() {
                                         {"first_seq", "F"},
                                         {"snapshot_entry_seq", "Z"},
                                         {"base_root", "X"},
-                                        {"client_snapshot_seq", "K"}}});
+                                        {"client_snapshot_seq", "K"},
+                                        {"fork_of", "O"},
+                                        {"fork_seq", "W"},
+                                        {"shared_blobs", "H"}}});
   return table;
 }
 

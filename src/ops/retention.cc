@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
 
+#include "src/log/sheet_blobs.h"
 #include "src/snapshot/snapshot_reader.h"
 
 namespace sheetlog {
@@ -103,7 +105,11 @@ Status RetentionWorker::RetainSheet(const SheetInfo& sheet) {
   ASSIGN_OR_RETURN(
       TruncateResult truncated,
       log_->Truncate(sheet.id, cutoff, options_.archive ? blobs_ : nullptr, nullptr));
-  for (const std::string& key : truncated.released_blobs) {
+  // What a fork shares stays (its snapshot, the bodies it copied), and so does what a
+  // fork's truncation released of its source's: read after the truncation committed.
+  ASSIGN_OR_RETURN(std::set<std::string> held, log_->HeldBlobs(nullptr));
+  for (const std::string& key :
+       DeletableBlobs(truncated.released_blobs, sheet.id, held)) {
     // A snapshot root takes its chunks with it. A failure leaves an orphan the next
     // run does not see again; it is counted so an operator can look.
     Status deleted = key.rfind("snapshots/", 0) == 0 ? DeleteSnapshotObjects(blobs_, key)

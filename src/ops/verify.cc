@@ -41,7 +41,10 @@ class SheetVerifier {
     for (size_t i = 0; i < segments->size(); ++i) {
       const SegmentInfo& segment = (*segments)[i];
       ++report_->segments;
-      const int64_t expected_num = previous ? previous->num + 1 : 0;
+      // A fork's segments start at the segment its base snapshot lies in (the
+      // source's numbering; EventLog::Fork copies no segment before it).
+      const int64_t expected_num =
+          previous ? previous->num + 1 : (sheet_.fork_of ? segment.num : 0);
       if (segment.num != expected_num) {
         AddAt("segment-gap", segment.num, std::nullopt,
               "segment " + std::to_string(segment.num) + " follows " +

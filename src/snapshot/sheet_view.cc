@@ -46,6 +46,21 @@ Result<SheetHistory> ReadSheetHistory(EventLog* log, const std::string& sheet_id
   // Truncated segments keep their rows but not their entries: only snapshots at or
   // after the first retained seq can serve.
   ASSIGN_OR_RETURN(SheetInfo sheet, log->GetSheet(sheet_id, meter));
+  if (sheet.fork_of && sheet.fork_seq == sheet.first_seq && at < sheet.first_seq - 1) {
+    // A fork's log before first_seq is its source's (EventLog::Fork copied from a
+    // snapshot on), so is its state there: read it from the source, which answers as
+    // it would for itself (Gone once it truncated that range). A fork of a fork goes
+    // on up the chain. Once the fork truncated its own log (first_seq moved past the
+    // fork point), reads before first_seq are Gone as on any sheet: the source's
+    // state there may not be the fork's.
+    Result<SheetHistory> source = ReadSheetHistory(log, *sheet.fork_of, at, meter);
+    if (source.status().IsNotFound()) {
+      return Gone("seq " + std::to_string(at) + " lies before this fork's first seq " +
+                  std::to_string(sheet.first_seq) + ", in the history of sheet " +
+                  *sheet.fork_of + ", which was deleted");
+    }
+    return source;
+  }
   if (at < sheet.first_seq - 1) {
     return Gone("the entries before seq " + std::to_string(sheet.first_seq) +
                 " were truncated; the sheet is readable from seq " +

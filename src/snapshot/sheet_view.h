@@ -28,7 +28,10 @@ namespace sheetlog {
 // at + 1 that is retained (a Snapshot entry at seq s holds every entry before s), else
 // the sheet's base_root (an exact truncation's state before first_seq), else the
 // empty sheet when nothing was truncated. Gone if entries it needs were truncated and
-// nothing covers them. REQUIRES: first_seq - 1 <= at < next seq.
+// nothing covers them. On a fork that has not truncated its own log, a seq before
+// first_seq - 1 is read from the sheet it was forked from (whose history that is), and
+// is Gone if that sheet is gone.
+// REQUIRES: at < next seq, and first_seq - 1 <= at unless the sheet is a fork.
 struct SheetHistory {
   std::optional<int64_t> snapshot_seq;  // the snapshot holds every entry before it
   std::optional<std::string> snapshot_root;

@@ -81,7 +81,16 @@ Result<std::unique_ptr<CellCursor>> SnapshotBuilder::OpenInput() {
   if (base_) return base_(taken_.input_after);
   ASSIGN_OR_RETURN(previous_, SnapshotReader::Open(store_, *previous_root_));
   const SnapshotId& prev = previous_->manifest().id;
-  if (prev.sheet_id != id_.sheet_id || prev.seq >= id_.seq) {
+  // A fork's first snapshots build on the snapshot it shares with its source (named by
+  // the fork's own log: EventLog::Fork), so the previous snapshot may be another
+  // sheet's; it must still be stored where its sheet's snapshots are, and not follow
+  // this one. It may hold the same entries (seq equal): an exact truncation at the head
+  // leaves a base snapshot of every entry before its seq, and the next Snapshot entry
+  // takes that seq.
+  const bool own = prev.sheet_id == id_.sheet_id;
+  const bool shared =
+      !own && previous_root_->rfind(SnapshotKeyPrefix(prev.sheet_id), 0) == 0;
+  if ((!own && !shared) || prev.seq > id_.seq) {
     return InvalidArgument("previous snapshot " + *previous_root_ + " (sheet " +
                            prev.sheet_id + ", seq " + std::to_string(prev.seq) +
                            ") cannot precede snapshot at seq " + std::to_string(id_.seq) +

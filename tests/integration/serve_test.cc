@@ -113,6 +113,7 @@ TEST(ServeTest, EveryCommandAnswersHelpWithItsOwnUsage) {
       {"rebuild-snapshots", {"SHEET", "--json", "--server", "--token"}},
       {"reprocess", {"--since", "--sheet", "--json", "--server", "--token"}},
       {"backup", {"--to", "--json", "--server", "--token"}},
+      {"fork", {"SOURCE", "--at", "--name", "--json", "--server", "--token"}},
       {"import",
        {"FILE", "--sheet", "--at", "--mode", "--format", "--worksheet", "--server",
         "--token"}},

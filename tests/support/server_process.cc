@@ -387,6 +387,8 @@ JsonResponse Request(httplib::Client& client, const std::string& method,
   httplib::Result res(nullptr, httplib::Error::Unknown);
   if (method == "GET") {
     res = client.Get(path.c_str(), headers);
+  } else if (method == "HEAD") {
+    res = client.Head(path.c_str(), headers);
   } else if (method == "POST") {
     res = client.Post(path.c_str(), headers, body, "application/json");
   } else if (method == "PUT") {
