@@ -1,4 +1,4 @@
-// What test/server.mjs provides to the tests.
+// What test/global-setup.ts provides to the tests.
 declare module "vitest" {
   export interface ProvidedContext {
     sheetlogUrl: string;
