@@ -18,7 +18,7 @@ import {cellsOf, describeEntry} from '../entries.js';
 import {formatCell, formatNumber, formatTime} from '../format.js';
 import {FormulaEvaluator, SheetCells, findCells, isCellError, isFormula, nextMatch} from '../formulas.js';
 import {GRID_COLUMNS, GRID_ROWS, VirtualGrid, historyKey} from '../grid.js';
-import {badge, button, clear, el, toast} from '../ui.js';
+import {badge, button, clear, el, modal, toast} from '../ui.js';
 import {UndoHistory} from '../undo.js';
 
 const FREEZE_KEY = 'sheetlog.freeze.';
@@ -188,6 +188,12 @@ export function renderGridTab(body, ctx, params) {
     },
   }));
   const liveButton = button('Back to live', () => travelTo(null), 'small', {hidden: true, id: 'back-to-live'});
+  // A new sheet whose log is this one's up to the seq shown (the head when live):
+  // POST .../fork, then the new sheet's grid. Allowed in history mode too: forking the
+  // past is how one edits it without touching this sheet.
+  const forkButton = button('Fork at this seq', () => forkHere(), 'small', {
+    id: 'fork-here', title: 'A new sheet with this sheet\'s cells and history up to the seq shown',
+  });
   const historyBar = el('div.history-bar', {},
                         el('span.history-label', {'aria-hidden': 'true'}, 'History'),
                         button('◀', () => travelTo((state.at ?? ctx.nextSeq - 1) - 1),
@@ -196,7 +202,7 @@ export function renderGridTab(body, ctx, params) {
                         button('▶', () => travelTo((state.at ?? ctx.nextSeq - 1) + 1),
                                'small.btn-icon', {'aria-label': 'Next seq'}),
                         el('label.history-seq-label', {for: 'history-seq'}, 'Seq'),
-                        seqInput, liveButton);
+                        seqInput, liveButton, forkButton);
   const banner = el('div.notice.notice-history#history-banner', {hidden: true, role: 'status'});
   const editStatus = el('div.edit-status#edit-status', {role: 'status', 'aria-live': 'polite'});
   const gridHost = el('div.grid-host');
@@ -809,6 +815,34 @@ export function renderGridTab(body, ctx, params) {
     } finally {
       snapshotting = false;
       syncWriteControls();
+    }
+  }
+
+  async function forkHere() {
+    const at = state.at ?? ctx.nextSeq - 1;
+    const nameInput = /** @type {HTMLInputElement} */ (el('input.input#fork-name', {
+      value: `${ctx.info.name || id.slice(0, 8)} at ${at}`, 'aria-label': 'Name of the fork',
+    }));
+    const answer = await modal({
+      title: `Fork at seq ${formatNumber(at)}`,
+      body: el('div', {},
+               el('p', 'A new sheet with the same cells and history up to this seq, and a ' +
+                  'future of its own. This sheet does not change.'),
+               el('label', {for: 'fork-name'}, 'Name'), nameInput),
+      actions: [{label: 'Cancel', value: null}, {label: 'Fork', value: 'fork', kind: 'primary'}],
+      initialFocus: '#fork-name',
+    });
+    if (answer !== 'fork') return;
+    forkButton.disabled = true;
+    try {
+      const fork = await post(sheetPath(id, '/fork'), {at, name: nameInput.value.trim()});
+      toast(`Forked at seq ${formatNumber(at)}: ${fork.name || fork.id}`, 'success');
+      history.pushState(null, '', `/console/sheets/${fork.id}`);
+      dispatchEvent(new PopStateEvent('popstate'));
+    } catch (error) {
+      toast(`Fork failed: ${/** @type {Error} */ (error).message}`, 'error');
+    } finally {
+      forkButton.disabled = false;
     }
   }
 

@@ -849,6 +849,39 @@ describe('console', () => {
     await page.close();
   });
 
+  test('"Fork at this seq" in history mode makes a sheet of the past and opens it',
+       TEST_OPTIONS, async () => {
+    const sheet = await createSheet(server, {name: 'fork source'});
+    const old = await append(server, sheet, 'SetCell', {ref: 'A1', value: 'old'});
+    await append(server, sheet, 'SetCell', {ref: 'A1', value: 'new'});
+    const page = await browser.page();
+    await openSheet(page, server, sheet);
+    await waitForCellText(page, 'A1', 'new');
+    await page.getByLabel('Seq', {exact: true}).fill(String(old.seq));
+    await page.getByLabel('Seq', {exact: true}).press('Enter');
+    await waitForCellText(page, 'A1', 'old');
+    await page.click('#fork-here');
+    await page.waitForSelector('dialog.modal #fork-name');
+    assert.equal(await page.inputValue('#fork-name'), `fork source at ${old.seq}`);
+    await page.fill('#fork-name', 'what if');
+    await page.keyboard.press('Enter');
+    // The fork's own page, live and writable, with the cells as of the seq forked at.
+    await page.waitForURL((url) => !url.pathname.endsWith(`/sheets/${sheet}`) &&
+                          /\/console\/sheets\/[^/]+$/.test(url.pathname));
+    const forkId = page.url().split('/').pop();
+    await waitForCellText(page, 'A1', 'old');
+    assert.equal(await page.getAttribute('[role="grid"]', 'aria-readonly'), 'false');
+    const fork = (await api(server, 'GET', `/v1/sheets/${forkId}`)).body;
+    assert.equal(fork.name, 'what if');
+    assert.equal(fork.fork_of, sheet);
+    assert.equal(fork.next_seq, old.seq + 1);
+    // The source is as it was.
+    const source = (await api(server, 'GET', `/v1/sheets/${sheet}`)).body;
+    assert.equal(source.next_seq, old.seq + 2);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
   test('the log pages entries with type, seq, size, storage and snapshot state', TEST_OPTIONS, async () => {
     const sheet = await createSheet(server, {name: 'log', snapshot_every: 0});
     for (let i = 1; i <= 60; i++) await append(server, sheet, 'SetCell', {ref: `A${i}`, value: i});
