@@ -1,6 +1,10 @@
 #include "src/app/seed.h"
 
+#include <spdlog/spdlog.h>
+#include <stdlib.h>
+
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +14,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "emulator/backup/backup.h"
+#include "emulator/env/clock.h"
 #include "emulator/table/request_units.h"
 #include "src/app/app.h"
 #include "src/log/event_log.h"
@@ -356,6 +362,166 @@ Result<SeedLoadReport> LoadSeed(const Seed& seed, App& app,
     }
   }
   return report;
+}
+
+namespace {
+
+// Present in a SQLite data directory while a seed loads into it: a start that finds it
+// knows the directory holds a seed that never finished (a crash, a kill) and nothing
+// else, and starts it again from empty.
+constexpr const char* kSeedingMarker = ".sheetlog-seeding";
+
+// Removes everything inside `dir` but the seeding marker, leaving `dir` itself (it may
+// be a mount point); then the marker too when `marker_too`. The marker goes last, so a
+// crash in the middle still leaves a directory the next start empties again.
+void EmptyDirectory(const std::string& dir, bool marker_too) {
+  std::error_code ec;
+  std::vector<std::filesystem::path> doomed;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().filename() != kSeedingMarker) doomed.push_back(it->path());
+  }
+  std::error_code ignored;
+  for (const std::filesystem::path& path : doomed) {
+    std::filesystem::remove_all(path, ignored);
+  }
+  if (marker_too)
+    std::filesystem::remove(std::filesystem::path(dir) / kSeedingMarker, ignored);
+}
+
+}  // namespace
+
+Seeding::~Seeding() {
+  if (!temp_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(temp_dir_, ignored);
+  }
+}
+
+Status Seeding::PrepareStore(AppOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  Result<Seed> read = ReadSeed(dir_, options.inline_limit);
+  read_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - start)
+                 .count();
+  if (!read.ok()) return InvalidArgument("seed refused: " + read.status().message());
+  seed_ = std::move(*read);
+  sqlite_ = options.postgres_store.empty();
+  if (seed_->backup && (!sqlite_ || options.s3_blobs)) {
+    return InvalidArgument("seed refused: " + dir_ +
+                           " is a backup, which seeds only the SQLite store with the "
+                           "directory blob store (no --store postgres://, no --blobs)");
+  }
+  if (sqlite_ && !options.in_memory) {
+    namespace fs = std::filesystem;
+    const fs::path data(options.data_dir);
+    std::error_code ec;
+    if (fs::exists(data / kSeedingMarker, ec)) {
+      spdlog::warn(
+          "seed: the previous start's seed of {} did not finish; emptying it "
+          "and seeding again from {}",
+          options.data_dir, dir_);
+      EmptyDirectory(options.data_dir, /*marker_too=*/false);
+    } else if (fs::exists(data, ec) && !fs::is_empty(data, ec)) {
+      spdlog::info("seed {} skipped: data directory {} already holds data", dir_,
+                   options.data_dir);
+      seed_.reset();
+      return Status::OK();
+    }
+    fs::create_directories(data, ec);
+    marker_ = (data / kSeedingMarker).string();
+    if (ec || !std::ofstream(marker_).good()) {
+      return Internal("seed: cannot write " + marker_);
+    }
+    data_dir_ = options.data_dir;
+  }
+  if (!seed_->backup) return Status::OK();
+  if (options.in_memory) {
+    std::error_code ec;
+    const std::filesystem::path base = std::filesystem::exists("/dev/shm", ec)
+                                           ? "/dev/shm"
+                                           : std::filesystem::temp_directory_path();
+    std::string pattern = (base / "sheetlog-mem-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return Internal("seed: cannot create a temporary data directory under " +
+                      base.string());
+    }
+    temp_dir_ = pattern;
+    options.in_memory = false;  // this directory, removed at exit by ~Seeding
+    options.data_dir = temp_dir_;
+  }
+  Result<RestoreReport> restored = RestoreBackup(
+      dir_, (std::filesystem::path(options.data_dir) / "sheetlog.db").string(),
+      (std::filesystem::path(options.data_dir) / "blobs").string(),
+      SystemClock::Default());
+  if (!restored.ok()) {
+    Undo(nullptr);
+    return InvalidArgument("seed refused: backup " + dir_ + ": " +
+                           restored.status().message());
+  }
+  spdlog::info("seed: restored backup {} from {} ({} objects)", restored->id, dir_,
+               restored->blobs);
+  return Status::OK();
+}
+
+Status Seeding::Load(std::unique_ptr<App>& app) {
+  if (!seed_) return Status::OK();
+  if (!seed_->backup) {
+    if (!sqlite_) {
+      Result<bool> empty = StoreHasNoSheets(*app);
+      if (!empty.ok()) return empty.status().Annotate("seed");
+      if (!*empty) {
+        spdlog::info("seed {} skipped: the store {} already holds sheets", dir_,
+                     app->store_description());
+        return Status::OK();
+      }
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::string> created;
+    Result<SeedLoadReport> loaded = LoadSeed(*seed_, *app, &created);
+    if (!loaded.ok()) {
+      Undo(&app, created);
+      return loaded.status().Annotate("seed " + dir_ + " not loaded, nothing kept");
+    }
+    spdlog::info(
+        "seed: {} sheets, {} entries ({} cells) from {}: read and checked in {} "
+        "ms, loaded in {} ms",
+        loaded->sheets, loaded->entries, loaded->cells, dir_, read_ms_,
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  Done();
+  return Status::OK();
+}
+
+void Seeding::Done() {
+  if (!marker_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(marker_, ignored);
+    marker_.clear();
+  }
+}
+
+void Seeding::Undo(std::unique_ptr<App>* app, const std::vector<std::string>& created) {
+  if (!sqlite_ && app != nullptr && *app != nullptr) {
+    for (const std::string& id : created) {
+      UnitMeter meter;
+      if (Result<std::vector<std::string>> deleted =
+              (*app)->log()->DeleteSheet(id, &meter);
+          !deleted.ok()) {
+        spdlog::error("seed: deleting sheet {} again failed: {}", id,
+                      deleted.status().ToString());
+      }
+    }
+    (*app)->PurgeDeletedSheets();
+    return;
+  }
+  if (app != nullptr) app->reset();
+  if (!data_dir_.empty()) {
+    EmptyDirectory(data_dir_, /*marker_too=*/true);  // as it was: the next start seeds
+    marker_.clear();
+  }
 }
 
 }  // namespace sheetlog

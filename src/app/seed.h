@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@
 namespace sheetlog {
 
 class App;
+struct AppOptions;
 
 // One sheet of a fixtures seed, checked and ready to append.
 struct SeedSheet {
@@ -94,5 +96,48 @@ struct SeedLoadReport {
 // (the caller undoes them).
 Result<SeedLoadReport> LoadSeed(const Seed& seed, App& app,
                                 std::vector<std::string>* created);
+
+// What `serve --seed` does around App::Open (the layout above).
+//
+// Before anything is written, every seed file is read and checked (ReadSeed). Whether
+// the store is empty: a SQLite data directory that is missing or empty (or holds only
+// the marker of a seed that never finished, .sheetlog-seeding); --in-memory, always;
+// PostgreSQL, no sheet in the store (checked once open). A store with data is left
+// alone, with one log line. A seed that fails while loading leaves the store as it
+// was: a SQLite data directory emptied again, the sheets made on PostgreSQL deleted;
+// so the next start tries the seed again.
+class Seeding {
+ public:
+  explicit Seeding(std::string dir) : dir_(std::move(dir)) {}
+  ~Seeding();
+
+  // Before App::Open: reads the seed, decides whether it loads, and restores a backup.
+  // May change `options` (a backup restored for --in-memory goes to a temporary
+  // directory of its own).
+  Status PrepareStore(AppOptions& options);
+
+  // After App::Open, before the workers start and the server listens: loads the
+  // fixtures. On an error the caller exits; the store is as it was.
+  Status Load(std::unique_ptr<App>& app);
+
+  // The seed is whole: the next start sees a data directory with data.
+  void Done();
+
+  // Takes back what the seed wrote. `app`, when given, is closed first (SQLite) or
+  // used to delete the sheets in `created` (PostgreSQL).
+  void Undo(std::unique_ptr<App>* app, const std::vector<std::string>& created = {});
+
+  // Started from the seed (in the start-up log line).
+  bool loading() const { return seed_.has_value(); }
+
+ private:
+  std::string dir_;
+  std::optional<Seed> seed_;
+  bool sqlite_ = true;
+  std::string data_dir_;  // a SQLite data directory the seed writes into
+  std::string marker_;
+  std::string temp_dir_;
+  int64_t read_ms_ = 0;  // ReadSeed's time, for the log line
+};
 
 }  // namespace sheetlog
