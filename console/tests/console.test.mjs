@@ -1358,6 +1358,8 @@ print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, m
     await page.click('.grid-cell[data-ref="F2"]');
     await page.keyboard.press('Control+V');
     await waitForCellText(page, 'F2', '5%');
+    // The page shows the paste before the server has stored it: wait for the server.
+    await waitUntil('F2 stored as 5%', async () => (await cellValue(server, sheet, 'F2')) === 0.05);
     assert.deepEqual((await api(server, 'GET', `/v1/sheets/${sheet}/cells?range=F2:F2`)).body.formats, [['0%']]);
     // F2 on a percentage edits "5%"; Enter changes nothing.
     const quiet = await nextSeq(server, sheet);
