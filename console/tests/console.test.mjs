@@ -818,9 +818,10 @@ describe('console', () => {
     await page.close();
   });
 
-  test('time travel shows the old value, read-only, with the entry that changed it',
-       TEST_OPTIONS, async () => {
-    const sheet = await createSheet(server, {name: 'history'});
+  // A sheet `name` where A1 went from "old" to "new", opened in a page and taken back
+  // (the Seq box, Enter) to the seq that wrote "old".
+  async function openTheOldA1(server, name) {
+    const sheet = await createSheet(server, {name});
     const old = await append(server, sheet, 'SetCell', {ref: 'A1', value: 'old'});
     await append(server, sheet, 'SetCell', {ref: 'A1', value: 'new'});
     const page = await browser.page();
@@ -829,6 +830,12 @@ describe('console', () => {
     await page.getByLabel('Seq', {exact: true}).fill(String(old.seq));
     await page.getByLabel('Seq', {exact: true}).press('Enter');
     await waitForCellText(page, 'A1', 'old');
+    return {sheet, old, page};
+  }
+
+  test('time travel shows the old value, read-only, with the entry that changed it',
+       TEST_OPTIONS, async () => {
+    const {sheet, old, page} = await openTheOldA1(server, 'history');
     await page.waitForSelector('#history-banner:has-text("SetCell A1 = old")');
     assert.match(await page.textContent('#history-banner'), /Read-only/);
     assert.equal(await page.getAttribute('[role="grid"]', 'aria-readonly'), 'true');
@@ -851,15 +858,7 @@ describe('console', () => {
 
   test('"Fork at this seq" in history mode makes a sheet of the past and opens it',
        TEST_OPTIONS, async () => {
-    const sheet = await createSheet(server, {name: 'fork source'});
-    const old = await append(server, sheet, 'SetCell', {ref: 'A1', value: 'old'});
-    await append(server, sheet, 'SetCell', {ref: 'A1', value: 'new'});
-    const page = await browser.page();
-    await openSheet(page, server, sheet);
-    await waitForCellText(page, 'A1', 'new');
-    await page.getByLabel('Seq', {exact: true}).fill(String(old.seq));
-    await page.getByLabel('Seq', {exact: true}).press('Enter');
-    await waitForCellText(page, 'A1', 'old');
+    const {sheet, old, page} = await openTheOldA1(server, 'fork source');
     await page.click('#fork-here');
     await page.waitForSelector('dialog.modal #fork-name');
     assert.equal(await page.inputValue('#fork-name'), `fork source at ${old.seq}`);
