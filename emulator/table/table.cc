@@ -304,6 +304,57 @@ Status Table::Put(Connection& conn, const Item& item,
   return status.Annotate("put on " + name());
 }
 
+Result<std::vector<bool>> Table::PutAllIfAbsent(
+    Connection& conn, const std::vector<Item>& items,
+    const std::vector<UnitMeter*>& meters) const {
+  auto fail = [&](Status status) { return status.Annotate("put all on " + name()); };
+  if (!meters.empty() && meters.size() != items.size()) {
+    return fail(InvalidArgument("one meter per item, or none"));
+  }
+  if (items.size() > kMaxPutAllItems) {
+    return fail(InvalidArgument("more than " + std::to_string(kMaxPutAllItems) +
+                                " items in one statement"));
+  }
+  std::vector<bool> written(items.size(), false);
+  if (items.empty()) return written;
+  // Each item's position by its key (partition then sort values), to read back which
+  // rows RETURNING names; and the columns any of them holds.
+  std::map<std::vector<Value>, size_t> position;
+  uint64_t mask = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    RETURN_IF_ERROR(fail(ValidateItem(items[i])));
+    mask |= PresentMask(items[i], column_index_);
+    Key key = KeyOf(items[i]);
+    std::vector<Value> key_values = std::move(key.partition);
+    key_values.insert(key_values.end(), key.sort.begin(), key.sort.end());
+    if (!position.emplace(std::move(key_values), i).second) {
+      return fail(InvalidArgument("two items with one key"));
+    }
+  }
+  std::vector<const Value*> binds;
+  for (const Item& item : items) {
+    std::vector<const Value*> row = MaskedBinds(mask, schema_.attributes, item, nullptr);
+    binds.insert(binds.end(), row.begin(), row.end());
+  }
+  std::vector<Value> key_values(key_columns_.size());
+  Result<int64_t> ran =
+      conn.RunSql(SqlFor(conn.dialect(), Sql::kInsertAllIfAbsent, mask, items.size()),
+                  binds, [&](const SqlRow& row) {
+                    for (size_t k = 0; k < key_columns_.size(); ++k) {
+                      key_values[k] = row.ValueAt(static_cast<int>(k));
+                    }
+                    auto it = position.find(key_values);
+                    if (it != position.end()) written[it->second] = true;
+                    return true;
+                  });
+  // Charged as PutIfAbsent is, written or not.
+  for (size_t i = 0; i < items.size() && !meters.empty(); ++i) {
+    Charge(meters[i], 0, WriteUnitsForItem(ItemSize(items[i])));
+  }
+  RETURN_IF_ERROR(fail(ran.status()));
+  return written;
+}
+
 Result<Item> Table::Update(Connection& conn, const UpdateRequest& request,
                            UnitMeter* meter) const {
   double units = 0;
@@ -355,6 +406,56 @@ Result<std::optional<Item>> Table::Get(Connection& conn, const Key& key,
   if (!item.ok()) return item.status().Annotate("get on " + name());
   Charge(meter, ReadUnitsForBytes(size, consistency == Consistency::kStrong), 0);
   return item;
+}
+
+Result<std::vector<std::optional<Item>>> Table::QueryNewest(
+    Connection& conn, const std::vector<KeyValues>& partitions, Consistency consistency,
+    const std::vector<UnitMeter*>& meters) const {
+  auto fail = [&](Status status) { return status.Annotate("query newest on " + name()); };
+  RETURN_IF_ERROR(fail(schema_status_));
+  if (!meters.empty() && meters.size() != partitions.size()) {
+    return fail(InvalidArgument("one meter per partition, or none"));
+  }
+  if (partitions.size() > kMaxPutAllItems) {
+    return fail(InvalidArgument("more than " + std::to_string(kMaxPutAllItems) +
+                                " partitions in one statement"));
+  }
+  std::vector<std::optional<Item>> newest(partitions.size());
+  if (partitions.empty()) return newest;
+  std::map<KeyValues, size_t> position;
+  std::vector<const Value*> binds;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    if (partitions[i].size() != schema_.partition_key.size()) {
+      return fail(InvalidArgument("needs " +
+                                  std::to_string(schema_.partition_key.size()) +
+                                  " partition key values"));
+    }
+    if (!position.emplace(partitions[i], i).second) {
+      return fail(InvalidArgument("a partition given twice"));
+    }
+    for (const Value& v : partitions[i]) binds.push_back(&v);
+  }
+  KeyValues partition(schema_.partition_key.size());
+  Result<int64_t> ran =
+      conn.RunSql(SqlFor(conn.dialect(), Sql::kQueryNewest, 0, partitions.size()), binds,
+                  [&](const SqlRow& row) {
+                    Item item = RowItem(row);
+                    for (size_t k = 0; k < partition.size(); ++k) {
+                      partition[k] = item.at(schema_.partition_key[k]);
+                    }
+                    auto it = position.find(partition);
+                    if (it != position.end()) newest[it->second] = std::move(item);
+                    return true;
+                  });
+  RETURN_IF_ERROR(fail(ran.status()));
+  for (size_t i = 0; i < newest.size() && !meters.empty(); ++i) {
+    // As a Query of its own: the item's size, at least one unit.
+    Charge(meters[i],
+           ReadUnitsForBytes(newest[i] ? ItemSize(*newest[i]) : 0,
+                             consistency == Consistency::kStrong),
+           0);
+  }
+  return newest;
 }
 
 Result<QueryResult> Table::RunPage(Connection& conn, bool scan, uint64_t shape,

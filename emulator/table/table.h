@@ -244,6 +244,19 @@ class Table {
   Status PutIfAbsent(Connection& conn, const Item& item, UnitMeter* meter) const {
     return Put(conn, item, {Condition::ItemNotExists()}, meter);
   }
+  // PutIfAbsent of many items in one statement (group commit's conditional appends):
+  // `written[i]` says whether items[i] was written; one whose key exists is left out,
+  // its condition failed, and the others are written. Not a DynamoDB operation (there:
+  // a PutItem each). An attribute some items hold and others lack is NULL in those
+  // (REQUIRES: the table's columns default to NULL). Any other failure (an invalid
+  // item, a conflict on another unique index, more than kMaxPutAllItems items) fails
+  // the call, and on PostgreSQL the transaction with it: callers run it inside a
+  // savepoint. Units: each item's as PutIfAbsent's, charged to `meters[i]` (may be
+  // null; `meters` is empty or as long as `items`).
+  static constexpr size_t kMaxPutAllItems = 256;
+  Result<std::vector<bool>> PutAllIfAbsent(Connection& conn,
+                                           const std::vector<Item>& items,
+                                           const std::vector<UnitMeter*>& meters) const;
 
   // GetItem. nullopt if absent. Units: the item size rounded up to 4 KB (an absent
   // item still costs the minimum), halved if eventually consistent.
@@ -255,6 +268,16 @@ class Table {
   // one unit), halved if eventually consistent.
   Result<QueryResult> Query(Connection& conn, const QueryRequest& request,
                             UnitMeter* meter) const;
+
+  // Query with limit 1 newest first (ScanIndexForward false), for many partitions in
+  // one statement: newest[i] is the item of partitions[i] with the greatest sort key
+  // (the one item, for a table without one), or nullopt. Not a DynamoDB operation
+  // (there: a Query each); each is charged to `meters[i]` as that Query would be
+  // (`meters` is empty or as long as `partitions`). InvalidArgument for a partition
+  // given twice or more than kMaxPutAllItems of them.
+  Result<std::vector<std::optional<Item>>> QueryNewest(
+      Connection& conn, const std::vector<KeyValues>& partitions, Consistency consistency,
+      const std::vector<UnitMeter*>& meters) const;
 
   // Scan: every item in primary-key order, after `exclusive_start` (a full key: partition
   // values then sort values), at most `limit` (0 = no limit; pages also end at 1 MB).
@@ -335,21 +358,25 @@ class Table {
   // The statement shapes, each one statement of standard SQL that both backends run,
   // with `?1`, `?2`, ... bound in the order the row primitives pass their values.
   // `shape` is the column mask for inserts and updates, the table_sql.h query bits for
-  // kQuery and kScan, 0 otherwise.
+  // kQuery and kScan, 0 otherwise; `rows` is kInsertAllIfAbsent's row count (1
+  // otherwise).
   enum class Sql {
     kGet,
     kGetForUpdate,  // kGet that locks the row (PostgreSQL; the same as kGet on SQLite)
     kDelete,        // RETURNING the row
     kInsertIfAbsent,
     kReplace,
-    kInsertReturning,  // if absent, RETURNING the row
-    kUpdate,           // RETURNING the row
+    kInsertReturning,    // if absent, RETURNING the row
+    kInsertAllIfAbsent,  // `rows` rows, RETURNING the key of each row written
+    kQueryNewest,        // the newest item of each of `rows` partitions
+    kUpdate,             // RETURNING the row
     kQuery,
     kScan
   };
   // The SQL of a shape in `dialect`, built once per table and kept (table_sql.cc).
-  const std::string& SqlFor(SqlDialect dialect, Sql kind, uint64_t shape) const;
-  std::string BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const;
+  const std::string& SqlFor(SqlDialect dialect, Sql kind, uint64_t shape,
+                            size_t rows = 1) const;
+  std::string BuildSql(SqlDialect dialect, Sql kind, uint64_t shape, size_t rows) const;
 
   // The row primitives (table_rows.cc), each one statement of SqlFor run through
   // Connection::RunSql in the connection's transaction. Rows come back as Items with
@@ -388,7 +415,8 @@ class Table {
   std::vector<int> key_columns_;  // partition key then sort key, as attribute indexes
   std::string select_list_;       // every column, quoted, in schema order
   mutable Mutex sql_mu_;
-  mutable std::map<std::tuple<int, int, uint64_t>, std::string> sql_ GUARDED_BY(sql_mu_);
+  mutable std::map<std::tuple<int, int, uint64_t, size_t>, std::string> sql_
+      GUARDED_BY(sql_mu_);
   mutable std::atomic<double> total_read_units_{0};
   mutable std::atomic<double> total_write_units_{0};
 };

@@ -108,12 +108,14 @@ int Table::ColumnIndex(const std::string& column) const {
   return it == column_index_.end() ? -1 : it->second;
 }
 
-const std::string& Table::SqlFor(SqlDialect dialect, Sql kind, uint64_t shape) const {
+const std::string& Table::SqlFor(SqlDialect dialect, Sql kind, uint64_t shape,
+                                 size_t rows) const {
   MutexLock lock(&sql_mu_);
-  auto key = std::make_tuple(static_cast<int>(dialect), static_cast<int>(kind), shape);
+  auto key =
+      std::make_tuple(static_cast<int>(dialect), static_cast<int>(kind), shape, rows);
   auto it = sql_.find(key);
   if (it == sql_.end()) {
-    it = sql_.emplace(key, BuildSql(dialect, kind, shape)).first;
+    it = sql_.emplace(key, BuildSql(dialect, kind, shape, rows)).first;
   }
   return it->second;  // std::map: the reference stays valid as entries are added
 }
@@ -123,7 +125,8 @@ const std::string& Table::SqlFor(SqlDialect dialect, Sql kind, uint64_t shape) c
 // query's bounds then its limit); where the dialects differ, `dialect` says which.
 // Placeholders are numbered as the text is built, one statement after another: never
 // two numbering calls in one expression, whose operands C++ may evaluate in any order.
-std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const {
+std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape,
+                            size_t rows) const {
   const std::string table = Quote(schema_.table);
   std::vector<std::string> keys = schema_.partition_key;
   keys.insert(keys.end(), schema_.sort_key.begin(), schema_.sort_key.end());
@@ -171,17 +174,22 @@ std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const 
     }
     return out;
   };
-  auto insert_head = [&] {
+  // INSERT INTO t (masked columns) VALUES (?a, ...), ...: `row_count` rows.
+  auto insert_head = [&](size_t row_count = 1) {
     std::string sql = "INSERT INTO " + table + " (" + masked(/*assign=*/false) + ")";
-    sql += " VALUES (";
-    bool first = true;
-    for (size_t i = 0; i < schema_.attributes.size(); ++i) {
-      if ((shape & (uint64_t{1} << i)) == 0) continue;
-      if (!first) sql += ", ";
-      first = false;
-      sql += next();
+    sql += " VALUES ";
+    for (size_t row = 0; row < row_count; ++row) {
+      sql += row == 0 ? "(" : ", (";
+      bool first = true;
+      for (size_t i = 0; i < schema_.attributes.size(); ++i) {
+        if ((shape & (uint64_t{1} << i)) == 0) continue;
+        if (!first) sql += ", ";
+        first = false;
+        sql += next();
+      }
+      sql += ")";
     }
-    return sql + ")";
+    return sql;
   };
   const std::string conflict_target = " ON CONFLICT " + Tuple(keys, keys.size());
 
@@ -211,6 +219,14 @@ std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const 
     }
     case Sql::kInsertReturning:
       return insert_head() + conflict_target + " DO NOTHING RETURNING " + select_list_;
+    case Sql::kInsertAllIfAbsent: {
+      std::string returning;
+      for (const std::string& k : keys) {
+        if (!returning.empty()) returning += ", ";
+        returning += Quote(k);
+      }
+      return insert_head(rows) + conflict_target + " DO NOTHING RETURNING " + returning;
+    }
     case Sql::kUpdate: {
       std::string sql = "UPDATE " + table + " SET " + masked(/*assign=*/true);
       sql += " WHERE " + key_where();  // the key's numbers after the columns'
@@ -242,6 +258,30 @@ std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape) const 
         }
       }
       if (shape & kHasLimit) sql += " LIMIT " + next();
+      return sql;
+    }
+    case Sql::kQueryNewest: {
+      // One subquery per partition (ORDER BY and LIMIT inside each), joined with
+      // UNION ALL: each is the primary key's index seek a Query of its own would be.
+      std::string sql;
+      for (size_t row = 0; row < rows; ++row) {
+        if (row > 0) sql += " UNION ALL ";
+        sql += "SELECT " + select_list_ + " FROM (SELECT " + select_list_ + " FROM " +
+               table + " WHERE ";
+        for (size_t i = 0; i < schema_.partition_key.size(); ++i) {
+          if (i > 0) sql += " AND ";
+          sql += Quote(schema_.partition_key[i]) + " = " + next();
+        }
+        const auto& sk = schema_.sort_key;
+        if (!sk.empty()) {
+          sql += " ORDER BY ";
+          for (size_t i = 0; i < sk.size(); ++i) {
+            if (i > 0) sql += ", ";
+            sql += Quote(sk[i]) + " DESC";
+          }
+        }
+        sql += " LIMIT 1) AS newest" + std::to_string(row);
+      }
       return sql;
     }
     case Sql::kScan: {

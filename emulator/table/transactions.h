@@ -63,6 +63,14 @@ class Transactions {
   // transaction takes no locks and is never aborted by concurrency.
   virtual Status Read(const Work& work) = 0;
 
+  // Runs `work`, which only reads, without a transaction around its statements: each
+  // statement sees what was committed when it ran, not one state for all of them. For
+  // a read of one statement (as consistent as Read), or of several that need no common
+  // state (a head read that tries again when the head moved under it). On PostgreSQL it
+  // saves the BEGIN and COMMIT round trips. REQUIRES: `work` writes nothing (on
+  // PostgreSQL each statement commits by itself). This default runs Read.
+  virtual Status ReadEach(const Work& work) { return Read(work); }
+
   // Calls `listener` after committed writes of this process that may have written a
   // change-feed record (emulator/stream/): after every one that did, and perhaps after
   // others. On the committing thread, outside every lock of the implementation: it

@@ -22,8 +22,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -67,6 +69,13 @@ class EventLog {
     // Default: false (both backends' group commit runs this node's asynchronous appends
     // one after another, in one transaction per batch).
     bool serialize_appends_per_sheet = false;
+    // Group commit's appends as one statement: AddEntryAsync's ordinary appends (not a
+    // Snapshot entry, no client snapshot, no also_write) that queue while a write is
+    // in flight are planned together, reading each sheet once, and put with one
+    // multi-row conditional insert (Table::PutAllIfAbsent); should any of them lose
+    // its condition to another process, the batch is undone and each runs Add Entry's
+    // steps on its own. Requires reads_in_write_transaction. Default: true.
+    bool batch_appends = true;
     // Test hook, literal form only: runs between the reads and the conditional put,
     // where another writer may slip in.
     std::function<void()> test_between_read_and_put;
@@ -239,6 +248,10 @@ class EventLog {
   int64_t retries() const { return retries_.load(); }
   // Entries appended by AddEntry (system entries included), since start.
   int64_t appends() const { return appends_.load(); }
+  // Of those, the ones written together with others in one statement
+  // (Options::batch_appends), and the statements that wrote them.
+  int64_t batched_appends() const { return batched_appends_.load(); }
+  int64_t append_batches() const { return append_batches_.load(); }
 
  private:
   struct SheetConfig {
@@ -291,6 +304,24 @@ class EventLog {
     bool segment_full = false;   // kWritten: the segment reached segment_entries
   };
   struct AppendTxn;
+  // AddEntryAsync's batched appends (Options::batch_appends): each append queued
+  // (QueuedAppend) sends a write work of its own; the first of those works to run
+  // takes every append queued by then (up to kAppendBatchLimit) into its group and
+  // runs them as one batch, and the works whose appends were taken run empty. Whoever
+  // takes an append completes it.
+  struct QueuedAppend;
+  struct AppendGroup;
+  static constexpr size_t kAppendBatchLimit = 64;
+  // Whether an append may join a batch: it writes the entry and nothing else.
+  static bool Batchable(const AppendRequest& request);
+  // The group's appends, taken from the queue on the first run: Add Entry's steps for
+  // all of them in `conn`'s transaction. An append's own failure (expect_seq, no such
+  // sheet, a fault) is its own; an error returned fails the rest.
+  Status RunAppendGroup(Connection& conn, AppendGroup& group) EXCLUDES(append_queue_mu_);
+  // After the group's transaction ended with `status`: each append's answer.
+  void FinishAppendGroup(AppendGroup& group, Status status) EXCLUDES(append_queue_mu_);
+  // Up to kAppendBatchLimit queued appends into `group` (once).
+  void TakeQueuedAppends(AppendGroup& group) EXCLUDES(append_queue_mu_);
   // One attempt, queued behind this process's other attempts on the sheet when
   // Options::serialize_appends_per_sheet; AppendOnceNow is the attempt itself.
   AppendAttempt AppendOnce(const AppendRequest& request, UnitMeter* meter);
@@ -315,6 +346,10 @@ class EventLog {
   Mutex& AppendStripe(const std::string& sheet_id);
   Mutex append_stripes_[kAppendStripes];
   std::atomic<int64_t> appends_{0};
+  std::atomic<int64_t> batched_appends_{0};
+  std::atomic<int64_t> append_batches_{0};
+  Mutex append_queue_mu_;
+  std::deque<std::shared_ptr<QueuedAppend>> append_queue_ GUARDED_BY(append_queue_mu_);
   Mutex cache_mu_;
   std::map<std::string, SheetConfig> configs_ GUARDED_BY(cache_mu_);
 };

@@ -77,26 +77,108 @@ struct EventLog::AppendTxn {
     attempt.outcome = Outcome::kWritten;
   }
 
+  // What the plan reads: the sheet's item and its head (steps 1-2).
+  struct PlanState {
+    Item sheet;
+    Head head;
+  };
+  static Result<PlanState> ReadPlanState(EventLog* log, Connection& conn,
+                                         const std::string& sheet_id,
+                                         Consistency consistency, UnitMeter* meter) {
+    ASSIGN_OR_RETURN(std::optional<Item> sheet,
+                     SheetTable().Get(conn, Key{{sheet_id}, {}}, consistency, meter));
+    if (!sheet) return NotFound("no sheet " + sheet_id);
+    ASSIGN_OR_RETURN(Head head, log->ReadHead(conn, sheet_id, consistency, meter));
+    return PlanState{std::move(*sheet), std::move(head)};
+  }
+
+  // ReadPlanState for many sheets, in three statements whatever their number (the
+  // sheet rows, their newest segments, those segments' newest entries), each sheet's
+  // reads charged to its meter as ReadPlanState's own would be. A sheet whose head
+  // needs more (an EndSegment head: a newer segment appeared; an empty segment) is
+  // read again by ReadPlanState. An error returned fails them all.
+  static Result<std::vector<Result<PlanState>>> ReadPlanStates(
+      EventLog* log, Connection& conn, const std::vector<std::string>& sheet_ids,
+      const std::vector<UnitMeter*>& meters) {
+    std::vector<Result<PlanState>> states;
+    std::vector<KeyValues> partitions;
+    for (const std::string& id : sheet_ids) partitions.push_back({id});
+    ASSIGN_OR_RETURN(
+        std::vector<std::optional<Item>> sheets,
+        SheetTable().QueryNewest(conn, partitions, Consistency::kStrong, meters));
+    // Steps 1 and 2 for the sheets that exist: `found` indexes sheet_ids.
+    std::vector<size_t> found;
+    std::vector<KeyValues> segment_partitions;
+    std::vector<UnitMeter*> found_meters;
+    for (size_t i = 0; i < sheet_ids.size(); ++i) {
+      if (!sheets[i]) continue;
+      found.push_back(i);
+      segment_partitions.push_back({sheet_ids[i]});
+      found_meters.push_back(meters[i]);
+    }
+    ASSIGN_OR_RETURN(std::vector<std::optional<Item>> segments,
+                     SegmentTable().QueryNewest(conn, segment_partitions,
+                                                Consistency::kStrong, found_meters));
+    std::vector<KeyValues> entry_partitions;
+    std::vector<UnitMeter*> entry_meters;
+    std::vector<size_t> with_segment;  // indexes `found`
+    for (size_t f = 0; f < found.size(); ++f) {
+      if (!segments[f]) continue;
+      with_segment.push_back(f);
+      entry_partitions.push_back({sheet_ids[found[f]], segments[f]->at("num")});
+      entry_meters.push_back(found_meters[f]);
+    }
+    ASSIGN_OR_RETURN(std::vector<std::optional<Item>> entries,
+                     EntryTable().QueryNewest(conn, entry_partitions,
+                                              Consistency::kStrong, entry_meters));
+    for (size_t i = 0; i < sheet_ids.size(); ++i) {
+      states.push_back(NotFound("no sheet " + sheet_ids[i]));
+    }
+    for (size_t w = 0; w < with_segment.size(); ++w) {
+      const size_t f = with_segment[w];
+      const size_t i = found[f];
+      Head head;
+      head.segment = SegmentFromItem(*segments[f]);
+      if (entries[w]) head.entry = EntryFromItem(*entries[w]);
+      if (!entries[w] || head.entry.type == kEndSegmentType) {
+        states[i] =
+            ReadPlanState(log, conn, sheet_ids[i], Consistency::kStrong, meters[i]);
+        if (!states[i].ok() && !states[i].status().IsNotFound())
+          return states[i].status();
+        continue;
+      }
+      states[i] = PlanState{std::move(*sheets[i]), std::move(head)};
+    }
+    return states;
+  }
+
   // Steps 1-2 (and the checks that depend on the head): decide what to write. A
   // refusal is returned as an error only to roll the transaction back; `attempt`
   // carries what happened. Decides afresh on every run: a transaction aborted by
   // concurrency runs it again (Transactions::Write).
   Status Plan(Connection& conn, Consistency consistency) {
+    Reset();
+    ASSIGN_OR_RETURN(PlanState state,
+                     ReadPlanState(log, conn, request->sheet_id, consistency, meter));
+    return Decide(state);
+  }
+
+  // A fresh attempt.
+  void Reset() {
     attempt = AppendAttempt();
     attempt.outcome = Outcome::kWritten;
     sheet_read.reset();
     head_segment.reset();
-    const bool is_snapshot = request->type == kSnapshotType;
-    ASSIGN_OR_RETURN(
-        std::optional<Item> sheet,
-        SheetTable().Get(conn, Key{{request->sheet_id}, {}}, consistency, meter));
-    if (!sheet) return NotFound("no sheet " + request->sheet_id);
-    const int64_t snapshot_entry_seq = IntOr(*sheet, "snapshot_entry_seq", 0);
-    const int64_t snapshot_every = IntOr(*sheet, "snapshot_every", 0);
+  }
 
-    ASSIGN_OR_RETURN(Head head,
-                     log->ReadHead(conn, request->sheet_id, consistency, meter));
-    sheet_read = *sheet;
+  // The plan's decision on what it read: the entry at head + 1, or a refusal.
+  Status Decide(const PlanState& state) {
+    const Item& sheet = state.sheet;
+    const Head& head = state.head;
+    const bool is_snapshot = request->type == kSnapshotType;
+    const int64_t snapshot_entry_seq = IntOr(sheet, "snapshot_entry_seq", 0);
+    const int64_t snapshot_every = IntOr(sheet, "snapshot_every", 0);
+    sheet_read = sheet;
     head_segment = head.segment;
     const int64_t next = head.entry.seq + 1;
     if (request->expect_seq && *request->expect_seq != next) {
@@ -124,7 +206,7 @@ struct EventLog::AppendTxn {
     entry.metadata = request->metadata;
     attempt.since_snapshot = next - (is_snapshot ? next : snapshot_entry_seq);
     attempt.segment_full = head.segment.last_snapshot.has_value() &&
-                           entry.num + 1 >= IntOr(*sheet, "segment_entries", 0);
+                           entry.num + 1 >= IntOr(sheet, "segment_entries", 0);
     return Status::OK();
   }
 
@@ -189,6 +271,20 @@ struct EventLog::AppendTxn {
   AppendAttempt attempt;
   std::optional<Item> sheet_read;
   std::optional<SegmentInfo> head_segment;
+};
+
+// An append queued for AddEntryAsync, and the group its work takes.
+struct EventLog::QueuedAppend {
+  AppendRequest request;
+  AppendTxn txn;
+  SheetConfig config;
+  AppendDone done;
+  Status own;  // the append's own failure in the group's last run (OK: none)
+};
+
+struct EventLog::AppendGroup {
+  bool taken = false;
+  std::vector<std::shared_ptr<QueuedAppend>> appends;
 };
 
 Mutex& EventLog::AppendStripe(const std::string& sheet_id) {
@@ -258,33 +354,175 @@ void EventLog::AddEntryAsync(AppendRequest request, UnitMeter* meter, AppendDone
     done(std::move(appended), next_seq);
     return;
   }
-  struct Pending {
-    AppendRequest request;
-    AppendTxn txn;
-    SheetConfig config;
-    AppendDone done;
+  auto queued = std::make_shared<QueuedAppend>(QueuedAppend{
+      std::move(request), AppendTxn(this, nullptr, meter), *config, std::move(done), {}});
+  queued->txn.request = &queued->request;
+  auto group = std::make_shared<AppendGroup>();
+  if (options_.batch_appends && Batchable(queued->request)) {
+    MutexLock lock(&append_queue_mu_);
+    append_queue_.push_back(queued);  // taken by this work or an earlier one
+  } else {
+    group->taken = true;  // a group of its own
+    group->appends.push_back(queued);
+  }
+  db_->WriteAsync(
+      [this, group](Connection& conn) { return RunAppendGroup(conn, *group); },
+      [this, group](Status status) { FinishAppendGroup(*group, std::move(status)); });
+}
+
+bool EventLog::Batchable(const AppendRequest& request) {
+  // Those that write more than the entry (the sheet's snapshot seqs, an upload's row)
+  // run on their own.
+  return request.type != kSnapshotType && !request.allow_reserved &&
+         !HasClientSnapshot(request.metadata) && !request.also_write;
+}
+
+void EventLog::TakeQueuedAppends(AppendGroup& group) {
+  if (group.taken) return;
+  group.taken = true;
+  MutexLock lock(&append_queue_mu_);
+  while (!append_queue_.empty() && group.appends.size() < kAppendBatchLimit) {
+    group.appends.push_back(std::move(append_queue_.front()));
+    append_queue_.pop_front();
+  }
+}
+
+Status EventLog::RunAppendGroup(Connection& conn, AppendGroup& group) {
+  TakeQueuedAppends(group);
+  for (auto& queued : group.appends) queued->own = Status::OK();
+  if (group.appends.size() == 1) {
+    // Add Entry's steps as they stand; the work's answer is the append's.
+    QueuedAppend& only = *group.appends.front();
+    only.own = only.txn.PlanAndPut(conn);
+    return only.own;
+  }
+  if (group.appends.empty()) return Status::OK();
+
+  // Steps 1-2 for every append, all its sheets read at once: the plans of one sheet's
+  // appends follow one another from the head it read, in the order they queued.
+  struct SheetPlan {
+    size_t index = 0;  // in sheet_ids
+    UnitMeter reads;   // what reading it cost, charged to each of its appends
+    std::optional<Result<std::optional<SnapshotRef>>> last_snapshot;
+    UnitMeter last_snapshot_reads;
   };
-  auto pending = std::make_shared<Pending>(Pending{
-      std::move(request), AppendTxn(this, nullptr, meter), *config, std::move(done)});
-  pending->txn.request = &pending->request;
-  db_->WriteAsync([pending](Connection& conn) { return pending->txn.PlanAndPut(conn); },
-                  [this, pending](Status status) {
-                    AppendAttempt tried = pending->txn.Finish(std::move(status));
-                    if (tried.outcome == AppendAttempt::Outcome::kLostRace) {
-                      // Not expected: the plan and the put are one transaction, so no
-                      // other writer can take head + 1 between them. Should it happen,
-                      // the waiting form retries.
-                      int64_t next_seq = -1;
-                      Result<AppendResult> appended =
-                          AddEntry(pending->request, pending->txn.meter, &next_seq);
-                      pending->done(std::move(appended), next_seq);
-                      return;
-                    }
-                    int64_t next_seq = -1;
-                    Result<AppendResult> concluded = Conclude(
-                        pending->request, pending->config, std::move(tried), &next_seq);
-                    pending->done(std::move(concluded), next_seq);
-                  });
+  std::map<std::string, SheetPlan> sheets;
+  std::vector<std::string> sheet_ids;
+  for (auto& queued : group.appends) {
+    queued->txn.Reset();
+    // Step 3's fault point comes before the plan here: an append the fault refuses
+    // takes no seq the next one would have to follow.
+    queued->own = faults_->Hit(FaultPoint::kLogAddEntryBeforePut);
+    if (!queued->own.ok()) continue;
+    auto [it, first] = sheets.try_emplace(queued->request.sheet_id);
+    if (first) {
+      it->second.index = sheet_ids.size();
+      sheet_ids.push_back(queued->request.sheet_id);
+    }
+  }
+  std::vector<UnitMeter*> read_meters(sheet_ids.size());
+  for (auto& [id, sheet] : sheets) read_meters[sheet.index] = &sheet.reads;
+  ASSIGN_OR_RETURN(std::vector<Result<AppendTxn::PlanState>> states,
+                   AppendTxn::ReadPlanStates(this, conn, sheet_ids, read_meters));
+  std::vector<Item> items;
+  std::vector<UnitMeter*> meters;
+  for (auto& queued : group.appends) {
+    if (!queued->own.ok()) continue;
+    AppendTxn& txn = queued->txn;
+    SheetPlan& sheet = sheets.at(queued->request.sheet_id);
+    Result<AppendTxn::PlanState>& state = states[sheet.index];
+    if (txn.meter != nullptr) txn.meter->Merge(sheet.reads);
+    if (!state.ok()) {  // no such sheet: the append's own answer
+      queued->own = state.status();
+      continue;
+    }
+    queued->own = txn.Decide(*state);
+    if (!queued->own.ok()) continue;
+    state->head.entry = txn.attempt.result.entry;  // the next one follows it
+    items.push_back(EntryItem(queued->request.sheet_id, txn.attempt.result.entry));
+    meters.push_back(txn.meter);
+    if (queued->request.read_last_snapshot) {
+      // The batch writes no snapshot: one read per sheet answers all its appends.
+      if (!sheet.last_snapshot) {
+        sheet.last_snapshot =
+            ReadLastSnapshot(conn, queued->request.sheet_id, state->sheet,
+                             state->head.segment, &sheet.last_snapshot_reads);
+        if (!sheet.last_snapshot->ok()) return sheet.last_snapshot->status();
+      }
+      if (txn.meter != nullptr) txn.meter->Merge(sheet.last_snapshot_reads);
+      txn.attempt.result.last_snapshot = **sheet.last_snapshot;
+      txn.attempt.result.last_snapshot_read = true;
+    }
+  }
+  if (items.empty()) return Status::OK();
+  // In key order (sheet, then seq): two nodes' batches meeting on sheets take the rows'
+  // index locks in one order. (Deadlocks between nodes' batches were still seen with
+  // it, rarely: bench/README "The cluster at speed, second round".)
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const std::string& sheet_a = items[a].at("sheet_id").AsString();
+    const std::string& sheet_b = items[b].at("sheet_id").AsString();
+    if (sheet_a != sheet_b) return sheet_a < sheet_b;
+    return items[a].at("seq").AsInt() < items[b].at("seq").AsInt();
+  });
+  std::vector<Item> sorted_items;
+  std::vector<UnitMeter*> sorted_meters;
+  for (size_t i : order) {
+    sorted_items.push_back(std::move(items[i]));
+    sorted_meters.push_back(meters[i]);
+  }
+  items = std::move(sorted_items);
+  meters = std::move(sorted_meters);
+
+  // Step 3 for all of them: one conditional insert. Should another process have
+  // taken one of these seqs meanwhile, the later appends of its sheet followed the
+  // wrong head: the transaction is aborted, nothing of it stays, and its runner runs
+  // the group again from fresh reads (Transactions::Write).
+  Result<std::vector<bool>> written = EntryTable().PutAllIfAbsent(conn, items, meters);
+  if (!written.ok() && !written.status().IsConditionFailed()) return written.status();
+  if (!written.ok() ||
+      !std::all_of(written->begin(), written->end(), [](bool w) { return w; })) {
+    // A conflict on the seq index (ConditionFailed) means the same.
+    return Aborted("another process appended to a sheet of this batch");
+  }
+  return Status::OK();
+}
+
+void EventLog::FinishAppendGroup(AppendGroup& group, Status status) {
+  // A work that never ran (its transaction could not begin) still answers the
+  // appends it would have taken.
+  if (!group.taken) {
+    TakeQueuedAppends(group);
+    if (status.ok()) status = Internal("an append's write never ran");
+  }
+  if (status.ok() && group.appends.size() > 1) {
+    const auto written =
+        std::count_if(group.appends.begin(), group.appends.end(),
+                      [](const auto& queued) { return queued->own.ok(); });
+    if (written > 0) {
+      append_batches_.fetch_add(1, std::memory_order_relaxed);
+      batched_appends_.fetch_add(written, std::memory_order_relaxed);
+    }
+  }
+  for (auto& queued : group.appends) {
+    AppendAttempt tried = queued->txn.Finish(queued->own.ok() ? status : queued->own);
+    // Another process took head + 1 between the plan and the put (a group's batch
+    // aborted by that more often than its runner runs it again): the waiting form
+    // backs off and tries again.
+    const bool lost_batch = status.IsAborted() && queued->own.ok();
+    if (tried.outcome == AppendAttempt::Outcome::kLostRace || lost_batch) {
+      int64_t next_seq = -1;
+      Result<AppendResult> appended =
+          AddEntry(queued->request, queued->txn.meter, &next_seq);
+      queued->done(std::move(appended), next_seq);
+      continue;
+    }
+    int64_t next_seq = -1;
+    Result<AppendResult> concluded =
+        Conclude(queued->request, queued->config, std::move(tried), &next_seq);
+    queued->done(std::move(concluded), next_seq);
+  }
 }
 
 Status EventLog::RefuseReserved(const AppendRequest& request) {

@@ -265,6 +265,127 @@ class AsyncAppendTest : public EventLogTest {
   }
 };
 
+// Appends queued while the database's writer is held commit as one batch
+// (EventLog::Options::batch_appends): one statement for all of them.
+class BatchedAppendTest : public AsyncAppendTest {
+ protected:
+  static AppendRequest Note(const std::string& sheet, const std::string& marker,
+                            std::optional<int64_t> expect = std::nullopt) {
+    AppendRequest request;
+    request.sheet_id = sheet;
+    request.type = "Note";
+    request.body = "\"" + marker + "\"";
+    request.expect_seq = expect;
+    request.read_last_snapshot = true;
+    return request;
+  }
+
+  // Holds the writer with a write of its own, queues `requests` behind it, lets it go,
+  // and returns each append's outcome, in order.
+  std::vector<Outcome> AppendBehindAHeldWriter(std::vector<AppendRequest> requests,
+                                               const std::function<void()>& then = {}) {
+    std::promise<void> holding, release;
+    std::future<void> held = holding.get_future();
+    std::shared_future<void> released = release.get_future().share();
+    std::thread holder([&] {
+      db_->WriteAsync(
+          [&](Connection&) {
+            holding.set_value();
+            released.wait();
+            return Status::OK();
+          },
+          [](Status) {});
+    });
+    held.wait();
+    if (then) then();
+    std::vector<std::promise<Outcome>> promised(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      log_->AddEntryAsync(std::move(requests[i]), nullptr,
+                          [&promised, i](Result<AppendResult> result, int64_t next_seq) {
+                            promised[i].set_value(Outcome{std::move(result), next_seq});
+                          });
+    }
+    release.set_value();
+    holder.join();
+    std::vector<Outcome> outcomes;
+    for (auto& p : promised) outcomes.push_back(p.get_future().get());
+    return outcomes;
+  }
+
+  // The bodies stored after entry 0, in seq order.
+  std::vector<std::string> Bodies(const std::string& sheet) {
+    std::vector<std::string> bodies;
+    for (const EntryRecord& e : ReadAll(sheet)) {
+      if (e.seq > 0) bodies.push_back(e.body.value_or(""));
+    }
+    return bodies;
+  }
+};
+
+TEST_F(BatchedAppendTest, QueuedAppendsCommitInOneStatementInTheOrderTheyQueued) {
+  const std::string a = NewSheet(), b = NewSheet();
+  std::vector<AppendRequest> requests;
+  for (int i = 0; i < 6; ++i) {
+    // The third on `a` chains on the two before it (the seq they will take).
+    requests.push_back(Note(a, "a" + std::to_string(i),
+                            i == 2 ? std::optional<int64_t>(3) : std::nullopt));
+    requests.push_back(Note(b, "b" + std::to_string(i)));
+  }
+  std::vector<Outcome> outcomes = AppendBehindAHeldWriter(std::move(requests));
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    ASSERT_OK(outcomes[i].result) << "append " << i;
+    EXPECT_EQ(outcomes[i].result->entry.seq, static_cast<int64_t>(i / 2 + 1));
+    EXPECT_TRUE(outcomes[i].result->last_snapshot_read);
+  }
+  EXPECT_EQ(Bodies(a), (std::vector<std::string>{"\"a0\"", "\"a1\"", "\"a2\"", "\"a3\"",
+                                                 "\"a4\"", "\"a5\""}));
+  EXPECT_EQ(Bodies(b).size(), 6u);
+  EXPECT_EQ(log_->append_batches(), 1);
+  EXPECT_EQ(log_->batched_appends(), 12);
+  EXPECT_EQ(log_->retries(), 0);
+}
+
+TEST_F(BatchedAppendTest, AnAppendThatFailsInABatchFailsAloneAndLeavesNoGap) {
+  const std::string a = NewSheet(), b = NewSheet();
+  std::vector<Outcome> outcomes = AppendBehindAHeldWriter(
+      {Note(a, "refused"), Note(a, "first"), Note("no-such-sheet", "lost"),
+       Note(a, "late", /*expect=*/9), Note(a, "second"), Note(b, "other")},
+      [&] {
+        // The first append of the batch meets a failure at its put.
+        faults_.Arm(FaultPoint::kLogAddEntryBeforePut, FaultSpec{FaultKind::kError, 1});
+      });
+  EXPECT_EQ(outcomes[0].result.status().code(), StatusCode::kUnavailable);
+  ASSERT_OK(outcomes[1].result);
+  EXPECT_EQ(outcomes[1].result->entry.seq, 1);
+  EXPECT_TRUE(outcomes[2].result.status().IsNotFound());
+  // expect_seq judged against the batch's own head: the next seq was 2.
+  EXPECT_TRUE(outcomes[3].result.status().IsConditionFailed());
+  EXPECT_EQ(outcomes[3].next_seq, 2);
+  ASSERT_OK(outcomes[4].result);
+  EXPECT_EQ(outcomes[4].result->entry.seq, 2);
+  ASSERT_OK(outcomes[5].result);
+  EXPECT_EQ(outcomes[5].result->entry.seq, 1);
+  EXPECT_EQ(Bodies(a), (std::vector<std::string>{"\"first\"", "\"second\""}));
+  EXPECT_EQ(Bodies(b), (std::vector<std::string>{"\"other\""}));
+  EXPECT_EQ(log_->batched_appends(), 3);
+}
+
+TEST_F(BatchedAppendTest, AppendsThatWriteMoreThanTheEntryRunOnTheirOwn) {
+  const std::string a = NewSheet();
+  AppendRequest with_client_snapshot = Note(a, "snap");
+  with_client_snapshot.metadata = R"({"snapshot":"client-root"})";
+  std::vector<Outcome> outcomes = AppendBehindAHeldWriter(
+      {Note(a, "one"), std::move(with_client_snapshot), Note(a, "two")});
+  for (const Outcome& outcome : outcomes) ASSERT_OK(outcome.result);
+  EXPECT_EQ(Bodies(a), (std::vector<std::string>{"\"one\"", "\"two\"", "\"snap\""}));
+  // The sheet remembers the client's snapshot, which only the entry's own write sets.
+  Result<std::optional<SnapshotRef>> last = log_->LastSnapshot(a, nullptr);
+  ASSERT_OK(last);
+  ASSERT_TRUE(last->has_value());
+  EXPECT_EQ((*last)->seq, 3);
+  EXPECT_EQ(log_->batched_appends(), 2);
+}
+
 TEST_F(AsyncAppendTest, WritesTheNextEntryAndReadsTheLastSnapshotInItsTransaction) {
   std::string sheet = NewSheet();
   for (int i = 1; i <= 3; ++i) {

@@ -175,6 +175,65 @@ TEST_P(TableTest, PutIfAbsentFailureInsideWriteLeavesOtherWorkIntact) {
   EXPECT_EQ(AllLogNums("s"), (std::vector<int64_t>{1, 2}));
 }
 
+TEST_P(TableTest, PutAllIfAbsentWritesTheAbsentOnesInOneStatementAndSaysWhich) {
+  ASSERT_OK(PutLog({{"p", "s"}, {"n", 2}, {"body", "kept"}}));
+  UnitMeter first, second;
+  Result<std::vector<bool>> written = std::vector<bool>{};
+  ASSERT_OK(Write([&](Connection& c) -> Status {
+    written = LogTable().PutAllIfAbsent(c,
+                                        {{{"p", "s"}, {"n", 1}, {"body", "one"}},
+                                         {{"p", "s"}, {"n", 2}, {"body", "lost"}},
+                                         {{"p", "t"}, {"n", 2}}},
+                                        {&first, &second, nullptr});
+    return written.status();
+  }));
+  EXPECT_EQ(*written, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(GetLog("s", 1)->at("body").AsString(), "one");
+  EXPECT_EQ(GetLog("s", 2)->at("body").AsString(), "kept");
+  // An attribute the others hold is absent where an item lacks it.
+  ASSERT_TRUE(GetLog("t", 2).has_value());
+  EXPECT_EQ(GetLog("t", 2)->count("body"), 0u);
+  // Each item is charged as its own PutIfAbsent, written or not.
+  EXPECT_EQ(first.write_units, 1);
+  EXPECT_EQ(second.write_units, 1);
+}
+
+TEST_P(TableTest, QueryNewestFindsEachPartitionsNewestItemInOneStatement) {
+  for (int n : {1, 3, 2}) ASSERT_OK(PutLog({{"p", "a"}, {"n", n}}));
+  ASSERT_OK(PutLog({{"p", "b"}, {"n", 7}, {"body", "only"}}));
+  UnitMeter a, missing;
+  Result<std::vector<std::optional<Item>>> newest = std::vector<std::optional<Item>>{};
+  ASSERT_OK(db_->Read([&](Connection& c) -> Status {
+    newest = LogTable().QueryNewest(c, {{"b"}, {"none"}, {"a"}}, Consistency::kStrong,
+                                    {nullptr, &missing, &a});
+    return newest.status();
+  }));
+  ASSERT_EQ(newest->size(), 3u);
+  ASSERT_TRUE((*newest)[0].has_value());
+  EXPECT_EQ((*newest)[0]->at("n").AsInt(), 7);
+  EXPECT_EQ((*newest)[0]->at("body").AsString(), "only");
+  EXPECT_FALSE((*newest)[1].has_value());
+  ASSERT_TRUE((*newest)[2].has_value());
+  EXPECT_EQ((*newest)[2]->at("n").AsInt(), 3);
+  // Each charged as a Query of its own: at least one unit, found or not.
+  EXPECT_EQ(a.read_units, 1);
+  EXPECT_EQ(missing.read_units, 1);
+  Status twice = db_->Read([&](Connection& c) {
+    return LogTable().QueryNewest(c, {{"a"}, {"a"}}, Consistency::kStrong, {}).status();
+  });
+  EXPECT_EQ(twice.code(), StatusCode::kInvalidArgument) << twice.ToString();
+}
+
+TEST_P(TableTest, PutAllIfAbsentRefusesTwoItemsWithOneKeyAndWritesNothing) {
+  Status status = Write([&](Connection& c) -> Status {
+    return LogTable()
+        .PutAllIfAbsent(c, {{{"p", "s"}, {"n", 1}}, {{"p", "s"}, {"n", 1}}}, {})
+        .status();
+  });
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_TRUE(AllLogNums("s").empty());
+}
+
 TEST_P(TableTest, PutReplacesTheWholeItemAndDefaultsMissingColumns) {
   ASSERT_OK(
       PutLog({{"p", "s"}, {"n", 1}, {"body", "x"}, {"counter", 4}, {"label", "custom"}}));
