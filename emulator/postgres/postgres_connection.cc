@@ -425,6 +425,12 @@ Status PostgresConnection::Begin(const std::string& mode, const std::string& the
   return Exec(sql);
 }
 
+void PostgresConnection::BeginStatements() {
+  failed_ = Status::OK();
+  possible_writes_ = 0;
+  wake_at_commit_.clear();
+}
+
 Status PostgresConnection::Commit() { return CommitProbing("", nullptr); }
 
 Status PostgresConnection::CommitProbing(const std::string& probe, bool* set) {

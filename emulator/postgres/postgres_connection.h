@@ -73,6 +73,8 @@ class PostgresConnection final : public Connection {
   // statement of the transaction failed; a commit whose answer never arrives is
   // Unavailable with an unknown outcome.
   Status Begin(const std::string& mode, const std::string& then = "");
+  // For statements outside a transaction (autocommit): clears what Begin clears.
+  void BeginStatements();
   Status Commit();
   // Commit, reading first (in the same round trip) whether the transaction set the
   // custom setting `probe` (e.g. "sheetlog.feed_written"), transaction-locally, to a

@@ -432,6 +432,21 @@ Status PostgresDatabase::Read(const Work& work) {
   return Run(work, "ISOLATION LEVEL REPEATABLE READ READ ONLY", /*write=*/false);
 }
 
+Status PostgresDatabase::ReadEach(const Work& work) {
+  Status status;
+  // An idle connection may have been lost meanwhile (the server restarted): the work
+  // only reads, so it runs once more on a new connection.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    ASSIGN_OR_RETURN(std::unique_ptr<PostgresConnection> conn, Acquire());
+    conn->BeginStatements();
+    status = work(*conn);
+    const bool lost = !conn->usable();
+    Release(std::move(conn));
+    if (!lost || status.ok()) break;
+  }
+  return status;
+}
+
 void PostgresDatabase::AddCommitListener(std::function<void()> listener) {
   MutexLock lock(&listeners_mu_);
   listeners_.push_back(std::move(listener));

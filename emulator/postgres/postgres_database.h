@@ -104,6 +104,10 @@ class PostgresDatabase final : public Transactions {
   void WriteAsync(Work work, std::function<void(Status)> done) override
       EXCLUDES(batch_mu_, mu_);
   Status Read(const Work& work) override EXCLUDES(mu_);
+  // Statements in autocommit on a pooled connection (no BEGIN, no COMMIT). A
+  // connection found lost at the first statement is dropped and the work run once
+  // more on a new one (it only reads).
+  Status ReadEach(const Work& work) override EXCLUDES(mu_);
   // Listeners run after each Write of this handle whose transaction wrote a
   // change-feed record (the triggers set `sheetlog.feed_written`, read back in the
   // COMMIT's round trip).

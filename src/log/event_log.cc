@@ -172,7 +172,8 @@ Result<SheetInfo> EventLog::CreateLog(const std::string& name, int64_t snapshot_
 
 Result<SheetInfo> EventLog::GetSheet(const std::string& sheet_id, UnitMeter* meter) {
   std::optional<Item> item;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) {
+  // One statement: no transaction needed around it.
+  RETURN_IF_ERROR(db_->ReadEach([&](Connection& conn) {
     ASSIGN_OR_RETURN(
         item, SheetTable().Get(conn, Key{{sheet_id}, {}}, Consistency::kEventual, meter));
     return Status::OK();

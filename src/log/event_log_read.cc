@@ -207,7 +207,10 @@ Result<EventLog::StorageSize> EventLog::MeasureStorage(
 
 Result<int64_t> EventLog::NextSeq(const std::string& sheet_id, UnitMeter* meter) {
   int64_t next = 0;
-  RETURN_IF_ERROR(db_->Read([&](Connection& conn) {
+  // Each of the head's two reads sees the latest commit (no transaction around them):
+  // a segment that ended between them shows as an EndSegment head, which ReadHead
+  // reads past. The answer is a head the sheet had during the call.
+  RETURN_IF_ERROR(db_->ReadEach([&](Connection& conn) {
     ASSIGN_OR_RETURN(Head head, ReadHead(conn, sheet_id, Consistency::kEventual, meter));
     next = head.entry.seq + 1;
     return Status::OK();

@@ -80,6 +80,43 @@ class PostgresDatabaseTest : public ::testing::Test {
       ::testing::UnitTest::GetInstance()->current_test_info()->name()};
 };
 
+// ReadEach: statements without a transaction around them, each seeing the commits
+// made before it ran; Read: one state for all of them.
+TEST_F(PostgresDatabaseTest, ReadEachStatementSeesWhatWasCommittedBeforeIt) {
+  std::unique_ptr<PostgresDatabase> db = Open();
+  ASSERT_NE(db, nullptr);
+  auto put = [&](int64_t seq) {
+    return db->Write([&](Connection& c) {
+      return AppendLog().PutIfAbsent(c, {{"sheet", "s"}, {"seq", seq}, {"writer", "w"}},
+                                     nullptr);
+    });
+  };
+  auto count = [](Connection& c) -> Result<size_t> {
+    QueryRequest all;
+    all.partition = {"s"};
+    ASSIGN_OR_RETURN(QueryResult r, AppendLog().Query(c, all, nullptr));
+    return r.items.size();
+  };
+  ASSERT_OK(put(1));
+  std::vector<size_t> each, one_state;
+  ASSERT_OK(db->ReadEach([&](Connection& c) -> Status {
+    ASSIGN_OR_RETURN(size_t before, count(c));
+    RETURN_IF_ERROR(put(2));  // another connection commits between the statements
+    ASSIGN_OR_RETURN(size_t after, count(c));
+    each = {before, after};
+    return Status::OK();
+  }));
+  EXPECT_EQ(each, (std::vector<size_t>{1, 2}));
+  ASSERT_OK(db->Read([&](Connection& c) -> Status {
+    ASSIGN_OR_RETURN(size_t before, count(c));
+    RETURN_IF_ERROR(put(3));
+    ASSIGN_OR_RETURN(size_t after, count(c));
+    one_state = {before, after};
+    return Status::OK();
+  }));
+  EXPECT_EQ(one_state, (std::vector<size_t>{2, 2}));
+}
+
 // Group commit (WriteAsync): works queued while a batch is in flight run together in
 // the next one. `blocker` is the first work: it holds its batch until `release` while
 // `queued` are queued behind it, so they make one batch of their own.
