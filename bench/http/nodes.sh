@@ -67,10 +67,22 @@ perf stat -e task-clock -p "$(pgrep -d, -x postgres)" -o "$STAT.pg" &
 PG_PERF=$!
 OUTS=()
 WRKS=()
-for url in "${URLS[@]}"; do
+# BENCH_STICKY=1: each node appends to its own share of the sheets (sheet i to node
+# i mod N), as behind a load balancer that routes by sheet; otherwise every node
+# appends to every sheet (the contended case).
+IFS=, read -r -a SHEET_LIST <<<"$SHEETS"
+for ((n = 0; n < NODES; n++)); do
+  node_sheets=$SHEETS
+  if [ "${BENCH_STICKY:-0}" = 1 ]; then
+    node_sheets=""
+    for ((i = n; i < SHEET_COUNT; i += NODES)); do
+      node_sheets="$node_sheets${node_sheets:+,}${SHEET_LIST[$i]}"
+    done
+  fi
   out=$(mktemp)
   OUTS+=("$out")
-  wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" -s $SCRIPT "$url" >"$out" &
+  SHEETS=$node_sheets SHEET=${node_sheets%%,*} \
+    wrk -t1 -c8 -d"${SECONDS_PER_RUN}s" -s $SCRIPT "${URLS[$n]}" >"$out" &
   WRKS+=($!)
 done
 wait "${WRKS[@]}"
@@ -91,7 +103,7 @@ pg_ms=$(awk '/task-clock/ {gsub(",","",$1); print $1}' "$STAT.pg")
 rm -f "$STAT" "$STAT.pg"
 python3 -c "
 acked = $after - $before
-print('nodes=$NODES sheets=$SHEET_COUNT: %d requests, %d acknowledged (%.0f/s), %d not 201; nodes %.0f us and PostgreSQL %.0f us CPU per acknowledged append; load $load'
+print('nodes=$NODES sheets=$SHEET_COUNT sticky=${BENCH_STICKY:-0}: %d requests, %d acknowledged (%.0f/s), %d not 201; nodes %.0f us and PostgreSQL %.0f us CPU per acknowledged append; load $load'
       % ($requests, acked, acked / $SECONDS_PER_RUN, $non2xx, $ms * 1000 / max(acked, 1), $pg_ms * 1000 / max(acked, 1)))
 # wrk counts only the responses it read before it stopped; a request in flight then may
 # still commit (at most one per connection). None answered 201 may be missing.
