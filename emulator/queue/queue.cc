@@ -377,7 +377,7 @@ Result<std::vector<std::string>> QueueService::SendMany(const std::string& queue
 
 Result<std::vector<ReceivedMessage>> QueueService::Receive(
     const std::string& queue, int max_messages,
-    std::optional<int64_t> visibility_timeout_s) {
+    std::optional<int64_t> visibility_timeout_s, const std::string& receiver) {
   RETURN_IF_ERROR(ValidateRange("max_messages", max_messages, 1, kMaxReceiveBatch));
   if (visibility_timeout_s.has_value()) {
     RETURN_IF_ERROR(ValidateRange("visibility_timeout_s", *visibility_timeout_s, 0,
@@ -469,8 +469,10 @@ Result<std::vector<ReceivedMessage>> QueueService::Receive(
         RETURN_IF_ERROR(
             c.RunSql("UPDATE queue_message SET receive_count = receive_count + 1, "
                      "first_receive_micros = COALESCE(first_receive_micros, ?2), "
-                     "receipt = ?3, visible_at_micros = ?4 WHERE id = ?1",
-                     {cand.id, now, token, hidden_until})
+                     "receipt = ?3, visible_at_micros = ?4, receiver_owner = ?5 "
+                     "WHERE id = ?1",
+                     {cand.id, now, token, hidden_until,
+                      receiver.empty() ? Value::Null() : Value(receiver)})
                 .status());
         if (faults_ != nullptr &&
             faults_->ShouldDuplicate(FaultPoint::kQueueReceiveDuplicate)) {
@@ -498,6 +500,28 @@ Result<std::vector<ReceivedMessage>> QueueService::Receive(
   }));
   if (moved_any || duplicated_any) Notify();
   return out;
+}
+
+Result<int64_t> QueueService::ReleaseReceivedBy(
+    const std::vector<std::string>& receivers) {
+  if (receivers.empty()) return int64_t{0};
+  int64_t released = 0;
+  RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+    released = 0;
+    const int64_t now = clock_->NowMicros();
+    for (const std::string& receiver : receivers) {
+      ASSIGN_OR_RETURN(const int64_t changed,
+                       c.RunSql("UPDATE queue_message SET visible_at_micros = ?2, "
+                                "receiver_owner = NULL WHERE receiver_owner = ?1 AND "
+                                "visible_at_micros > ?2",
+                                {receiver, now}));
+      released += changed;
+    }
+    if (released > 0) c.WakeOtherProcessesAtCommit(RemoteChange::kQueue);
+    return Status::OK();
+  }));
+  if (released > 0) Notify();
+  return released;
 }
 
 // ---------------------------------------------------------------------------

@@ -119,10 +119,22 @@ class QueueService {
   // hides each for `visibility_timeout_s` (0..43200; default: the queue's). Returns an
   // empty vector if none is visible; never waits (see WaitForMessages). Messages due
   // for the dead-letter queue are moved there and not returned; expired ones are
-  // deleted. One write transaction per call.
+  // deleted. One write transaction per call. `receiver`: the lease owner id
+  // (emulator/runtime/cluster_membership.h) of the receiving process, kept with each
+  // message received so that ReleaseReceivedBy can hand them on when that process is
+  // gone; "" keeps none (the message waits out its visibility timeout, as on SQS).
   Result<std::vector<ReceivedMessage>> Receive(
       const std::string& queue, int max_messages = 1,
-      std::optional<int64_t> visibility_timeout_s = std::nullopt);
+      std::optional<int64_t> visibility_timeout_s = std::nullopt,
+      const std::string& receiver = "");
+
+  // Makes every message of every queue that one of `receivers` received and that is
+  // still hidden visible now, as if its visibility timeout had ended: those owners are
+  // gone (their leases were released or lapsed), so nothing will delete or defer what
+  // they held. Returns how many. One write transaction; wakes receivers here and on
+  // other nodes. A redelivery to a process that is in fact still running is what
+  // at-least-once delivery allows (the execution history turns it into a no-op).
+  Result<int64_t> ReleaseReceivedBy(const std::vector<std::string>& receivers);
 
   // Hides the message for `seconds` (0..43200) from now; 0 makes it visible at once.
   // Stale handle: ConditionFailed. Message gone: NotFound.

@@ -22,14 +22,15 @@ namespace {
 constexpr const char* kUpsertLease =
     "INSERT INTO execution_owner (owner, expires_at, node) VALUES (?1, ?2, ?3) "
     "ON CONFLICT (owner) DO UPDATE SET expires_at = excluded.expires_at";
+// The removals of leases return the owners removed (ReportOwnersGone).
 constexpr const char* kPruneLapsedLeases =
-    "DELETE FROM execution_owner WHERE expires_at <= ?1 AND owner <> ?2";
+    "DELETE FROM execution_owner WHERE expires_at <= ?1 AND owner <> ?2 RETURNING owner";
 constexpr const char* kReleaseOtherLeases =
-    "DELETE FROM execution_owner WHERE owner <> ?1";
+    "DELETE FROM execution_owner WHERE owner <> ?1 RETURNING owner";
 constexpr const char* kReleaseLease = "DELETE FROM execution_owner WHERE owner = ?1";
 // The same node's earlier owners: processes of this host and data directory, gone.
 constexpr const char* kReleasePredecessors =
-    "DELETE FROM execution_owner WHERE node = ?1 AND owner <> ?2";
+    "DELETE FROM execution_owner WHERE node = ?1 AND owner <> ?2 RETURNING owner";
 constexpr const char* kReleaseOwnersClaims = "DELETE FROM owner_claim WHERE owner = ?1";
 constexpr const char* kSelectLease =
     "SELECT expires_at FROM execution_owner WHERE owner = ?1";
@@ -54,6 +55,19 @@ constexpr const char* kSelectClaims =
     "SELECT c.name, c.owner, EXISTS (SELECT 1 FROM execution_owner o WHERE "
     "o.owner = c.owner AND o.expires_at > ?1) FROM owner_claim c ORDER BY c.name "
     "LIMIT ?2";
+// Runs `sql` (a DELETE ... RETURNING owner of leases) on `c`, adding the owners it
+// removed to *gone.
+Status RemoveLeases(Connection& c, const char* sql, const SqlParams& params,
+                    std::vector<std::string>* gone) {
+  return c
+      .RunSql(sql, params,
+              [&](const SqlRow& row) {
+                gone->push_back(row.Text(0));
+                return true;
+              })
+      .status();
+}
+
 // PostgreSQL's own clock in micros since the epoch: clock_timestamp() is the time of
 // the call (now() would be the transaction's start, which a lock wait leaves behind).
 constexpr const char* kSelectDatabaseClock =
@@ -141,23 +155,27 @@ Status ClusterMembership::StartLease(const LeaseOptions& options) {
   }
   const std::string owner = NewRandomUuid();
   std::optional<int64_t> skew;
+  std::vector<std::string> gone;
   RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+    gone.clear();
     ASSIGN_OR_RETURN(const LeaseNow now, ReadLeaseNow(c));
     skew = now.clock_skew_micros;
     RETURN_IF_ERROR(
         c.RunSql(kUpsertLease, {owner, now.micros + options.ttl_micros, options.node})
             .status());
     if (!options.node.empty()) {
-      RETURN_IF_ERROR(c.RunSql(kReleasePredecessors, {options.node, owner}).status());
+      RETURN_IF_ERROR(
+          RemoveLeases(c, kReleasePredecessors, {options.node, owner}, &gone));
     }
     // A SQLite file has one process (the data directory's): every other owner is a
     // process that is gone. On PostgreSQL only a lapsed lease says so.
     if (c.dialect() == SqlDialect::kSqlite) {
-      return c.RunSql(kReleaseOtherLeases, {owner}).status();
+      return RemoveLeases(c, kReleaseOtherLeases, {owner}, &gone);
     }
-    return c.RunSql(kPruneLapsedLeases, {now.micros, owner}).status();
+    return RemoveLeases(c, kPruneLapsedLeases, {now.micros, owner}, &gone);
   }));
   if (skew) RecordClockSkew(*skew);
+  ReportOwnersGone(gone);
   // The renewals are scheduled on the node's clock: only the lease's expiry needs the
   // clock every node shares; the period needs only a clock that runs at the right rate.
   const int64_t next = clock_->NowMicros() + options.renew_every_micros;
@@ -183,13 +201,16 @@ Status ClusterMembership::RenewLease() {
     node = lease_.node;
   }
   std::optional<int64_t> skew;
+  std::vector<std::string> gone;
   RETURN_IF_ERROR(db_->Write([&](Connection& c) -> Status {
+    gone.clear();
     ASSIGN_OR_RETURN(const LeaseNow now, ReadLeaseNow(c));
     skew = now.clock_skew_micros;
     RETURN_IF_ERROR(c.RunSql(kUpsertLease, {owner, now.micros + ttl, node}).status());
-    return c.RunSql(kPruneLapsedLeases, {now.micros, owner}).status();
+    return RemoveLeases(c, kPruneLapsedLeases, {now.micros, owner}, &gone);
   }));
   if (skew) RecordClockSkew(*skew);
+  ReportOwnersGone(gone);
   return Status::OK();
 }
 
@@ -236,9 +257,26 @@ void ClusterMembership::StopLease() {
     spdlog::warn(
         "cluster membership: releasing the lease failed (it lapses by itself): {}",
         status.ToString());
+  } else {
+    ReportOwnersGone({owner});
   }
   MutexLock lock(&mu_);
   owner_.clear();
+}
+
+void ClusterMembership::SetOwnersGoneListener(OwnersGoneListener listener) {
+  MutexLock lock(&mu_);
+  owners_gone_ = std::move(listener);
+}
+
+void ClusterMembership::ReportOwnersGone(const std::vector<std::string>& gone) {
+  if (gone.empty()) return;
+  OwnersGoneListener listener;
+  {
+    MutexLock lock(&mu_);
+    listener = owners_gone_;
+  }
+  if (listener) listener(gone);
 }
 
 std::string ClusterMembership::owner() const {

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -147,6 +148,16 @@ class ClusterMembership {
   // The live leases and every claim, with this node's own id (see View).
   Result<View> ReadView();
 
+  // Called after each commit of this object that removed other owners' leases (at
+  // StartLease: its predecessors', and on SQLite every other; at each renewal: lapsed
+  // ones) or this owner's own (StopLease), with their owner ids: those processes are
+  // gone, and what they held in other services (queue messages in flight) can move on
+  // now instead of after its own timeout. On the thread that committed, outside mu_.
+  // A crash between the commit and the call loses the call: whatever waits on it must
+  // still end by its own timeout. Set it before StartLease.
+  using OwnersGoneListener = std::function<void(const std::vector<std::string>& owners)>;
+  void SetOwnersGoneListener(OwnersGoneListener listener) EXCLUDES(mu_);
+
   // Takes `name` if it is free, this owner's already, or held by an owner whose lease
   // is gone; true if this owner holds it now. One conditional upsert: two nodes
   // claiming at once get one winner. FailedPrecondition without a lease.
@@ -167,6 +178,8 @@ class ClusterMembership {
   // The renewal thread: renews at `next` and every renew_every_micros after until
   // StopLease.
   void RenewLoop(int64_t next);
+  // Tells the listener (if any) that `gone` left; nothing if it is empty.
+  void ReportOwnersGone(const std::vector<std::string>& gone) EXCLUDES(mu_);
 
   Transactions* db_;
   Clock* clock_;
@@ -180,6 +193,7 @@ class ClusterMembership {
   std::optional<int64_t> clock_skew_micros_ GUARDED_BY(mu_);
   // The skew last logged as beyond the threshold; nullopt while within it.
   std::optional<int64_t> warned_skew_micros_ GUARDED_BY(mu_);
+  OwnersGoneListener owners_gone_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

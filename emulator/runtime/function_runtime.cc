@@ -4,6 +4,8 @@
 // work and replay in function_runtime_replay.cc.
 #include "emulator/runtime/function_runtime.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <set>
 
@@ -129,6 +131,29 @@ Status FunctionRuntime::Start() {
   // rows running while it lasts, and its claims live as long (ClusterMembership).
   ClusterMembership::LeaseOptions lease;
   lease.node = options_.node;
+  // Queue messages a gone process had received (its lease released at its restart,
+  // or lapsed) are handed on at once instead of after their visibility timeout.
+  std::set<QueueService*> services;
+  for (auto& q : queues_) services.insert(q->config.queues);
+  if (!services.empty()) {
+    membership_.SetOwnersGoneListener([services](const std::vector<std::string>& owners) {
+      for (QueueService* service : services) {
+        Result<int64_t> released = service->ReleaseReceivedBy(owners);
+        if (!released.ok()) {
+          // They reappear after their visibility timeout instead.
+          spdlog::warn(
+              "runtime: releasing the queue messages of {} gone node(s) "
+              "failed: {}",
+              owners.size(), released.status().ToString());
+        } else if (*released > 0) {
+          spdlog::info(
+              "runtime: {} queue message(s) held by {} gone node(s) "
+              "released for redelivery",
+              *released, owners.size());
+        }
+      }
+    });
+  }
   RETURN_IF_ERROR(membership_.StartLease(lease));
 
   // Subscribed before taking mu_: the feed calls back under its own lock, then takes
@@ -194,6 +219,9 @@ void FunctionRuntime::Stop() {
   }
   for (auto& t : threads_) t.join();
   threads_.clear();
+  // The listener's queue services may go before this runtime; nothing of this
+  // process holds a message any more but ones it deferred, which keep their time.
+  membership_.SetOwnersGoneListener(nullptr);
   membership_.StopLease();  // nothing of this process runs any more
 }
 

@@ -55,8 +55,10 @@ void FunctionRuntime::ConsumerLoop(QueueState* mapping) {
 Status FunctionRuntime::ReceiveAndProcess(QueueState& mapping) {
   const QueueMapping& m = mapping.config;
   RunningCount running(mapping.running);
+  // Received in this process's lease's name: released at once if it dies holding them.
   ASSIGN_OR_RETURN(std::vector<ReceivedMessage> messages,
-                   m.queues->Receive(m.queue, m.batch_size, m.visibility_timeout_s));
+                   m.queues->Receive(m.queue, m.batch_size, m.visibility_timeout_s,
+                                     membership_.owner()));
   if (messages.empty()) return Status::OK();
   ProcessMessages(mapping, messages);
   if (faults_ != nullptr &&

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <memory>
@@ -219,6 +220,61 @@ TEST_P(ClusterMembershipTest, ARestartedNodeTakesItsPredecessorsLeaseAtOnce) {
   EXPECT_TRUE(Live(*restarted, restarted->owner()));
   EXPECT_EQ(Live(*restarted, elsewhere->owner()), GetParam() == Backend::kPostgres)
       << "another node's lease stands on PostgreSQL";
+}
+
+// The owners-gone listener hears every lease this node removes, after its commit: a
+// restarted node's predecessor at start, a lapsed lease at a renewal, its own at
+// StopLease; a live node's lease (PostgreSQL) is never reported.
+TEST_P(ClusterMembershipTest, TheOwnersGoneListenerHearsEveryLeaseRemoved) {
+  auto killed = NewNode();
+  ASSERT_OK(killed->StartLease(ByHand("host:/srv/node-1")));
+  auto lapsing = NewNode();
+  ASSERT_OK(lapsing->StartLease(ByHand("host:/srv/node-2")));
+  auto live = NewNode();
+  ASSERT_OK(live->StartLease(ByHand("host:/srv/node-3")));
+  // On SQLite each start released the leases before it; renew so that both backends go
+  // on with all three.
+  ASSERT_OK(killed->RenewLease());
+  ASSERT_OK(lapsing->RenewLease());
+
+  auto restarted = NewNode();
+  std::vector<std::vector<std::string>> heard;
+  restarted->SetOwnersGoneListener([&](const std::vector<std::string>& owners) {
+    // After the commit: the removed lease is gone from the table already.
+    for (const std::string& owner : owners) EXPECT_FALSE(ExpiresAt(owner).has_value());
+    heard.push_back(owners);
+  });
+  ASSERT_OK(restarted->StartLease(ByHand("host:/srv/node-1")));
+  ASSERT_EQ(heard.size(), 1u);
+  std::vector<std::string> at_start = heard[0];
+  std::sort(at_start.begin(), at_start.end());
+  std::vector<std::string> expected{killed->owner()};
+  if (GetParam() == Backend::kSqlite) {
+    // One process per file: every other owner is gone.
+    expected = {killed->owner(), lapsing->owner(), live->owner()};
+  }
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(at_start, expected);
+
+  heard.clear();
+  ASSERT_OK(restarted->RenewLease());
+  EXPECT_TRUE(heard.empty()) << "nothing lapsed: nothing reported";
+  if (GetParam() == Backend::kPostgres) {
+    clock_.AdvanceSeconds(20);
+    ASSERT_OK(live->RenewLease());
+    ASSERT_OK(restarted->RenewLease());
+    clock_.AdvanceSeconds(15);  // node-2's lease (renewed 35 s ago) has lapsed
+    ASSERT_OK(restarted->RenewLease());
+    ASSERT_EQ(heard.size(), 1u);
+    EXPECT_EQ(heard[0], std::vector<std::string>{lapsing->owner()});
+    EXPECT_TRUE(Live(*restarted, live->owner())) << "a live lease is not removed";
+  }
+
+  heard.clear();
+  const std::string own = restarted->owner();
+  restarted->StopLease();
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0], std::vector<std::string>{own});
 }
 
 // Claims (a change-feed shard, a cluster job): held while the holder's lease lives,

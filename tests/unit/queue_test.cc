@@ -199,6 +199,63 @@ TEST_P(QueueTest, ChangeVisibilityZeroRedeliversAtOnceAndLongerDefers) {
   EXPECT_EQ(ReceiveOk("jobs").size(), 1u);
 }
 
+// A gone receiver's in-flight messages are visible again at once, in every queue; a
+// live receiver's, an anonymous receive's and a delayed (never received) message keep
+// their time, and a message already deleted is not brought back.
+TEST_P(QueueTest, ReleaseReceivedByHandsAGoneReceiversMessagesOnAtOnce) {
+  Create("jobs", 60);
+  Create("other", 60);
+  for (const char* body : {"a1", "a2", "done", "b", "anonymous"}) SendOk("jobs", body);
+  SendOk("other", "a3");
+  SendOk("jobs", "delayed", 30);
+  std::map<std::string, ReceivedMessage> held;  // body -> its receive
+  auto receive_as = [&](const std::string& queue, const std::string& receiver) {
+    Result<std::vector<ReceivedMessage>> got =
+        queues_->Receive(queue, 1, std::nullopt, receiver);
+    ASSERT_OK(got);
+    ASSERT_EQ(got->size(), 1u);
+    held[got->front().body] = got->front();
+  };
+  for (int i = 0; i < 3; ++i) receive_as("jobs", "owner-a");
+  receive_as("jobs", "owner-b");
+  receive_as("jobs", "");
+  receive_as("other", "owner-a");
+  ASSERT_EQ(held.size(), 6u);
+  ASSERT_OK(queues_->Delete("jobs", held["done"].receipt_handle));
+  EXPECT_TRUE(ReceiveOk("jobs").empty()) << "all hidden before the release";
+
+  Result<int64_t> released = queues_->ReleaseReceivedBy({"owner-a", "owner-gone"});
+  ASSERT_OK(released);
+  EXPECT_EQ(*released, 3) << "a1, a2 and a3";
+  Result<int64_t> again_released = queues_->ReleaseReceivedBy({"owner-a"});
+  ASSERT_OK(again_released);
+  EXPECT_EQ(*again_released, 0) << "once";
+
+  std::set<std::string> again;
+  for (const ReceivedMessage& m : ReceiveOk("jobs", 10)) {
+    again.insert(m.body);
+    EXPECT_EQ(m.receive_count, 2) << m.body;
+    EXPECT_NE(m.receipt_handle, held[m.body].receipt_handle) << "a new receipt";
+    // The gone receiver's receipt is stale: it cannot delete what moved on.
+    EXPECT_EQ(queues_->Delete("jobs", held[m.body].receipt_handle).code(),
+              StatusCode::kConditionFailed);
+    ASSERT_OK(queues_->Delete("jobs", m.receipt_handle));  // the new receiver's work
+  }
+  EXPECT_EQ(again, (std::set<std::string>{"a1", "a2"}));
+  auto other = ReceiveOk("other");
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].body, "a3");
+  // The rest keeps its time: owner-b's and the anonymous receive's 60 s, the delay.
+  clock_.Advance(30 * kSecond);
+  auto due = ReceiveOk("jobs", 10);
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].body, "delayed");
+  clock_.Advance(30 * kSecond);
+  std::set<std::string> timed_out;
+  for (const ReceivedMessage& m : ReceiveOk("jobs", 10)) timed_out.insert(m.body);
+  EXPECT_EQ(timed_out, (std::set<std::string>{"b", "anonymous"}));
+}
+
 TEST_P(QueueTest, DelayHidesMessageUntilDue) {
   QueueOptions options;
   options.name = "delayed";

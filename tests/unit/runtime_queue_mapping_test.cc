@@ -10,6 +10,7 @@
 
 #include "emulator/env/clock.h"
 #include "emulator/env/faults.h"
+#include "emulator/runtime/cluster_membership.h"
 #include "emulator/runtime/function_runtime.h"
 #include "tests/support/server_process.h"
 #include "tests/support/status_matchers.h"
@@ -337,6 +338,30 @@ TEST_F(QueueMappingTest, MessageOfAnAbandonedConsumerReappearsAfterItsTimeout) {
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 2));
   EXPECT_EQ(recorder_.Calls()[1].id, id);
   EXPECT_EQ(recorder_.Calls()[1].receive_count, 2);
+}
+
+// A process of this data directory received a message and was killed (its lease row
+// stays): the next process's start releases that lease, and with it the message, which
+// runs at once instead of after its 30 s visibility timeout (no clock moves here).
+TEST_F(QueueMappingTest, MessageHeldByAKilledProcessIsRedeliveredAtTheNextStart) {
+  const std::string id = Send("job");
+  ClusterMembership killed(db_.get(), &clock_);
+  ASSERT_OK(killed.StartLease({30LL * 1000000, 10LL * 1000000, false, ""}));
+  auto taken = queues_->Receive("jobs", 1, std::nullopt, killed.owner());
+  ASSERT_OK(taken);
+  ASSERT_EQ(taken->size(), 1u);
+
+  FunctionRuntime& rt = NewRuntime();
+  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
+                  recorder_.Call(msgs[0]);
+                  return Status::OK();
+                }))
+                  .ok());
+  ASSERT_OK(rt.Start());
+  ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
+  ASSERT_EQ(recorder_.Calls().size(), 1u);
+  EXPECT_EQ(recorder_.Calls()[0].id, id);
+  EXPECT_EQ(recorder_.Calls()[0].receive_count, 2);
 }
 
 // A process killed while its handler ran leaves the message's
