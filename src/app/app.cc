@@ -253,6 +253,19 @@ Status App::Init() {
   worker_options.send_job = [queues](const SnapshotJob& job) {
     return queues->Send(kSnapshotQueue, job.ToJson()).status();
   };
+  // The pending item records which node's invocation holds it, so a build a dead node
+  // left Active is taken over as soon as that node's lease is gone, not after
+  // stale_seconds. runtime_ is made below, so these read it when called. Safe: the
+  // worker runs only as runtime_'s queue handler (AddMappings), and ~App stops runtime_
+  // (waiting for its invocations) and destroys it before the worker; without a runtime
+  // (never the case while a handler runs) there is no owner and nobody is known gone.
+  worker_options.owner = [this] {
+    return runtime_ ? runtime_->membership().owner() : std::string();
+  };
+  worker_options.owner_live = [this](const std::string& owner) -> Result<bool> {
+    if (!runtime_) return true;
+    return runtime_->membership().IsLive(owner);
+  };
   snapshot_worker_ = std::make_unique<SnapshotWorker>(
       log_.get(), clock_, faults_.get(), MakeSnapshotBuildFactory(blobs_.get()),
       std::move(worker_options));

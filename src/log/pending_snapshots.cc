@@ -18,7 +18,8 @@ const Table& PendingSnapshotTable() {
                                         {"modified", "M"},
                                         {"active", "A"},
                                         {"increment", "I"},
-                                        {"state", "S"}}});
+                                        {"state", "S"},
+                                        {"owner", "O"}}});
   return table;
 }
 
@@ -47,6 +48,8 @@ PendingSnapshot FromItem(const Item& item) {
   p.increment = IntOf(item, "increment");
   auto state = item.find("state");
   if (state != item.end() && !state->second.is_null()) p.state = state->second.AsString();
+  auto owner = item.find("owner");
+  if (owner != item.end() && !owner->second.is_null()) p.owner = owner->second.AsString();
   return p;
 }
 
@@ -118,6 +121,7 @@ Status CreatePendingSnapshot(Connection& conn, const PendingSnapshot& snapshot,
             {"modified", snapshot.modified},  {"active", ActiveValue(snapshot.active)},
             {"increment", snapshot.increment}};
   if (snapshot.state) item["state"] = *snapshot.state;
+  if (snapshot.owner) item["owner"] = *snapshot.owner;
   return PendingSnapshotTable().PutIfAbsent(conn, item, meter);
 }
 
@@ -129,6 +133,7 @@ Status UpdatePendingSnapshot(Connection& conn, const PendingSnapshotKey& key,
   if (changes.active) update.set["active"] = ActiveValue(*changes.active);
   if (changes.modified) update.set["modified"] = *changes.modified;
   if (changes.state) update.set["state"] = *changes.state;
+  if (changes.owner) update.set["owner"] = *changes.owner;
   update.set["increment"] = expected_increment + 1;
   update.conditions = {Condition::Equals("increment", expected_increment)};
   update.create_if_missing = false;

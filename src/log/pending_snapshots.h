@@ -46,6 +46,10 @@ struct PendingSnapshot {
   bool active = false;    // an invocation is working on it
   int64_t increment = 0;  // +1 on every conditional update
   std::optional<std::string> state;  // JSON checkpoint text; absent before the first
+  // The lease owner id (ClusterMembership, emulator/runtime) of the invocation that
+  // last claimed or created it; nullopt or "": unknown (written before migration 015,
+  // or by a process without a lease).
+  std::optional<std::string> owner;
 
   PendingSnapshotKey key() const { return {sheet_id, segment, entry}; }
 };
@@ -55,6 +59,7 @@ struct PendingSnapshotChanges {
   std::optional<bool> active;
   std::optional<int64_t> modified;
   std::optional<std::string> state;
+  std::optional<std::string> owner;
 };
 
 // The item at `key`, nullopt if there is none. Strongly consistent.
@@ -79,7 +84,8 @@ Result<std::vector<PendingSnapshot>> ScanPendingSnapshots(Connection& conn, int 
                                                           UnitMeter* meter);
 
 // Seed 000's "formally start": writes `snapshot` only if its key has no item yet;
-// ConditionFailed (nothing written) if one exists. `state` is written only if set.
+// ConditionFailed (nothing written) if one exists. `state` and `owner` are written only
+// if set.
 Status CreatePendingSnapshot(Connection& conn, const PendingSnapshot& snapshot,
                              UnitMeter* meter);
 

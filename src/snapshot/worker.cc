@@ -192,20 +192,31 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
   }
 
   const int64_t now = clock_->NowSeconds();
+  // Recorded on the item this invocation creates or claims (Options::owner).
+  const std::string own = OwnOwner();
   int64_t increment = 0;
   json checkpoint = nullptr;
   if (existing) {
     // 2. A pending entry exists: a retry (Active clear), a dead invocation (Active and
-    // Modified older than the timeout), or a duplicate running right now.
+    // Modified older than the timeout, or its claimant's lease gone), or a duplicate
+    // running right now.
     const bool active = existing->active;
     const int64_t age = now - existing->modified;
-    if (active && age < options_.stale_seconds) {
+    if (active && age < options_.stale_seconds && !ClaimantGone(*existing, own)) {
       return defer(Outcome::kDeferredActive,
                    std::max<int64_t>(1, options_.stale_seconds - age));
     }
     const int64_t seen = existing->increment;
     if (Status stop = may_write("claim"); !stop.ok()) return fail(stop);
-    Status claim = pending.Update(key, seen, SetActive(true, now), meter);
+    PendingSnapshotChanges claimed = SetActive(true, now);
+    if (!own.empty()) {
+      claimed.owner = own;
+    } else if (existing->owner && !existing->owner->empty()) {
+      // Claimed without a lease: the earlier claimant's owner no longer says who
+      // holds it (its lease gone must not let another node take this claim over).
+      claimed.owner = "";
+    }
+    Status claim = pending.Update(key, seen, claimed, meter);
     if (claim.IsConditionFailed()) return wait_for_winner(Outcome::kDuplicateLostClaim);
     if (!claim.ok()) return fail(claim);
     increment = seen + 1;
@@ -253,6 +264,7 @@ SnapshotWorker::Outcome SnapshotWorker::HandleMessage(const SnapshotJob& job,
     started.modified = now;
     started.active = true;
     started.increment = 1;
+    if (!own.empty()) started.owner = own;
     Status created = pending.Create(started, meter);
     if (created.IsConditionFailed())
       return wait_for_winner(Outcome::kDuplicateCreateFailed);
@@ -386,6 +398,20 @@ Result<bool> SnapshotWorker::EarlierLivePending(const SnapshotJob& job,
     RETURN_IF_ERROR(pending.Delete(item.key(), std::nullopt, meter));
   }
   return false;
+}
+
+std::string SnapshotWorker::OwnOwner() const {
+  return options_.owner ? options_.owner() : std::string();
+}
+
+bool SnapshotWorker::ClaimantGone(const PendingSnapshot& item,
+                                  const std::string& own) const {
+  if (!options_.owner_live || !item.owner || item.owner->empty()) return false;
+  // Our own claim may be held by a live thread of this process: the age rule judges it.
+  if (*item.owner == own) return false;
+  // An error of the check is no evidence: the age rule alone, as without an owner.
+  Result<bool> live = options_.owner_live(*item.owner);
+  return live.ok() && !*live;
 }
 
 void SnapshotWorker::SendNextJob(const SnapshotJob& job, int64_t job_seq,

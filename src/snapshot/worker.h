@@ -86,7 +86,8 @@ class SnapshotWorker {
     int64_t defer_seconds = 5;
     // An Active pending entry whose Modified is older than this is presumed dead and
     // may be claimed. It bounds the time between checkpoints, not a whole build
-    // (seed 000). Default: 60 s.
+    // (seed 000). An entry Active, not timed out, and whose claimant's lease (when
+    // recorded: see `owner_live`) still lives is waited for. Default: 60 s.
     int64_t stale_seconds = 60;
     // Hand off when less than this remains of the invocation's budget after a
     // checkpoint. Default: 10 s.
@@ -96,6 +97,19 @@ class SnapshotWorker {
     // so a backlog drains at build speed instead of one defer_seconds per snapshot
     // (the next one's own message is deferred; the extra one is a harmless duplicate).
     std::function<Status(const SnapshotJob& job)> send_job;
+    // This process's lease owner id (ClusterMembership::owner, emulator/runtime), written
+    // into the pending entry when the worker creates or claims it. Unset, or "": none
+    // (no owner on a create; a claim writes "" over another owner, so that owner's
+    // lease no longer speaks for the item).
+    std::function<std::string()> owner;
+    // Whether the lease of the owner id given lives now (ClusterMembership::IsLive).
+    // When set, an Active entry not timed out whose recorded owner is another
+    // process's and whose lease is gone (that process died: released by its restart,
+    // or lapsed) is claimed at once, as a stale one, instead of being waited for up to
+    // stale_seconds. Entries without an owner (written before migration 015, or by a
+    // process without a lease), this process's own (a live thread of ours may hold
+    // it), and errors of the check keep the age rule alone.
+    std::function<Result<bool>(const std::string& owner)> owner_live;
     // Test hook: runs right before each conditional write of the seed's steps, named
     // "claim", "create", "checkpoint" and "complete", where a concurrent invocation may
     // slip in (or the clock pass the invocation's deadline: the write is then not made).
@@ -111,8 +125,8 @@ class SnapshotWorker {
     // The pending item exists and our conditional claim on Increment lost: another
     // invocation has it: deferred by stale_seconds (losers wait).
     kDuplicateLostClaim,
-    // The pending item is Active and not timed out: deferred by the time remaining
-    // before it times out.
+    // The pending item is Active, not timed out, and its claimant's lease (when
+    // recorded) still lives: deferred by the time remaining before it times out.
     kDeferredActive,
     // No pending item, and the segment's last snapshot is already at or past this one:
     // the message is deleted.
@@ -167,6 +181,12 @@ class SnapshotWorker {
   // Obsolete items (their Snapshot entry lies before the sheet's first_seq) are
   // deleted on the way.
   Result<bool> EarlierLivePending(const SnapshotJob& job, UnitMeter* meter);
+  // Step 2: whether the Active `item`'s claimant is known to be gone: its recorded
+  // owner is not `own` (this process's, "" for none) and Options::owner_live says that
+  // owner's lease no longer lives.
+  bool ClaimantGone(const PendingSnapshot& item, const std::string& own) const;
+  // This process's owner id (Options::owner), "" for none.
+  std::string OwnOwner() const;
 
   EventLog* log_;
   Clock* clock_;

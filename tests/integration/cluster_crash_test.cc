@@ -52,14 +52,15 @@ constexpr int kAppenders = 6;  // two per node; odd ones send expect_seq
 constexpr int kUploaders = 3;  // one per node; attachments and imports in turn
 constexpr int kSnapshotEvery = 10;
 // How long the cluster may take to finish a dead node's work by itself, with the
-// production timeouts (docs/cluster.md): a snapshot message it held reappears after
-// the queue's visibility timeout (60 s, src/app/app.cc), a build it left Active is
-// claimed once stale (60 s after its last checkpoint, src/snapshot/worker.h), and its
-// change-feed shards are taken over when its restart takes its lease, or within the
-// lease (30 s) plus a claim round (10 s); plus a margin for ASan on two cores. A bound
-// on a hang, not a measurement: the wait ends as soon as it holds. (With a backlog of
-// snapshots one is always building, so a round often waits out one visibility timeout:
-// the test's run time is mostly that.)
+// production timeouts (docs/cluster.md). The killed node restarts on the same data
+// directory, so its restart releases its predecessor's lease at once, and with it the
+// snapshot messages it held (QueueService::ReleaseReceivedBy) and the builds it left
+// Active (their claimant's lease is gone: src/snapshot/worker.h); its change-feed
+// shards are taken when its restart takes its lease. The bound still allows for what
+// happens if those releases are missed: a message's visibility timeout (60 s,
+// src/app/app.cc), a build's stale timeout (60 s after its last checkpoint), a lease
+// (30 s) plus a claim round (10 s); plus a margin for ASan on two cores. A bound on a
+// hang, not a measurement: the wait ends as soon as it holds.
 constexpr int kRecoverySeconds = 60 + 60 + 30 + 60;
 
 // What the clients sent and what they were told, shared by their threads.

@@ -709,6 +709,54 @@ TEST_F(PendingSnapshotsTest, UpdateMovesIncrementOnlyFromTheExpectedValue) {
   EXPECT_FALSE(Get({"s1", 9, 9}).has_value());
 }
 
+// The owner (migration 015): written by a create and by an update that sets it, left
+// as it is by one that does not, and read back by every read.
+TEST_F(PendingSnapshotsTest, OwnerRoundTripsAndIsLeftAsItIsUnlessSet) {
+  PendingSnapshot started = Started("s1", 0, 6);
+  started.owner = "owner-a";
+  const PendingSnapshotKey key = started.key();
+  ASSERT_OK(
+      Write([&](Connection& c) { return CreatePendingSnapshot(c, started, nullptr); }));
+  EXPECT_EQ(Get(key)->owner, "owner-a");
+
+  PendingSnapshotChanges claim;
+  claim.active = true;
+  claim.owner = "owner-b";
+  ASSERT_OK(Write(
+      [&](Connection& c) { return UpdatePendingSnapshot(c, key, 1, claim, nullptr); }));
+  EXPECT_EQ(Get(key)->owner, "owner-b");
+
+  PendingSnapshotChanges checkpoint;
+  checkpoint.state = R"({"chunk":1})";
+  ASSERT_OK(Write([&](Connection& c) {
+    return UpdatePendingSnapshot(c, key, 2, checkpoint, nullptr);
+  }));
+  std::optional<PendingSnapshot> read = Get(key);
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->owner, "owner-b") << "an update without an owner leaves it";
+  EXPECT_EQ(read->state, R"({"chunk":1})");
+  EXPECT_EQ(read->increment, 3);
+
+  // The list and the scan read it too; an item created without one has none.
+  ASSERT_OK(Write([&](Connection& c) {
+    return CreatePendingSnapshot(c, Started("s1", 0, 7), nullptr);
+  }));
+  std::vector<PendingSnapshot> listed;
+  std::vector<PendingSnapshot> scanned;
+  ASSERT_OK(db_->Read([&](Connection& c) -> Status {
+    ASSIGN_OR_RETURN(listed, ListPendingSnapshots(c, "s1", nullptr));
+    ASSIGN_OR_RETURN(scanned, ScanPendingSnapshots(c, 0, nullptr));
+    return Status::OK();
+  }));
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].owner, "owner-b");
+  EXPECT_FALSE(listed[1].owner.has_value());
+  ASSERT_EQ(scanned.size(), 2u);
+  EXPECT_EQ(scanned[0].owner, "owner-b");
+  EXPECT_FALSE(scanned[1].owner.has_value());
+  EXPECT_FALSE(Get({"s1", 0, 7})->owner.has_value());
+}
+
 TEST_F(PendingSnapshotsTest, DeleteWithAnIncrementIsConditional) {
   const PendingSnapshot started = Started("s1", 0, 3);
   const PendingSnapshotKey key = started.key();

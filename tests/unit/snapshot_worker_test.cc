@@ -9,6 +9,9 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "emulator/blob/blob_store.h"
 #include "emulator/env/faults.h"
@@ -179,8 +182,9 @@ class SnapshotWorkerTest : public ::testing::Test {
   }
 
   void PutPending(const SnapshotJob& job, int64_t active, int64_t modified,
-                  int64_t increment) {
+                  int64_t increment, std::optional<std::string> owner = std::nullopt) {
     PendingSnapshot pending;
+    pending.owner = std::move(owner);
     pending.sheet_id = job.sheet_id;
     pending.segment = job.segment;
     pending.entry = job.entry;
@@ -191,6 +195,20 @@ class SnapshotWorkerTest : public ::testing::Test {
     Status put = db_->Write(
         [&](Connection& conn) { return CreatePendingSnapshot(conn, pending, nullptr); });
     ASSERT_OK(put);
+  }
+
+  // Options of a worker in a process whose lease owner id is `own`, among `live`, the
+  // owners whose lease lives (this one's is not implied). Each owner asked about is
+  // appended to `asked_`.
+  SnapshotWorker::Options LeasedOptions(const std::string& own,
+                                        std::set<std::string> live) {
+    SnapshotWorker::Options options;
+    options.owner = [own] { return own; };
+    options.owner_live = [this, live = std::move(live)](const std::string& owner) {
+      asked_.push_back(owner);
+      return Result<bool>(live.count(owner) > 0);
+    };
+    return options;
   }
 
   // What a concurrent invocation's conditional write does to the pending entry.
@@ -278,6 +296,7 @@ class SnapshotWorkerTest : public ::testing::Test {
   std::unique_ptr<SnapshotWorker> worker_;
   std::string sheet_;
   Status last_error_;
+  std::vector<std::string> asked_;  // owners LeasedOptions' owner_live was asked about
 };
 
 TEST_F(SnapshotWorkerTest, CompletesTheFirstSnapshotOfAnEmptySheet) {
@@ -480,6 +499,141 @@ TEST_F(SnapshotWorkerTest, StaleActiveEntryIsClaimedAndCompleted) {
   EXPECT_EQ(Handle(Deliver(job)), Outcome::kCompleted) << last_error_.ToString();
   EXPECT_FALSE(Pending(job).has_value());
   ExpectSnapshotMatchesReplay(job);
+}
+
+// A build a node left Active when it was killed: the item is fresh, but its claimant's
+// lease is gone (released by the node's restart, or lapsed), so the job takes it over
+// at once instead of waiting out the stale timeout.
+TEST_F(SnapshotWorkerTest, ActiveClaimOfAGoneOwnerIsTakenOverAtOnce) {
+  CompleteFirstSnapshot();
+  AppendCells(12);
+  SnapshotJob job = AppendSnapshot();
+  PutPending(job, /*active=*/1, clock_.NowSeconds(), /*increment=*/5, "dead-owner");
+  auto leased = MakeWorker(LeasedOptions("me", {}));
+  EXPECT_EQ(Handle(Deliver(job), kFarDeadline, leased.get()), Outcome::kCompleted)
+      << last_error_.ToString();
+  EXPECT_EQ(asked_, std::vector<std::string>{"dead-owner"});
+  ExpectCompletedAndSettled(job);
+}
+
+TEST_F(SnapshotWorkerTest, ActiveClaimOfALiveOwnerIsDeferred) {
+  CompleteFirstSnapshot();
+  SnapshotJob job = AppendSnapshot();
+  PutPending(job, /*active=*/1, clock_.NowSeconds() - 20, /*increment=*/2, "live-owner");
+  auto leased = MakeWorker(LeasedOptions("me", {"live-owner"}));
+  EXPECT_EQ(Handle(Deliver(job), kFarDeadline, leased.get()), Outcome::kDeferredActive);
+  EXPECT_EQ(asked_, std::vector<std::string>{"live-owner"});
+  auto pending = Pending(job);
+  ASSERT_TRUE(pending.has_value());
+  EXPECT_EQ(pending->increment, 2) << "deferring writes nothing";
+  EXPECT_EQ(pending->owner, "live-owner");
+  clock_.AdvanceSeconds(39);
+  EXPECT_FALSE(MessageVisible());
+  clock_.AdvanceSeconds(1);
+  EXPECT_TRUE(MessageVisible());
+}
+
+// An item written before owners were recorded (or by a process without a lease) says
+// nothing of its claimant: only its age counts, as before.
+TEST_F(SnapshotWorkerTest, ActiveClaimWithoutOwnerKeepsTheAgeRule) {
+  CompleteFirstSnapshot();
+  AppendCells(6);
+  SnapshotJob job = AppendSnapshot();
+  PutPending(job, /*active=*/1, clock_.NowSeconds() - 20, /*increment=*/2);
+  auto leased = MakeWorker(LeasedOptions("me", {}));
+  EXPECT_EQ(Handle(Deliver(job), kFarDeadline, leased.get()), Outcome::kDeferredActive);
+  EXPECT_TRUE(asked_.empty()) << "no owner to ask about";
+  EXPECT_EQ(Pending(job)->increment, 2);
+  clock_.AdvanceSeconds(39);
+  EXPECT_FALSE(MessageVisible());
+  clock_.AdvanceSeconds(1);
+  EXPECT_EQ(Handle(ReceiveOne(), kFarDeadline, leased.get()), Outcome::kCompleted)
+      << last_error_.ToString();
+  ExpectCompletedAndSettled(job);
+}
+
+// This process's own claim may be held by a live thread of it: judged by age alone,
+// whatever the lease check would say.
+TEST_F(SnapshotWorkerTest, OwnActiveClaimKeepsTheAgeRule) {
+  CompleteFirstSnapshot();
+  SnapshotJob job = AppendSnapshot();
+  PutPending(job, /*active=*/1, clock_.NowSeconds() - 20, /*increment=*/2, "me");
+  auto leased = MakeWorker(LeasedOptions("me", {}));
+  EXPECT_EQ(Handle(Deliver(job), kFarDeadline, leased.get()), Outcome::kDeferredActive);
+  EXPECT_TRUE(asked_.empty()) << "its own lease is not asked about";
+  EXPECT_EQ(Pending(job)->increment, 2);
+  clock_.AdvanceSeconds(39);
+  EXPECT_FALSE(MessageVisible());
+}
+
+// A lease check that fails is no evidence that the claimant died: the age rule alone,
+// and the message is deferred, not failed.
+TEST_F(SnapshotWorkerTest, FailedLeaseCheckKeepsTheAgeRule) {
+  CompleteFirstSnapshot();
+  SnapshotJob job = AppendSnapshot();
+  PutPending(job, /*active=*/1, clock_.NowSeconds() - 20, /*increment=*/2, "other");
+  SnapshotWorker::Options options;
+  options.owner = [] { return std::string("me"); };
+  options.owner_live = [](const std::string&) -> Result<bool> {
+    return Unavailable("the database is unreachable");
+  };
+  auto leased = MakeWorker(options);
+  EXPECT_EQ(Handle(Deliver(job), kFarDeadline, leased.get()), Outcome::kDeferredActive)
+      << last_error_.ToString();
+  EXPECT_EQ(Pending(job)->increment, 2);
+  clock_.AdvanceSeconds(39);
+  EXPECT_FALSE(MessageVisible());
+  clock_.AdvanceSeconds(1);
+  EXPECT_TRUE(MessageVisible());
+}
+
+// The item names the owner of the invocation that created or last claimed it, while
+// that invocation builds (seen at its first checkpoint write).
+TEST_F(SnapshotWorkerTest, ClaimRecordsTheOwner) {
+  CompleteFirstSnapshot();
+  AppendCells(120);  // several chunks: two hand-offs, then the last one completes
+  SnapshotJob job = AppendSnapshot();
+  std::vector<std::optional<std::string>> seen;
+  auto watching = [&](const std::string& own) {
+    SnapshotWorker::Options options = LeasedOptions(own, {});
+    options.test_before_conditional_write = [&](const std::string& step) {
+      if (step != "checkpoint") return;
+      auto pending = Pending(job);
+      seen.push_back(pending ? pending->owner : std::optional<std::string>("(none)"));
+    };
+    return MakeWorker(options);
+  };
+
+  // Created: the creator's owner. It hands off after its first checkpoint.
+  const int64_t margin = SnapshotWorker::Options{}.handoff_margin_micros;
+  auto me = watching("me");
+  ASSERT_EQ(Handle(Deliver(job), clock_.NowMicros() + margin - 1, me.get()),
+            Outcome::kHandedOff)
+      << last_error_.ToString();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], "me");
+  EXPECT_EQ(Pending(job)->owner, "me") << "a hand-off leaves the owner as it is";
+
+  // Claimed (inactive after the hand-off) by another process: its owner.
+  auto other = watching("other");
+  ASSERT_EQ(Handle(ReceiveOne(), clock_.NowMicros() + margin - 1, other.get()),
+            Outcome::kHandedOff)
+      << last_error_.ToString();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], "other");
+
+  // Claimed by a process without a lease: the earlier owner no longer speaks for it.
+  SnapshotWorker::Options unleased;
+  unleased.test_before_conditional_write = [&](const std::string& step) {
+    if (step == "checkpoint" && seen.size() == 2) seen.push_back(Pending(job)->owner);
+  };
+  auto without = MakeWorker(unleased);
+  ASSERT_EQ(Handle(ReceiveOne(), kFarDeadline, without.get()), Outcome::kCompleted)
+      << last_error_.ToString();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[2], "");
+  EXPECT_TRUE(asked_.empty()) << "inactive items are claimed without a lease check";
+  ExpectCompletedAndSettled(job);
 }
 
 TEST_F(SnapshotWorkerTest, LateDuplicateOfACompletedSnapshotOnlyDeletesTheMessage) {
