@@ -111,6 +111,16 @@ class QueueMappingTest : public ::testing::Test {
     return *runtime_;
   }
 
+  // A runtime whose one mapping records each message and succeeds, started.
+  void StartRecordingRuntime() {
+    FunctionRuntime& rt = NewRuntime();
+    ASSERT_OK(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
+      recorder_.Call(msgs[0]);
+      return Status::OK();
+    })));
+    ASSERT_OK(rt.Start());
+  }
+
   QueueMapping Mapping(QueueHandler handler) {
     QueueMapping m;
     m.name = "worker";
@@ -322,13 +332,7 @@ TEST_F(QueueMappingTest, MessageOfAnAbandonedConsumerReappearsAfterItsTimeout) {
   ASSERT_OK(taken);
   ASSERT_EQ(taken->size(), 1u);
 
-  FunctionRuntime& rt = NewRuntime();
-  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
-                  recorder_.Call(msgs[0]);
-                  return Status::OK();
-                }))
-                  .ok());
-  ASSERT_OK(rt.Start());
+  ASSERT_NO_FATAL_FAILURE(StartRecordingRuntime());
   Send("other");  // proves the runtime is receiving while the first one is hidden
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
   EXPECT_EQ(recorder_.Calls().size(), 1u);
@@ -351,13 +355,7 @@ TEST_F(QueueMappingTest, MessageHeldByAKilledProcessIsRedeliveredAtTheNextStart)
   ASSERT_OK(taken);
   ASSERT_EQ(taken->size(), 1u);
 
-  FunctionRuntime& rt = NewRuntime();
-  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
-                  recorder_.Call(msgs[0]);
-                  return Status::OK();
-                }))
-                  .ok());
-  ASSERT_OK(rt.Start());
+  ASSERT_NO_FATAL_FAILURE(StartRecordingRuntime());
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
   ASSERT_EQ(recorder_.Calls().size(), 1u);
   EXPECT_EQ(recorder_.Calls()[0].id, id);
@@ -522,13 +520,7 @@ TEST_F(QueueMappingTest, StopDrainsTheInFlightHandlerAndStartsNoNewOne) {
 
 TEST_F(QueueMappingTest, FaultBeforeDeleteLeavesAMessageThatIsThenDeletedAsDuplicate) {
   faults_.Arm(FaultPoint::kRuntimeQueueAfterHistoryBeforeDelete, {});
-  FunctionRuntime& rt = NewRuntime();
-  ASSERT_TRUE(rt.AddQueueMapping(Mapping([&](const auto& msgs, InvocationContext&) {
-                  recorder_.Call(msgs[0]);
-                  return Status::OK();
-                }))
-                  .ok());
-  ASSERT_OK(rt.Start());
+  ASSERT_NO_FATAL_FAILURE(StartRecordingRuntime());
   Send("job");
   ASSERT_TRUE(recorder_.WaitForEvents(RuntimeEvent::Kind::kMessageSucceeded, 1));
   EXPECT_EQ(Stats().in_flight, 1) << "the delete did not happen";
