@@ -304,17 +304,28 @@ Status Table::Put(Connection& conn, const Item& item,
   return status.Annotate("put on " + name());
 }
 
+namespace {
+
+// The arguments every many-keys-in-one-statement call shares: `count` keys (items or
+// partitions, each a `what`) and `meters` meters, none or one per key.
+Status CheckKeysPerStatement(size_t count, size_t meters, const std::string& what) {
+  if (meters != 0 && meters != count) {
+    return InvalidArgument("one meter per " + what + ", or none");
+  }
+  if (count > Table::kMaxKeysPerStatement) {
+    return InvalidArgument("more than " + std::to_string(Table::kMaxKeysPerStatement) +
+                           " " + what + "s in one statement");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<std::vector<bool>> Table::PutAllIfAbsent(
     Connection& conn, const std::vector<Item>& items,
     const std::vector<UnitMeter*>& meters) const {
   auto fail = [&](Status status) { return status.Annotate("put all on " + name()); };
-  if (!meters.empty() && meters.size() != items.size()) {
-    return fail(InvalidArgument("one meter per item, or none"));
-  }
-  if (items.size() > kMaxPutAllItems) {
-    return fail(InvalidArgument("more than " + std::to_string(kMaxPutAllItems) +
-                                " items in one statement"));
-  }
+  RETURN_IF_ERROR(fail(CheckKeysPerStatement(items.size(), meters.size(), "item")));
   std::vector<bool> written(items.size(), false);
   if (items.empty()) return written;
   // Each item's position by its key (partition then sort values), to read back which
@@ -413,13 +424,8 @@ Result<std::vector<std::optional<Item>>> Table::QueryNewest(
     const std::vector<UnitMeter*>& meters) const {
   auto fail = [&](Status status) { return status.Annotate("query newest on " + name()); };
   RETURN_IF_ERROR(fail(schema_status_));
-  if (!meters.empty() && meters.size() != partitions.size()) {
-    return fail(InvalidArgument("one meter per partition, or none"));
-  }
-  if (partitions.size() > kMaxPutAllItems) {
-    return fail(InvalidArgument("more than " + std::to_string(kMaxPutAllItems) +
-                                " partitions in one statement"));
-  }
+  RETURN_IF_ERROR(
+      fail(CheckKeysPerStatement(partitions.size(), meters.size(), "partition")));
   std::vector<std::optional<Item>> newest(partitions.size());
   if (partitions.empty()) return newest;
   std::map<KeyValues, size_t> position;

@@ -249,11 +249,13 @@ class Table {
   // its condition failed, and the others are written. Not a DynamoDB operation (there:
   // a PutItem each). An attribute some items hold and others lack is NULL in those
   // (REQUIRES: the table's columns default to NULL). Any other failure (an invalid
-  // item, a conflict on another unique index, more than kMaxPutAllItems items) fails
+  // item, a conflict on another unique index, more than kMaxKeysPerStatement) fails
   // the call, and on PostgreSQL the transaction with it: callers run it inside a
   // savepoint. Units: each item's as PutIfAbsent's, charged to `meters[i]` (may be
   // null; `meters` is empty or as long as `items`).
-  static constexpr size_t kMaxPutAllItems = 256;
+  // Most items (PutAllIfAbsent) or partitions (QueryNewest) one statement takes: each
+  // binds every key, and a statement's parameters are bounded on both backends.
+  static constexpr size_t kMaxKeysPerStatement = 256;
   Result<std::vector<bool>> PutAllIfAbsent(Connection& conn,
                                            const std::vector<Item>& items,
                                            const std::vector<UnitMeter*>& meters) const;
@@ -274,7 +276,7 @@ class Table {
   // (the one item, for a table without one), or nullopt. Not a DynamoDB operation
   // (there: a Query each); each is charged to `meters[i]` as that Query would be
   // (`meters` is empty or as long as `partitions`). InvalidArgument for a partition
-  // given twice or more than kMaxPutAllItems of them.
+  // given twice or more than kMaxKeysPerStatement of them.
   Result<std::vector<std::optional<Item>>> QueryNewest(
       Connection& conn, const std::vector<KeyValues>& partitions, Consistency consistency,
       const std::vector<UnitMeter*>& meters) const;
