@@ -19,8 +19,7 @@ FunctionRuntime::FunctionRuntime(Transactions* db, Clock* clock, FaultInjector* 
 
 FunctionRuntime::FunctionRuntime(Transactions* db, Clock* clock, FaultInjector* faults,
                                  Options options)
-    : db_(db),
-      clock_(clock),
+    : clock_(clock),
       faults_(faults),
       options_(std::move(options)),
       membership_(db, clock),

@@ -287,7 +287,6 @@ class FunctionRuntime {
   // Waits on the stop condition until `deadline_micros` or Stop(). False once stopping.
   bool PauseUntil(int64_t deadline_micros);
 
-  Transactions* db_;
   Clock* clock_;
   FaultInjector* faults_;
   Options options_;
