@@ -493,12 +493,16 @@ Result<QueryResult> Table::RunPage(Connection& conn, bool scan, uint64_t shape,
   };
   RETURN_IF_ERROR(conn.RunSql(sql, params, page_row).status());
   if (cut && !result.items.empty()) {
-    Key last = KeyOf(result.items.back());
     if (scan) {  // a full key: partition values then sort values
+      Key last = KeyOf(result.items.back());
       last.partition.insert(last.partition.end(), last.sort.begin(), last.sort.end());
       result.last_evaluated = std::move(last.partition);
-    } else {
-      result.last_evaluated = std::move(last.sort);
+    } else {  // the sort key the query reads by (an index's NOT NULL columns)
+      KeyValues last;
+      for (const std::string& c : QuerySortKey(shape)) {
+        last.push_back(result.items.back().at(c));
+      }
+      result.last_evaluated = std::move(last);
     }
   }
   Charge(meter, ReadUnitsForBytes(total, consistency == Consistency::kStrong), 0);
@@ -511,10 +515,21 @@ Result<QueryResult> Table::Query(Connection& conn, const QueryRequest& request,
     return InvalidArgument("query on " + name() + ": " + why);
   };
   RETURN_IF_ERROR(schema_status_);
-  const size_t sk = schema_.sort_key.size();
-  if (request.partition.size() != schema_.partition_key.size()) {
-    return fail("needs " + std::to_string(schema_.partition_key.size()) +
-                " partition key values");
+  uint64_t shape = 0;
+  if (!request.index.empty()) {
+    size_t i = 0;
+    while (i < schema_.indexes.size() && schema_.indexes[i].name != request.index) ++i;
+    if (i == schema_.indexes.size()) return fail("no index " + request.index);
+    if (request.consistency == Consistency::kStrong) {
+      return fail("consistent reads are not supported on global secondary index " +
+                  request.index);
+    }
+    shape |= uint64_t{i + 1} << kIndexShift;
+  }
+  const size_t pk = QueryPartitionKey(shape).size();
+  const size_t sk = QuerySortKey(shape).size();
+  if (request.partition.size() != pk) {
+    return fail("needs " + std::to_string(pk) + " partition key values");
   }
   if (request.limit < 0) return fail("negative limit");
   auto valid_bound = [&](const std::optional<KeyValues>& bound) {
@@ -532,7 +547,6 @@ Result<QueryResult> Table::Query(Connection& conn, const QueryRequest& request,
     return QueryResult{};
   }
 
-  uint64_t shape = 0;
   std::vector<const Value*> binds;
   for (const Value& v : request.partition) binds.push_back(&v);
   if (request.sort_from) {

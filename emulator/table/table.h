@@ -1,7 +1,7 @@
 // emulator/table: DynamoDB's item operations over SQL tables — exactly the ones the
 // seeds use: conditional put (put-if-absent), get, query by partition key with a
-// sort-key range, direction, limit and paging, conditional update, atomic ADD, delete,
-// and all-or-nothing transact-write. Every call reports the request units DynamoDB
+// sort-key range, direction, limit and paging (of the table or a secondary index),
+// conditional update, atomic ADD, delete, and all-or-nothing transact-write. Every call reports the request units DynamoDB
 // would charge for it (seed 001's rules; see request_units.h).
 //
 // A Table describes an existing SQL table (created by migrations): which columns form
@@ -100,11 +100,24 @@ struct Attribute {
   std::string dynamo_name;  // attribute name on DynamoDB, used for item sizes
 };
 
+// A global secondary index: the table's items keyed by other columns, for Query
+// (QueryRequest::index). Here it is a UNIQUE SQL index over (partition_key, sort_key)
+// that the migrations create, on columns that are NOT NULL, so an index partition is
+// ordered by its sort key alone and pages continue from its sort key values. As on
+// DynamoDB an index is read eventually consistent only; unlike DynamoDB's it is
+// written in the writer's transaction, so a read of it sees every commit before it.
+struct SecondaryIndex {
+  std::string name;                        // the SQL index's name
+  std::vector<std::string> partition_key;  // columns of the table
+  std::vector<std::string> sort_key;
+};
+
 struct TableSchema {
   std::string table;                       // SQL table name
   std::vector<std::string> partition_key;  // columns forming the partition key
   std::vector<std::string> sort_key;       // columns forming the sort key (a tuple)
   std::vector<Attribute> attributes;       // every column, keys included
+  std::vector<SecondaryIndex> indexes = {};
 };
 
 using KeyValues = std::vector<Value>;
@@ -163,6 +176,10 @@ bool ConditionsHold(const std::vector<Condition>& conditions,
 enum class Consistency { kEventual, kStrong };
 
 struct QueryRequest {
+  // Empty: the table's own key. Else the name of one of its SecondaryIndexes, whose
+  // key the partition, bounds and exclusive_start below are then values of
+  // (InvalidArgument with Consistency::kStrong, as on DynamoDB).
+  std::string index;
   KeyValues partition;
   // Inclusive bounds on the sort key tuple; either may be absent. A bound may be a
   // prefix of the sort key (e.g. {segment} of (segment, entry)): it then bounds those
@@ -265,8 +282,8 @@ class Table {
   Result<std::optional<Item>> Get(Connection& conn, const Key& key,
                                   Consistency consistency, UnitMeter* meter) const;
 
-  // Query: items of one partition in sort-key order (or reverse), bounded, paged.
-  // Units: the sizes of the returned items summed, then rounded up to 4 KB (at least
+  // Query: items of one partition of the table or of an index, in sort-key order (or
+  // reverse), bounded, paged. Units: the sizes of the returned items summed, then rounded up to 4 KB (at least
   // one unit), halved if eventually consistent.
   Result<QueryResult> Query(Connection& conn, const QueryRequest& request,
                             UnitMeter* meter) const;
@@ -351,6 +368,10 @@ class Table {
   Status ValidateConditions(const std::vector<Condition>& conditions) const;
   Key KeyOf(const Item& item) const;
   int ColumnIndex(const std::string& column) const;  // -1 if unknown
+  // The key a kQuery of `shape` reads by: the table's, or the index its shape names
+  // (table_sql.h, kIndexShift).
+  const std::vector<std::string>& QueryPartitionKey(uint64_t shape) const;
+  const std::vector<std::string>& QuerySortKey(uint64_t shape) const;
   // A Query (`scan` false) or Scan page: the statement of the table_sql.h query
   // `shape`, with `binds` in order and `limit` if the shape has one.
   Result<QueryResult> RunPage(Connection& conn, bool scan, uint64_t shape,

@@ -101,6 +101,37 @@ Table::Table(TableSchema schema) : schema_(std::move(schema)) {
     }
     key_columns_.push_back(index);
   }
+  std::set<std::string> index_names;
+  if (schema_.indexes.size() > 255) invalid("more than 255 indexes");
+  for (const SecondaryIndex& index : schema_.indexes) {
+    if (index.name.empty() || !index_names.insert(index.name).second) {
+      invalid("index name '" + index.name + "' empty or listed twice");
+    }
+    if (index.partition_key.empty()) {
+      invalid("index " + index.name + " has no partition key");
+    }
+    if (index.sort_key.size() > 255) {
+      invalid("index " + index.name + ": sort key too long");
+    }
+    for (const auto* columns : {&index.partition_key, &index.sort_key}) {
+      for (const std::string& c : *columns) {
+        if (ColumnIndex(c) < 0) {
+          invalid("index " + index.name + ": column " + c +
+                  " is not among the attributes");
+        }
+      }
+    }
+  }
+}
+
+const std::vector<std::string>& Table::QueryPartitionKey(uint64_t shape) const {
+  const size_t index = (shape >> kIndexShift) & 0xff;
+  return index == 0 ? schema_.partition_key : schema_.indexes[index - 1].partition_key;
+}
+
+const std::vector<std::string>& Table::QuerySortKey(uint64_t shape) const {
+  const size_t index = (shape >> kIndexShift) & 0xff;
+  return index == 0 ? schema_.sort_key : schema_.indexes[index - 1].sort_key;
 }
 
 int Table::ColumnIndex(const std::string& column) const {
@@ -234,11 +265,12 @@ std::string Table::BuildSql(SqlDialect dialect, Sql kind, uint64_t shape,
     }
     case Sql::kQuery: {
       std::string sql = "SELECT " + select_list_ + " FROM " + table + " WHERE ";
-      for (size_t i = 0; i < schema_.partition_key.size(); ++i) {
+      const auto& pk = QueryPartitionKey(shape);
+      for (size_t i = 0; i < pk.size(); ++i) {
         if (i > 0) sql += " AND ";
-        sql += Quote(schema_.partition_key[i]) + " = " + next();
+        sql += Quote(pk[i]) + " = " + next();
       }
-      const auto& sk = schema_.sort_key;
+      const auto& sk = QuerySortKey(shape);
       size_t from_len = (shape >> kFromLenShift) & 0xff;
       size_t to_len = (shape >> kToLenShift) & 0xff;
       if (from_len > 0) {

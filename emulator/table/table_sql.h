@@ -23,6 +23,8 @@ inline constexpr uint64_t kHasLimit = 1u << 2;
 // 8 bits each: length of the sort_from / sort_to prefix.
 inline constexpr int kFromLenShift = 4;
 inline constexpr int kToLenShift = 12;
+// 8 bits: 0 for a query by the table's key, i + 1 for one by TableSchema::indexes[i].
+inline constexpr int kIndexShift = 20;
 
 // `identifier` as a quoted SQL identifier.
 std::string Quote(const std::string& identifier);

@@ -196,7 +196,8 @@ class EventLog {
   Result<std::vector<SegmentInfo>> ListSegments(const std::string& sheet_id,
                                                 UnitMeter* meter);
 
-  // The next seq to be assigned (head seq + 1).
+  // The next seq to be assigned (head seq + 1): one eventually consistent query, which
+  // sees every commit before it (both backends). NotFound for no sheet.
   Result<int64_t> NextSeq(const std::string& sheet_id, UnitMeter* meter);
 
   // Entries with from <= seq < to (to = nullopt: up to the head), at most `limit`.

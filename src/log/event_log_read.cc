@@ -206,16 +206,23 @@ Result<EventLog::StorageSize> EventLog::MeasureStorage(
 }
 
 Result<int64_t> EventLog::NextSeq(const std::string& sheet_id, UnitMeter* meter) {
-  int64_t next = 0;
-  // Each of the head's two reads sees the latest commit (no transaction around them):
-  // a segment that ended between them shows as an EndSegment head, which ReadHead
-  // reads past. The answer is a head the sheet had during the call.
+  // One query of the entry_by_seq index, newest first: the sheet's entry with the
+  // highest seq. It is never an EndSegment (a segment ends in the transaction that
+  // writes the next segment's first entry), and a sheet has an entry from its creation
+  // until its deletion, which removes them all: none is no sheet.
+  QueryRequest query;
+  query.index = "entry_by_seq";
+  query.partition = {sheet_id};
+  query.forward = false;
+  query.limit = 1;
+  std::optional<int64_t> head;
   RETURN_IF_ERROR(db_->ReadEach([&](Connection& conn) {
-    ASSIGN_OR_RETURN(Head head, ReadHead(conn, sheet_id, Consistency::kEventual, meter));
-    next = head.entry.seq + 1;
+    ASSIGN_OR_RETURN(QueryResult newest, EntryTable().Query(conn, query, meter));
+    if (!newest.items.empty()) head = EntryFromItem(newest.items.front()).seq;
     return Status::OK();
   }));
-  return next;
+  if (!head) return NotFound("no sheet " + sheet_id);
+  return *head + 1;
 }
 
 Result<ReadRange> EventLog::Read(const std::string& sheet_id, int64_t from,

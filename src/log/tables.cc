@@ -17,7 +17,9 @@ const Table& EntryTable() {
                    {"version", "V"},
                    {"body", "B"},
                    {"snapshot_root", "R"},
-                   {"metadata", "M"}}});
+                   {"metadata", "M"}},
+                  // The log's flat order: the head of a sheet is the newest item here.
+                  {{"entry_by_seq", {"sheet_id"}, {"seq"}}}});
   return table;
 }
 

@@ -206,6 +206,10 @@ TEST_F(EventLogTest, CreateNewSegmentRequiresCompletedSnapshot) {
   ASSERT_OK(created);
   EXPECT_EQ(created->num, 1);
   EXPECT_EQ(created->first_seq, 3);  // 0 Snapshot, 1 Note, 2 EndSegment, 3 Snapshot
+  // The head read of one index query sees the new segment's Snapshot entry.
+  Result<int64_t> next_seq = log_->NextSeq(sheet, nullptr);
+  ASSERT_OK(next_seq);
+  EXPECT_EQ(*next_seq, 4);
 
   std::vector<EntryRecord> entries = ReadAll(sheet);
   ASSERT_EQ(entries.size(), 4u);
@@ -221,6 +225,9 @@ TEST_F(EventLogTest, CreateNewSegmentRequiresCompletedSnapshot) {
   EXPECT_EQ(r->entry.segment, 1);
   EXPECT_EQ(r->entry.num, 1);
   EXPECT_EQ(r->entry.seq, 4);
+  next_seq = log_->NextSeq(sheet, nullptr);
+  ASSERT_OK(next_seq);
+  EXPECT_EQ(*next_seq, 5);
 }
 
 TEST_F(EventLogTest, SnapshotPolicyAppendsSnapshotEntryEveryN) {
@@ -604,6 +611,7 @@ TEST_F(EventLogTest, DeleteSheetRemovesEverythingAndReturnsBlobs) {
             (std::set<std::string>{"uploads/x", "snap/root"}));
   EXPECT_TRUE(log_->GetSheet(sheet, nullptr).status().IsNotFound());
   EXPECT_TRUE(log_->ListSegments(sheet, nullptr).status().IsNotFound());
+  EXPECT_TRUE(log_->NextSeq(sheet, nullptr).status().IsNotFound());
 }
 
 // The Pending Snapshots owner (src/log/pending_snapshots.h): the conditions seed 000's

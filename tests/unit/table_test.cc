@@ -50,6 +50,18 @@ const Table& CounterTable() {
   return table;
 }
 
+// A table whose items a secondary index orders across partitions, as entry_by_seq
+// orders a sheet's entries across its segments.
+const Table& LedgerTable() {
+  static const Table table(
+      TableSchema{"ledger",
+                  {"p", "seg"},
+                  {"n"},
+                  {{"p", "P"}, {"seg", ""}, {"n", "N"}, {"seq", "Q"}},
+                  {{"ledger_by_seq", {"p"}, {"seq"}}}});
+  return table;
+}
+
 // The same tables in each backend's SQL: on SQLite created in the emulator's test
 // database, on PostgreSQL by a migration. Text keys sort bytewise on both
 // (PostgreSQL: COLLATE "C").
@@ -61,7 +73,10 @@ constexpr const char* kSqliteTables =
     "CREATE TABLE pair (p TEXT NOT NULL, a INTEGER NOT NULL,"
     " b INTEGER NOT NULL, v TEXT, PRIMARY KEY (p, a, b)) WITHOUT ROWID;"
     "CREATE TABLE counter (id TEXT NOT NULL PRIMARY KEY, value INTEGER,"
-    " note TEXT) WITHOUT ROWID;";
+    " note TEXT) WITHOUT ROWID;"
+    "CREATE TABLE ledger (p TEXT NOT NULL, seg INTEGER NOT NULL, n INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL, PRIMARY KEY (p, seg, n)) WITHOUT ROWID;"
+    "CREATE UNIQUE INDEX ledger_by_seq ON ledger (p, seq);";
 constexpr const char* kPostgresTables =
     "CREATE TABLE log (p text COLLATE \"C\" NOT NULL, n bigint NOT NULL, body text,"
     " counter bigint, score double precision, flag bigint, data bytea,"
@@ -69,7 +84,10 @@ constexpr const char* kPostgresTables =
     "CREATE TABLE pair (p text COLLATE \"C\" NOT NULL, a bigint NOT NULL,"
     " b bigint NOT NULL, v text, PRIMARY KEY (p, a, b));"
     "CREATE TABLE counter (id text COLLATE \"C\" NOT NULL PRIMARY KEY, value bigint,"
-    " note text);";
+    " note text);"
+    "CREATE TABLE ledger (p text COLLATE \"C\" NOT NULL, seg bigint NOT NULL,"
+    " n bigint NOT NULL, seq bigint NOT NULL, PRIMARY KEY (p, seg, n));"
+    "CREATE UNIQUE INDEX ledger_by_seq ON ledger (p, seq);";
 
 // The table conformance tests run one source against both backends: Sqlite/TableTest.*
 // on a SQLite file, Postgres/TableTest.* on a database of their own on the test
@@ -222,6 +240,108 @@ TEST_P(TableTest, QueryNewestFindsEachPartitionsNewestItemInOneStatement) {
     return LogTable().QueryNewest(c, {{"a"}, {"a"}}, Consistency::kStrong, {}).status();
   });
   EXPECT_EQ(twice.code(), StatusCode::kInvalidArgument) << twice.ToString();
+}
+
+// A query of ledger_by_seq's partition `p`.
+QueryRequest LedgerBySeq(const std::string& p, bool forward = true, int limit = 0) {
+  QueryRequest q;
+  q.index = "ledger_by_seq";
+  q.partition = {p};
+  q.forward = forward;
+  q.limit = limit;
+  return q;
+}
+
+TEST_P(TableTest, QueryByAnIndexReadsAcrossTheTablesPartitionsInTheIndexsOrder) {
+  // Partition "a" of the index spans the table's partitions (a, 0) and (a, 1); "b" is
+  // another index partition.
+  ASSERT_OK(Write([&](Connection& c) -> Status {
+    for (auto [seg, n, seq] :
+         {std::tuple{0, 0, 0}, {0, 1, 1}, {0, 2, 2}, {1, 0, 3}, std::tuple{1, 1, 4}}) {
+      RETURN_IF_ERROR(LedgerTable().PutIfAbsent(
+          c, {{"p", "a"}, {"seg", seg}, {"n", n}, {"seq", seq}}, nullptr));
+    }
+    return LedgerTable().PutIfAbsent(c, {{"p", "b"}, {"seg", 0}, {"n", 0}, {"seq", 9}},
+                                     nullptr);
+  }));
+  auto seqs = [](const QueryResult& r) {
+    std::vector<int64_t> out;
+    for (const Item& item : r.items) out.push_back(item.at("seq").AsInt());
+    return out;
+  };
+  auto query = [&](const QueryRequest& q) {
+    Result<QueryResult> r = QueryResult{};
+    EXPECT_OK(db_->Read([&](Connection& c) -> Status {
+      r = LedgerTable().Query(c, q, nullptr);
+      return r.status();
+    }));
+    return r.ok() ? *r : QueryResult{};
+  };
+  // The head: newest first, one item, whichever table partition holds it.
+  QueryResult head = query(LedgerBySeq("a", /*forward=*/false, /*limit=*/1));
+  EXPECT_EQ(seqs(head), std::vector<int64_t>({4}));
+  ASSERT_EQ(head.items.size(), 1u);
+  EXPECT_EQ(head.items[0].at("seg").AsInt(), 1);
+  EXPECT_EQ(head.items[0].at("n").AsInt(), 1);
+  EXPECT_EQ(seqs(query(LedgerBySeq("a"))), std::vector<int64_t>({0, 1, 2, 3, 4}));
+  QueryRequest bounded = LedgerBySeq("a");
+  bounded.sort_from = KeyValues{1};
+  bounded.sort_to = KeyValues{3};
+  EXPECT_EQ(seqs(query(bounded)), std::vector<int64_t>({1, 2, 3}));
+  EXPECT_EQ(seqs(query(LedgerBySeq("b"))), std::vector<int64_t>({9}));
+  EXPECT_TRUE(query(LedgerBySeq("none")).items.empty());
+  // Pages of two continue from the index's sort key, each item once, in order.
+  std::vector<int64_t> paged;
+  QueryRequest page = LedgerBySeq("a", /*forward=*/false, /*limit=*/2);
+  for (int pages = 0; pages < 5; ++pages) {
+    QueryResult r = query(page);
+    for (int64_t seq : seqs(r)) paged.push_back(seq);
+    if (!r.last_evaluated) break;
+    EXPECT_EQ(r.last_evaluated->size(), 1u);
+    page.exclusive_start = r.last_evaluated;
+  }
+  EXPECT_EQ(paged, std::vector<int64_t>({4, 3, 2, 1, 0}));
+}
+
+TEST_P(TableTest, QueryByAnIndexRefusesConsistentReadsUnknownIndexesAndWrongKeys) {
+  auto status_of = [&](const QueryRequest& q) {
+    return db_->Read(
+        [&](Connection& c) { return LedgerTable().Query(c, q, nullptr).status(); });
+  };
+  // As DynamoDB: a global secondary index has no consistent reads.
+  QueryRequest strong = LedgerBySeq("a");
+  strong.consistency = Consistency::kStrong;
+  Status status = status_of(strong);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_NE(status.message().find("consistent"), std::string::npos) << status.ToString();
+  QueryRequest unknown = LedgerBySeq("a");
+  unknown.index = "ledger_by_n";
+  status = status_of(unknown);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  // The index's partition key is (p), not the table's (p, seg).
+  QueryRequest table_key = LedgerBySeq("a");
+  table_key.partition = {"a", 0};
+  status = status_of(table_key);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  QueryRequest table_start = LedgerBySeq("a");
+  table_start.exclusive_start = KeyValues{0, 1};
+  status = status_of(table_start);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+}
+
+TEST(TableSchemaTest, AnIndexOnAColumnTheTableLacksMakesEveryOperationInvalid) {
+  const Table table(
+      TableSchema{"t", {"p"}, {}, {{"p", "P"}, {"v", "V"}}, {{"t_by_w", {"p"}, {"w"}}}});
+  testing::TempDir dir;
+  std::unique_ptr<Database> db =
+      testing::OpenEmulatorTestDatabase(dir.File("t.db"), /*clock=*/nullptr);
+  ASSERT_NE(db, nullptr);
+  Transactions& transactions = *db;
+  Status status = transactions.Read([&](Connection& c) {
+    return table.Get(c, Key{{"x"}, {}}, Consistency::kEventual, nullptr).status();
+  });
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status.ToString();
+  EXPECT_NE(status.message().find("t_by_w"), std::string::npos) << status.ToString();
 }
 
 TEST_P(TableTest, PutAllIfAbsentRefusesTwoItemsWithOneKeyAndWritesNothing) {
