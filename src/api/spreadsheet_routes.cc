@@ -203,6 +203,22 @@ std::shared_ptr<const SheetView> SpreadsheetRoutes::OpenView(const std::string& 
   throw ApiError::FromStatus(view.status(), extra);
 }
 
+template <typename T>
+Result<T> SpreadsheetRoutes::ReadView(
+    const std::string& id, std::optional<int64_t> at, UnitMeter* meter,
+    std::shared_ptr<const SheetView>* view,
+    const std::function<Result<T>(const SheetView&)>& read) {
+  *view = OpenView(id, at, meter);
+  Result<T> result = read(**view);
+  if (!at && !result.ok() && result.status().IsNotFound() && (*view)->snapshot_seq()) {
+    Result<std::shared_ptr<const SheetView>> reopened = head_views_.Reopen(id, meter);
+    if (!reopened.ok()) throw ApiError::FromStatus(reopened.status());
+    *view = std::move(reopened).value();
+    result = read(**view);
+  }
+  return result;
+}
+
 void SpreadsheetRoutes::ReadCells(Call& call) {
   std::string id = SheetId(call);
   std::optional<std::string> range_text = call.Query("range");
@@ -220,8 +236,9 @@ void SpreadsheetRoutes::ReadCells(Call& call) {
                                std::to_string(kMaxRangeCells) +
                                " cells; read it in parts");
   }
-  std::shared_ptr<const SheetView> view = OpenView(id, at, &call.meter);
-  std::vector<PlacedCell> cells = Check(view->Cells(*range));
+  std::shared_ptr<const SheetView> view;
+  std::vector<PlacedCell> cells = Check(ReadView<std::vector<PlacedCell>>(
+      id, at, &call.meter, &view, [&](const SheetView& v) { return v.Cells(*range); }));
   Sheet::RangeValues values = Check(RangeValuesOf(*range, cells, kMaxRangeCells));
   json out{{"range", FormatRange(*range)},
            {"at_seq", view->at_seq()},
@@ -240,8 +257,10 @@ void SpreadsheetRoutes::ReadCells(Call& call) {
 // area (SheetView::UsedExtent).
 void SpreadsheetRoutes::UsedRange(Call& call) {
   std::string id = SheetId(call);
-  std::shared_ptr<const SheetView> view = OpenView(id, QuerySeq(call, "at"), &call.meter);
-  const CellRef used = Check(view->UsedExtent());
+  std::shared_ptr<const SheetView> view;
+  const CellRef used =
+      Check(ReadView<CellRef>(id, QuerySeq(call, "at"), &call.meter, &view,
+                              [](const SheetView& v) { return v.UsedExtent(); }));
   const bool empty = used.row == 0 || used.col == 0;
   call.Reply(200,
              json{{"range", empty ? json(nullptr) : json("A1:" + FormatCellRef(used))},
@@ -257,10 +276,12 @@ void SpreadsheetRoutes::Export(Call& call) {
     throw ApiError::Validation("query parameter 'format' must be csv or xlsx, got '" +
                                format + "'");
   }
-  std::shared_ptr<const SheetView> view = OpenView(id, QuerySeq(call, "at"), &call.meter);
   // Pass one finds the exact extent, so the export is a rectangle of the used range
   // with nothing trailing; one past the bound is refused before any header is set.
-  const CellRef used = Check(view->UsedExtent());
+  std::shared_ptr<const SheetView> view;
+  const CellRef used =
+      Check(ReadView<CellRef>(id, QuerySeq(call, "at"), &call.meter, &view,
+                              [](const SheetView& v) { return v.UsedExtent(); }));
   CheckExportBound(format, used);
   call.res.set_header("Content-Disposition",
                       "attachment; filename=\"" + id + "." + format + "\"");

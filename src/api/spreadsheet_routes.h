@@ -2,6 +2,7 @@
 // export (CSV and XLSX), snapshots.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,14 @@ class SpreadsheetRoutes : public RouteGroup {
   // is api.md's 410 with "first_seq".
   std::shared_ptr<const SheetView> OpenView(const std::string& id,
                                             std::optional<int64_t> at, UnitMeter* meter);
+  // `read` of the view OpenView gives into *view, run once more on the view opened
+  // afresh (HeadViewCache::Reopen) if a view from the cache fails it with NotFound: a
+  // chunk of its snapshot deleted by a truncation since it was cached. Errors of the
+  // reopening throw as OpenView's; `read`'s are returned.
+  template <typename T>
+  Result<T> ReadView(const std::string& id, std::optional<int64_t> at, UnitMeter* meter,
+                     std::shared_ptr<const SheetView>* view,
+                     const std::function<Result<T>(const SheetView&)>& read);
 
   EventLog& log_;
   BlobStore* blobs_;

@@ -472,11 +472,14 @@ void App::AddCollectors() {
     MetricFamily& view_reads = m.Gauge(
         "sheetlog_head_view_reads",
         "Reads at a sheet's head by how the loaded sheet served them: hit (already at "
-        "the head), extended (carried over new entries), opened (from a snapshot).",
+        "the head), extended (carried over new entries), opened (from a snapshot), "
+        "reopened (a read of the loaded view found its snapshot truncated away; the "
+        "view opened again is also counted as opened).",
         {"how"});
     view_reads.Set({"hit"}, views.hits);
     view_reads.Set({"extended"}, views.extended);
     view_reads.Set({"opened"}, views.opened);
+    view_reads.Set({"reopened"}, views.reopened);
     m.Gauge("sheetlog_head_view_sheets", "Sheets kept loaded at their head.")
         .Set({}, static_cast<int64_t>(head_views_->size()));
     RetentionCounters retention = retention_->counters();

@@ -27,7 +27,7 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
     if (!slot.loading) slot.loading = std::make_shared<Mutex>();
     loading = slot.loading;
   }
-  if (hit && Retained(*hit, sheet_id, meter)) {
+  if (hit) {
     MutexLock lock(&mu_);
     ++counters_.hits;
     return hit;
@@ -41,12 +41,11 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
     auto slot = slots_.find(sheet_id);
     if (slot != slots_.end() && slot->second.view) cached = slot->second.view;
   }
-  if (cached && cached->at_seq() >= head && Retained(*cached, sheet_id, meter)) {
+  if (cached && cached->at_seq() >= head) {
     MutexLock lock(&mu_);
     ++counters_.hits;
     return cached;
   }
-  if (cached && !Retained(*cached, sheet_id, meter)) cached = nullptr;
   std::shared_ptr<const SheetView> view;
   if (cached) view = Extend(cached, sheet_id, head, meter);
   if (view) {
@@ -65,13 +64,15 @@ Result<std::shared_ptr<const SheetView>> HeadViewCache::AtHead(
   return view;
 }
 
-bool HeadViewCache::Retained(const SheetView& view, const std::string& sheet_id,
-                             UnitMeter* meter) {
-  if (!view.snapshot_seq()) return true;  // from the empty sheet: no objects
-  // Truncation drops the snapshots before first_seq with their objects: a view built
-  // on one of them can no longer read its chunks.
-  Result<SheetInfo> sheet = log_->GetSheet(sheet_id, meter);
-  return sheet.ok() && *view.snapshot_seq() >= sheet->first_seq;
+Result<std::shared_ptr<const SheetView>> HeadViewCache::Reopen(
+    const std::string& sheet_id, UnitMeter* meter) {
+  {
+    MutexLock lock(&mu_);
+    auto slot = slots_.find(sheet_id);
+    if (slot != slots_.end()) slot->second.view = nullptr;
+    ++counters_.reopened;
+  }
+  return AtHead(sheet_id, meter);
 }
 
 std::shared_ptr<const SheetView> HeadViewCache::Extend(

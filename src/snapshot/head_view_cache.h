@@ -9,12 +9,17 @@
 // forward (SheetView::Extended). Views are immutable and shared: a reader holds its
 // view for as long as it reads, while later reads install newer ones.
 //
-// Correctness does not depend on invalidation messages: the head seq (and, for a view
-// built on a snapshot, first_seq: truncation deletes snapshots before it) is read on
-// every call, entries are immutable, and the view at seq s equals a replay of the log
-// up to s whatever snapshot it starts from (architecture.md's invariant). A deleted sheet
-// answers NotFound from the head query and its slot is dropped. Several processes
-// behind a load balancer would each keep their own, equally correct, cache.
+// Correctness does not depend on invalidation messages: the head seq is read on every
+// call (one query), entries are immutable, and the view at seq s equals a replay of
+// the log up to s whatever snapshot it starts from (architecture.md's invariant). A
+// deleted sheet answers NotFound from the head query and its slot is dropped. Several
+// processes behind a load balancer would each keep their own, equally correct, cache.
+// One thing a cached view can lose: a truncation (on any node) deletes the snapshots
+// before its cut with their objects, so the chunks of the snapshot a view starts from
+// may be gone. Rather than read the sheet row on every call to see (a second round
+// trip), the reader learns it from the read itself: a chunk read of a cached view that
+// fails with NotFound means that, and Reopen gives the view opened afresh from a
+// snapshot still retained (the view's content is the same either way).
 //
 // Memory is bounded: at most Options::max_sheets views, and a view carries at most
 // Options::max_entries_applied entries over its snapshot (past that it is opened
@@ -54,6 +59,7 @@ class HeadViewCache {
     int64_t extended = 0;  // carried forward over new entries
     int64_t opened = 0;    // opened from the snapshot (miss, too far, or not cacheable)
     int64_t evicted = 0;
+    int64_t reopened = 0;  // Reopen: a cached view's snapshot was truncated away
   };
 
   // `log` and `blobs` must outlive the cache.
@@ -61,6 +67,12 @@ class HeadViewCache {
 
   // The sheet after every entry up to its head now. Errors as SheetView::Open.
   Result<std::shared_ptr<const SheetView>> AtHead(const std::string& sheet_id,
+                                                  UnitMeter* meter);
+
+  // The sheet at its head from a view opened afresh: for a reader whose read of the
+  // view AtHead gave failed with NotFound (a chunk of its snapshot deleted by a
+  // truncation since the view was cached). Errors as AtHead.
+  Result<std::shared_ptr<const SheetView>> Reopen(const std::string& sheet_id,
                                                   UnitMeter* meter);
 
   // Drops the sheet's view (e.g. once it is deleted). Optional: AtHead re-checks.
@@ -77,9 +89,6 @@ class HeadViewCache {
     std::shared_ptr<Mutex> loading;
   };
 
-  // False if the snapshot `view` starts from lies before the sheet's first_seq now
-  // (truncated: its objects may be gone), or the sheet cannot be read.
-  bool Retained(const SheetView& view, const std::string& sheet_id, UnitMeter* meter);
   // Carries `cached` forward to `head`; null if it cannot (too far, an Import).
   std::shared_ptr<const SheetView> Extend(const std::shared_ptr<const SheetView>& cached,
                                           const std::string& sheet_id, int64_t head,

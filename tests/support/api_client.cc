@@ -171,11 +171,14 @@ void ArmFault(httplib::Client& client, const std::string& point, const std::stri
          "POST /v1/admin/faults " + fault.dump());
 }
 
-int64_t SnapshotWorkerFailures(httplib::Client& client) {
-  const std::string series = R"(sheetlog_function_failures{mapping="snapshot-worker"} )";
+int64_t MetricSample(httplib::Client& client, const std::string& series) {
   const std::string text = Get(client, "/metrics").raw;
-  const size_t at = text.find(series);
-  return at == std::string::npos ? 0 : std::stoll(text.substr(at + series.size()));
+  const size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? 0 : std::stoll(text.substr(at + series.size() + 2));
+}
+
+int64_t SnapshotWorkerFailures(httplib::Client& client) {
+  return MetricSample(client, R"(sheetlog_function_failures{mapping="snapshot-worker"})");
 }
 
 int64_t TakeSnapshot(httplib::Client& client, const std::string& sheet) {

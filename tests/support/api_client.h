@@ -85,6 +85,9 @@ void AdvanceClock(httplib::Client& client, int64_t seconds);
 // ("error", "crash", "disk-full", ...) for `count` hits (-1: every hit).
 void ArmFault(httplib::Client& client, const std::string& point,
               const std::string& kind = "error", int count = 1);
+// The value of `series` (a metric name with its labels, as /metrics prints it:
+// `sheetlog_head_view_reads{how="hit"}`) in /metrics; 0 if it is not there.
+int64_t MetricSample(httplib::Client& client, const std::string& series);
 // The snapshot worker's failed invocations so far (the
 // sheetlog_function_failures{mapping="snapshot-worker"} sample of /metrics; 0 before
 // the first).

@@ -131,6 +131,34 @@ TEST_F(HeadViewCacheTest, BoundedBySheetsAndByEntriesOverTheSnapshot) {
   EXPECT_EQ(Read(*view), ReadFresh(c));
 }
 
+// What a reader does when its read of the loaded view finds a snapshot chunk gone
+// (the integration test InfinisheetHttpTest.HeadReadsAfterACutThatReleasedTheirSnapshot
+// makes that happen): the view is opened afresh at the head, not carried forward, and
+// kept for the reads after it.
+TEST_F(HeadViewCacheTest, ReopenOpensTheViewAfreshAtTheHeadAndKeepsIt) {
+  HeadViewCache cache(log_.get(), blobs_.get(), {});
+  const std::string sheet = NewSheet();
+  AppendRandomEdits(sheet, 20);
+  std::shared_ptr<const SheetView> loaded = AtHead(cache, sheet);
+  ASSERT_NE(loaded, nullptr);
+  AppendRandomEdits(sheet, 5);
+  auto reopened = cache.Reopen(sheet, nullptr);
+  ASSERT_OK(reopened);
+  EXPECT_NE(reopened->get(), loaded.get());
+  auto next_seq = log_->NextSeq(sheet, nullptr);
+  ASSERT_OK(next_seq);
+  EXPECT_EQ((*reopened)->at_seq(), *next_seq - 1);
+  EXPECT_EQ(Read(**reopened), ReadFresh(sheet));
+  HeadViewCache::Counters counters = cache.counters();
+  EXPECT_EQ(counters.reopened, 1);
+  EXPECT_EQ(counters.opened, 2);
+  EXPECT_EQ(counters.extended, 0) << "not carried forward from the loaded view";
+  EXPECT_EQ(AtHead(cache, sheet).get(), reopened->get());
+  EXPECT_TRUE(cache.Reopen("00000000-0000-0000-0000-000000000000", nullptr)
+                  .status()
+                  .IsNotFound());
+}
+
 TEST_F(HeadViewCacheTest, DeletedSheetIsNotFoundAndForgotten) {
   HeadViewCache cache(log_.get(), blobs_.get(), {});
   const std::string sheet = NewSheet();
