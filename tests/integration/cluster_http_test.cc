@@ -83,5 +83,51 @@ TEST(ClusterHttpTest, EveryNodeReadsWhatAnotherAcknowledgedAndStreamsIt) {
   }
 }
 
+// A truncation on one node deletes the snapshot another node's loaded view starts
+// from, and nothing tells that node: its next read at the head finds the snapshot's
+// chunk gone and opens the view again (HeadViewCache::Reopen), answering what it
+// answered before the cut plus the entry since.
+TEST(ClusterHttpTest, AHeadViewWhoseSnapshotAnotherNodeTruncatedAwayIsOpenedAgain) {
+  if (std::string why = TestClusterUnavailableReason(); !why.empty()) GTEST_SKIP() << why;
+  TestCluster cluster(2);
+  ASSERT_TRUE(cluster.StartAll());
+  httplib::Client writer = cluster.node(0).Client();
+  httplib::Client reader = cluster.node(1).Client();
+  const std::string sheet = CreateSheet(writer);
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_NO_FATAL_FAILURE(SetCell(writer, sheet, "A" + std::to_string(i), i));
+  }
+  const int64_t snapshot = TakeSnapshot(writer, sheet);  // seq 4
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_TRUE(WaitForSnapshot(cluster.node(0), writer, sheet, snapshot));
+  ASSERT_NO_FATAL_FAILURE(SetCell(writer, sheet, "A4", 4));  // seq 5
+  const std::string cells = "/v1/sheets/" + sheet + "/cells?range=A1:B4";
+  JsonResponse before = Get(reader, cells);  // node 1 loads the head from seq 4
+  ASSERT_EQ(before.status, 200) << before.raw;
+  ASSERT_EQ(before.body["at_seq"], 5) << before.raw;
+  const std::string root = ReadAllEntries(writer, sheet)[4]["snapshot_root"];
+  JsonResponse cut =
+      Post(writer, "/v1/sheets/" + sheet + "/truncate", {{"before_seq", 5}});
+  ASSERT_EQ(cut.status, 200) << cut.raw;
+  JsonResponse gone;
+  ASSERT_TRUE(Eventually([&] {
+    gone = Get(writer, "/v1/blobs/" + root);
+    return gone.status == 404;
+  })) << "seq 4's snapshot objects are deleted: "
+      << gone.status;
+  ASSERT_NO_FATAL_FAILURE(SetCell(writer, sheet, "B1", 5));  // seq 6
+  const std::string reopened = R"(sheetlog_head_view_reads{how="reopened"})";
+  EXPECT_EQ(MetricSample(reader, reopened), 0);
+  JsonResponse after = Get(reader, cells);
+  ASSERT_EQ(after.status, 200) << after.raw;
+  EXPECT_EQ(after.body["at_seq"], 6);
+  ASSERT_EQ(after.body["rows"].size(), 4u) << after.raw;
+  for (size_t row = 0; row < 4; ++row) {
+    EXPECT_EQ(after.body["rows"][row][0], before.body["rows"][row][0]) << after.raw;
+  }
+  EXPECT_EQ(after.body["rows"][0][1], 5) << after.raw;
+  EXPECT_EQ(MetricSample(reader, reopened), 1);
+}
+
 }  // namespace
 }  // namespace sheetlog::testing
