@@ -43,6 +43,7 @@ std::string Status::ToString() const {
   std::string out(StatusCodeName(code_));
   out += ": ";
   out += message_;
+  if (!detail_.empty()) out += " [" + detail_ + "]";
   return out;
 }
 
@@ -51,7 +52,7 @@ Status Status::Annotate(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message_;
-  return Status(code_, std::move(m));
+  return Status(code_, std::move(m)).WithDetail(detail_);
 }
 
 }  // namespace sheetlog

@@ -62,11 +62,22 @@ class [[nodiscard]] Status {
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
+  // What the caller may be told: the HTTP layer answers with it (api/api_error.h).
   const std::string& message() const { return message_; }
-  // "<CodeName>: <message>", or "OK".
+  // For the operator only, never a client: where a backing store is and what its
+  // driver said (a PostgreSQL host, socket and user, an object store's endpoint). The
+  // HTTP layer logs it with the answer it gives; ToString carries it. Empty: none.
+  const std::string& detail() const { return detail_; }
+  // This status with `detail` (see detail()).
+  Status WithDetail(std::string detail) const {
+    Status with = *this;
+    with.detail_ = std::move(detail);
+    return with;
+  }
+  // "<CodeName>: <message>" (then " [<detail>]" if any), or "OK".
   std::string ToString() const;
 
-  // Prepends context to the message: "while X: <original>".
+  // Prepends context to the message: "while X: <original>"; the detail stays.
   Status Annotate(std::string_view context) const;
 
   bool IsNotFound() const { return code_ == StatusCode::kNotFound; }
@@ -76,6 +87,7 @@ class [[nodiscard]] Status {
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::string detail_;
 };
 
 inline Status InvalidArgument(std::string m) {

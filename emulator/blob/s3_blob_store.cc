@@ -24,7 +24,7 @@ std::string ContentTypeOf(const BlobPutOptions& options) {
 // with the store named so an operator knows where to look.
 Status Annotated(const Status& status, const std::string& what) {
   if (status.ok() || status.IsNotFound()) return status;
-  return Status(status.code(), what + ": " + status.message());
+  return status.Annotate(what);
 }
 
 // As the directory store words it.

@@ -406,8 +406,10 @@ Result<S3Client::Response> S3Client::Send(const Request& request) {
     if (code == CURLE_WRITE_ERROR && !transfer.sink_status.ok()) {
       return transfer.sink_status;
     }
-    return Unavailable("the object store at " + location_.endpoint + " is unreachable (" +
-                       request.what + "): " + curl_easy_strerror(code));
+    // The endpoint is the operator's to know, not a client's (Status::detail).
+    return Unavailable("the object store is unreachable (" + request.what + ")")
+        .WithDetail("the object store at " + location_.endpoint + ": " +
+                    curl_easy_strerror(code));
   }
   ReleaseHandle(curl);
   return response;

@@ -179,6 +179,16 @@ class PostgresResultRow final : public SqlRow {
   const pg_result* result_;
 };
 
+// Unavailable: "the PostgreSQL table store <what>" for the client; where the database
+// is (`where`: DescribePostgresConninfo's host, port, database and user) and what
+// libpq or the server said (`why`), which may name a socket path, only in the detail,
+// for the operator (Status::detail).
+Status StoreUnavailable(const std::string& what, const std::string& where,
+                        const std::string& why) {
+  return Unavailable("the PostgreSQL table store " + what)
+      .WithDetail("the PostgreSQL database at " + where + ": " + why);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -231,7 +241,7 @@ Result<std::unique_ptr<PostgresConnection>> PostgresConnection::Open(
   if (PQstatus(raw) != CONNECTION_OK) {
     std::string why = Trimmed(PQerrorMessage(raw));
     PQfinish(raw);
-    return Unavailable("the PostgreSQL database at " + where + " is unreachable: " + why);
+    return StoreUnavailable("is unreachable", where, why);
   }
   std::unique_ptr<PostgresConnection> conn(new PostgresConnection(raw, where));
   // Every session the same: UTF-8 text, bytea as hex (PostgresResultRow::Text), and no
@@ -293,8 +303,7 @@ Result<std::vector<PostgresNotification>> PostgresConnection::AwaitNotifications
 Status PostgresConnection::EndedByEarlierError() const {
   // The first error's code: a refused statement (InvalidArgument...) stays refused,
   // and only a transaction aborted by concurrency is Aborted (worth running again).
-  return Status(failed_.code(),
-                "the transaction was ended by an earlier error: " + failed_.message());
+  return failed_.Annotate("the transaction was ended by an earlier error");
 }
 
 Status PostgresConnection::ErrorStatus(const pg_result* result) const {
@@ -303,8 +312,7 @@ Status PostgresConnection::ErrorStatus(const pg_result* result) const {
   std::string message =
       Trimmed(result == nullptr ? PQerrorMessage(conn_) : PQresultErrorMessage(result));
   if (state == nullptr || PQstatus(conn_) != CONNECTION_OK) {
-    return Unavailable("the PostgreSQL database at " + where_ +
-                       " is unreachable: " + message);
+    return StoreUnavailable("is unreachable", where_, message);
   }
   const std::string_view code = state;
   const std::string_view group = code.substr(0, 2);
@@ -313,13 +321,9 @@ Status PostgresConnection::ErrorStatus(const pg_result* result) const {
   if (code == "40001" || code == "40P01") return Aborted(message);
   if (group == "08" || code == "57P01" || code == "57P02" || code == "57P03" ||
       code == "53300") {
-    return Unavailable("the PostgreSQL database at " + where_ +
-                       " is unavailable: " + message);
+    return StoreUnavailable("is unavailable", where_, message);
   }
-  if (code == "57014") {
-    return Unavailable("the PostgreSQL database at " + where_ +
-                       " did not answer in time: " + message);
-  }
+  if (code == "57014") return StoreUnavailable("did not answer in time", where_, message);
   if (code == "53100") return InsufficientStorage(message);  // disk_full
   return Internal(message + " (SQLSTATE " + std::string(code) + ")");
 }
@@ -481,15 +485,16 @@ Status PostgresConnection::CommitProbing(const std::string& probe, bool* set) {
   if (status.code() == StatusCode::kUnavailable) {
     return Unavailable(status.message() +
                        " (while committing: whether the transaction committed is "
-                       "unknown)");
+                       "unknown)")
+        .WithDetail(status.detail());
   }
   if (status.ok() && !committed) {
     if (usable()) {
       status = Internal("the transaction was not committed: the COMMIT got no answer");
     } else {
-      status = Unavailable("the PostgreSQL database at " + where_ +
-                           " was lost while committing: whether the transaction "
-                           "committed is unknown");
+      status = StoreUnavailable(
+          "was lost while committing: whether the transaction committed is unknown",
+          where_, "the connection closed before the COMMIT's answer");
     }
   }
   if (!status.ok()) {

@@ -3,6 +3,12 @@
 namespace sheetlog::api {
 
 ApiError ApiError::FromStatus(const Status& status, nlohmann::json extra) {
+  ApiError error = FromStatusMessage(status, std::move(extra));
+  error.detail_ = status.detail();
+  return error;
+}
+
+ApiError ApiError::FromStatusMessage(const Status& status, nlohmann::json extra) {
   if (extra.is_null()) extra = nlohmann::json::object();
   const std::string& m = status.message();
   switch (status.code()) {

@@ -46,13 +46,20 @@ class ApiError : public std::runtime_error {
   int http_status() const { return http_status_; }
   const std::string& code() const { return code_; }
   const nlohmann::json& extra() const { return extra_; }
+  // The Status's detail (emulator/status.h: for the operator, never in the answer);
+  // WriteError logs it.
+  const std::string& detail() const { return detail_; }
   // {"error": {"code": ..., "message": ..., <extra fields>}}
   nlohmann::json ToJson() const;
 
  private:
+  // FromStatus without the detail.
+  static ApiError FromStatusMessage(const Status& status, nlohmann::json extra);
+
   int http_status_;
   std::string code_;
   nlohmann::json extra_;
+  std::string detail_;
 };
 
 // Throws ApiError::FromStatus(status) unless status is OK.

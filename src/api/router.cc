@@ -182,6 +182,12 @@ ApiError CaughtError(const http::Request& request) {
 
 void WriteError(http::Response& res, const ApiError& error) {
   res.status = error.http_status();
+  // What the answer leaves out (a store's location, its driver's words) goes to the
+  // operator's log with it.
+  if (!error.detail().empty()) {
+    spdlog::warn("answered {} {}: {} [{}]", error.http_status(), error.code(),
+                 error.what(), error.detail());
+  }
   // api.md: a 503 is safe to retry; say when, as the server's own 503s do
   // (http_server.cc, RespondError).
   if (error.http_status() == 503) res.set_header("Retry-After", http::kRetryAfterSeconds);

@@ -41,6 +41,12 @@ TEST(S3OutageHttpTest, StoreDownOrStalledAnswers503AndRecoversWithoutRestart) {
   EXPECT_EQ(refused.status, 503) << refused.raw;
   EXPECT_EQ(refused.body["error"]["code"], "Unavailable");
   EXPECT_NE(refused.raw.find("object store"), std::string::npos) << refused.raw;
+  // Which store, not where it is: the endpoint goes to the operator's log only.
+  EXPECT_EQ(refused.raw.find(location.endpoint), std::string::npos) << refused.raw;
+  EXPECT_NE(server.Log().find("the object store at " + location.endpoint),
+            std::string::npos)
+      << refused.raw << "\n"
+      << server.Log();
   EXPECT_EQ(Get(client, "/v1/blobs/" + kept_key).status, 503);
   // Entries that stay inline never touch the store.
   EXPECT_EQ(Post(client, entries, {{"type", "Note"}, {"body", "small"}}).status, 201);

@@ -297,15 +297,23 @@ TEST_F(PostgresDatabaseTest, APasswordInTheConnectionStringIsRefused) {
   EXPECT_NE(db.status().message().find("PGPASSWORD"), std::string::npos);
 }
 
-TEST_F(PostgresDatabaseTest, AnUnreachableServerIsUnavailableNamingIt) {
+// The operator learns where (the detail, and ToString, which `serve` prints when it
+// cannot start); the message, which is all an HTTP client ever sees, does not say.
+TEST_F(PostgresDatabaseTest, AnUnreachableServerIsUnavailableNamingItToTheOperatorOnly) {
   PostgresDatabase::Options options = Options();
   options.conninfo = "host=/nonexistent/sheetlog-test port=5432 dbname=x user=sheetlog";
   auto db = PostgresDatabase::Open(options);
   ASSERT_FALSE(db.ok());
   EXPECT_EQ(db.status().code(), StatusCode::kUnavailable) << db.status().ToString();
-  EXPECT_NE(db.status().message().find("host=/nonexistent/sheetlog-test"),
+  EXPECT_NE(db.status().detail().find("host=/nonexistent/sheetlog-test"),
             std::string::npos)
       << db.status().ToString();
+  EXPECT_NE(db.status().ToString().find("host=/nonexistent/sheetlog-test"),
+            std::string::npos);
+  EXPECT_EQ(db.status().message().find("/nonexistent"), std::string::npos)
+      << db.status().message();
+  EXPECT_NE(db.status().message().find("PostgreSQL"), std::string::npos)
+      << db.status().message();
 }
 
 // The server ends every session of the node (as a restart or failover does): the next
