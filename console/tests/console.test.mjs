@@ -1414,8 +1414,14 @@ print(json.dumps([[c.value for c in row] for row in sheet.iter_rows(min_row=1, m
     assert.equal(await activeRef(page), 'A2');
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.querySelector('#find-status').textContent === '2 of 2');
-    assert.equal(await activeRef(page), 'C300');
+    // C300 is far below: the grid renders it once it has scrolled there, and only a
+    // rendered cell can be the grid's aria-activedescendant.
     await page.waitForSelector('.grid-cell.grid-found[data-ref="C300"]');
+    await page.waitForFunction(() => {
+      const id = document.querySelector('[role="grid"]').getAttribute('aria-activedescendant');
+      return id !== null && document.getElementById(id)?.dataset.ref === 'C300';
+    });
+    assert.equal(await activeRef(page), 'C300');
     await page.keyboard.press('Shift+Enter');
     await page.waitForFunction(() => document.querySelector('#find-status').textContent === '1 of 2');
     assert.equal(await activeRef(page), 'A2');
