@@ -305,20 +305,14 @@ class EventLog {
     bool segment_full = false;   // kWritten: the segment reached segment_entries
   };
   struct AppendTxn;
-  // AddEntryAsync's batched appends (Options::batch_appends): appends queue
-  // (QueuedAppend), and one write work at a time, the drain, is waiting for them: the
-  // append that finds none sends it. When it runs it takes every append queued by then
-  // (up to kAppendBatchLimit) into its group and runs them as one batch; appends queued
-  // after that send the next drain, and the drain that left appends behind (the limit)
-  // sends it when its transaction ends. So a transaction of the group commit holds at
-  // most one group, whose rows go in key order: two nodes' transactions then take their
-  // rows' locks in one order and cannot deadlock over them (two groups of one
-  // transaction, each in order, could). Whoever takes an append completes it.
+  // AddEntryAsync's batched appends (Options::batch_appends): each append queued
+  // (QueuedAppend) sends a write work of its own; the first of those works to run
+  // takes every append queued by then (up to kAppendBatchLimit) into its group and
+  // runs them as one batch, and the works whose appends were taken run empty. Whoever
+  // takes an append completes it.
   struct QueuedAppend;
   struct AppendGroup;
   static constexpr size_t kAppendBatchLimit = 64;
-  // Sends a drain: a write work of an AppendGroup that takes the queue when it runs.
-  void SendAppendDrain();
   // Whether an append may join a batch: it writes the entry and nothing else.
   static bool Batchable(const AppendRequest& request);
   // The group's appends, taken from the queue on the first run: Add Entry's steps for
@@ -327,8 +321,7 @@ class EventLog {
   Status RunAppendGroup(Connection& conn, AppendGroup& group) EXCLUDES(append_queue_mu_);
   // After the group's transaction ended with `status`: each append's answer.
   void FinishAppendGroup(AppendGroup& group, Status status) EXCLUDES(append_queue_mu_);
-  // Up to kAppendBatchLimit queued appends into `group` (once); the drain that was
-  // waiting is no longer (unless appends are left: then `group` hands on the drain).
+  // Up to kAppendBatchLimit queued appends into `group` (once).
   void TakeQueuedAppends(AppendGroup& group) EXCLUDES(append_queue_mu_);
   // One attempt, queued behind this process's other attempts on the sheet when
   // Options::serialize_appends_per_sheet; AppendOnceNow is the attempt itself.
@@ -358,9 +351,6 @@ class EventLog {
   std::atomic<int64_t> append_batches_{0};
   Mutex append_queue_mu_;
   std::deque<std::shared_ptr<QueuedAppend>> append_queue_ GUARDED_BY(append_queue_mu_);
-  // A drain is sent and has not taken the queue yet (or one that left appends behind
-  // is about to send the next).
-  bool drain_waiting_ GUARDED_BY(append_queue_mu_) = false;
   Mutex cache_mu_;
   std::map<std::string, SheetConfig> configs_ GUARDED_BY(cache_mu_);
 };

@@ -284,9 +284,6 @@ struct EventLog::QueuedAppend {
 
 struct EventLog::AppendGroup {
   bool taken = false;
-  // The take left appends in the queue: this group sends the next drain once its
-  // transaction ends (FinishAppendGroup).
-  bool hands_on = false;
   std::vector<std::shared_ptr<QueuedAppend>> appends;
 };
 
@@ -360,27 +357,14 @@ void EventLog::AddEntryAsync(AppendRequest request, UnitMeter* meter, AppendDone
   auto queued = std::make_shared<QueuedAppend>(QueuedAppend{
       std::move(request), AppendTxn(this, nullptr, meter), *config, std::move(done), {}});
   queued->txn.request = &queued->request;
+  auto group = std::make_shared<AppendGroup>();
   if (options_.batch_appends && Batchable(queued->request)) {
-    bool send = false;
-    {
-      MutexLock lock(&append_queue_mu_);
-      append_queue_.push_back(queued);  // taken by the waiting drain
-      send = !drain_waiting_;
-      drain_waiting_ = true;
-    }
-    if (send) SendAppendDrain();
-    return;
+    MutexLock lock(&append_queue_mu_);
+    append_queue_.push_back(queued);  // taken by this work or an earlier one
+  } else {
+    group->taken = true;  // a group of its own
+    group->appends.push_back(queued);
   }
-  auto group = std::make_shared<AppendGroup>();
-  group->taken = true;  // a group of its own
-  group->appends.push_back(queued);
-  db_->WriteAsync(
-      [this, group](Connection& conn) { return RunAppendGroup(conn, *group); },
-      [this, group](Status status) { FinishAppendGroup(*group, std::move(status)); });
-}
-
-void EventLog::SendAppendDrain() {
-  auto group = std::make_shared<AppendGroup>();
   db_->WriteAsync(
       [this, group](Connection& conn) { return RunAppendGroup(conn, *group); },
       [this, group](Status status) { FinishAppendGroup(*group, std::move(status)); });
@@ -401,10 +385,6 @@ void EventLog::TakeQueuedAppends(AppendGroup& group) {
     group.appends.push_back(std::move(append_queue_.front()));
     append_queue_.pop_front();
   }
-  // Appends queued from now on send the next drain, into a later transaction; those
-  // the limit left are this group's to hand on.
-  group.hands_on = !append_queue_.empty();
-  drain_waiting_ = group.hands_on;
 }
 
 Status EventLog::RunAppendGroup(Connection& conn, AppendGroup& group) {
@@ -516,7 +496,6 @@ void EventLog::FinishAppendGroup(AppendGroup& group, Status status) {
     TakeQueuedAppends(group);
     if (status.ok()) status = Internal("an append's write never ran");
   }
-  if (group.hands_on) SendAppendDrain();
   if (status.ok() && group.appends.size() > 1) {
     const auto written =
         std::count_if(group.appends.begin(), group.appends.end(),

@@ -352,27 +352,6 @@ TEST_F(BatchedAppendTest, QueuedAppendsCommitInOneStatementInTheOrderTheyQueued)
   EXPECT_EQ(log_->retries(), 0);
 }
 
-// One group per transaction: a batch takes at most kAppendBatchLimit appends, and the
-// appends it leaves behind go in the next transaction, sent by the batch that left
-// them (no append of theirs is waiting to send it).
-TEST_F(BatchedAppendTest, AppendsBeyondOneBatchAreHandedOnToTheNextTransaction) {
-  const std::string a = NewSheet();
-  constexpr int kQueued = 64 + 10;  // EventLog::kAppendBatchLimit + 10
-  std::vector<AppendRequest> requests;
-  for (int i = 0; i < kQueued; ++i) requests.push_back(Note(a, std::to_string(i)));
-  std::vector<Outcome> outcomes = AppendBehindAHeldWriter(std::move(requests));
-  std::vector<std::string> expected;
-  for (int i = 0; i < kQueued; ++i) {
-    ASSERT_OK(outcomes[i].result) << "append " << i;
-    EXPECT_EQ(outcomes[i].result->entry.seq, i + 1);
-    expected.push_back("\"" + std::to_string(i) + "\"");
-  }
-  EXPECT_EQ(Bodies(a), expected);
-  EXPECT_EQ(log_->append_batches(), 2);
-  EXPECT_EQ(log_->batched_appends(), kQueued);
-  EXPECT_EQ(log_->retries(), 0);
-}
-
 TEST_F(BatchedAppendTest, AnAppendThatFailsInABatchFailsAloneAndLeavesNoGap) {
   const std::string a = NewSheet(), b = NewSheet();
   std::vector<Outcome> outcomes = AppendBehindAHeldWriter(
